@@ -1,0 +1,52 @@
+"""Agents: admin CRUD under /api/admin/agents; the enabled list for every signed-in user."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentloft.agents import service
+from agentloft.agents.schemas import AgentCreate, AgentPublic, AgentRead, AgentUpdate
+from agentloft.auth.dependencies import AdminUser, CurrentUser
+from agentloft.db import DbSession
+from agentloft.schemas import Page, Paging
+
+router = APIRouter(prefix="/api/agents", tags=["agents"])
+admin_router = APIRouter(prefix="/api/admin/agents", tags=["admin"])
+
+
+@router.get("", response_model=Page[AgentPublic])
+async def list_enabled(_: CurrentUser, db: DbSession, paging: Paging) -> Page[AgentPublic]:
+    rows, total = await service.list_agents(db=db, page=paging, enabled_only=True)
+    return Page[AgentPublic].of([AgentPublic.model_validate(r) for r in rows], total, paging)
+
+
+@router.get("/{slug}", response_model=AgentPublic)
+async def read_enabled(slug: str, _: CurrentUser, db: DbSession) -> AgentPublic:
+    return AgentPublic.model_validate(await service.get_enabled_agent_by_slug(db=db, slug=slug))
+
+
+@admin_router.get("", response_model=Page[AgentRead])
+async def admin_list(_: AdminUser, db: DbSession, paging: Paging) -> Page[AgentRead]:
+    rows, total = await service.list_agents(db=db, page=paging)
+    return Page[AgentRead].of([AgentRead.model_validate(r) for r in rows], total, paging)
+
+
+@admin_router.post("", response_model=AgentRead, status_code=201)
+async def admin_create(body: AgentCreate, _: AdminUser, db: DbSession) -> AgentRead:
+    return AgentRead.model_validate(await service.create_agent(db=db, data=body))
+
+
+@admin_router.get("/{agent_id}", response_model=AgentRead)
+async def admin_read(agent_id: int, _: AdminUser, db: DbSession) -> AgentRead:
+    return AgentRead.model_validate(await service.get_agent(db=db, agent_id=agent_id))
+
+
+@admin_router.put("/{agent_id}", response_model=AgentRead)
+async def admin_update(agent_id: int, body: AgentUpdate, _: AdminUser, db: DbSession) -> AgentRead:
+    return AgentRead.model_validate(await service.update_agent(db=db, agent_id=agent_id, data=body))
+
+
+@admin_router.delete("/{agent_id}", status_code=204)
+async def admin_delete(agent_id: int, _: AdminUser, db: DbSession) -> Response:
+    await service.delete_agent(db=db, agent_id=agent_id)
+    return Response(status_code=204)

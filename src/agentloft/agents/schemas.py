@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from agentloft.schemas import ApiModel
+
+Slug = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
+]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+class AgentCreate(ApiModel):
+    slug: Slug = Field(description="Unique, URL-safe: lowercase letters, digits and dashes.")
+    name: Name
+    description: str = Field(default="", max_length=2000)
+    system_prompt: str = Field(default="", max_length=100_000)
+    model_id: int | None = Field(default=None, description="A model configuration; null uses the default.")
+    max_steps: int = Field(default=10, ge=1, le=100)
+    max_output_tokens: int = Field(default=4096, ge=1, le=1_000_000)
+    enabled: bool = True
+    a2a_callable: bool = False
+
+
+class AgentUpdate(ApiModel):
+    slug: Slug | None = None
+    name: Name | None = None
+    description: str | None = Field(default=None, max_length=2000)
+    system_prompt: str | None = Field(default=None, max_length=100_000)
+    model_id: int | None = None
+    max_steps: int | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    enabled: bool | None = None
+    a2a_callable: bool | None = None
+
+
+class AgentRead(ApiModel):
+    id: int
+    slug: str
+    name: str
+    description: str
+    system_prompt: str
+    model_id: int | None
+    max_steps: int
+    max_output_tokens: int
+    enabled: bool
+    a2a_callable: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class AgentPublic(ApiModel):
+    """What any signed-in user sees of an agent: no prompt, no model wiring."""
+
+    id: int
+    slug: str
+    name: str
+    description: str
+    a2a_callable: bool

@@ -1,0 +1,103 @@
+"""``create_app(settings)``: routers, middleware, error handlers and the lifespan. No import-time effects.
+
+Start-up order: migrate the schema, build the runtime (database, secret box, shared services), run each
+domain's start-up hook (bootstrap model, tool registry, defaults, interrupted runs), then serve.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from agentloft import __version__, migrate
+from agentloft.auth.csrf import CSRFMiddleware
+from agentloft.auth.throttle import LoginThrottle
+from agentloft.config import Settings, load_settings
+from agentloft.crypto import SecretBox
+from agentloft.db import Database
+from agentloft.errors import install_error_handlers
+from agentloft.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+# Modules exposing ``router`` (and optionally ``admin_router``); order matters only for the docs.
+ROUTER_MODULES = (
+    "agentloft.auth.router",
+    "agentloft.system.router",
+    "agentloft.llm.router",
+    "agentloft.agents.router",
+    "agentloft.tools.router",
+    "agentloft.chat.router",
+    "agentloft.documents.router",
+    "agentloft.a2a.router",
+    "agentloft.web.router",
+)
+# Modules exposing ``async def startup(rt)`` and optionally ``async def shutdown(rt)``.
+LIFECYCLE_MODULES = (
+    "agentloft.llm.lifecycle",
+    "agentloft.tools.lifecycle",
+    "agentloft.chat.lifecycle",
+    "agentloft.documents.lifecycle",
+    "agentloft.a2a.lifecycle",
+    "agentloft.defaults",
+)
+
+
+def _optional_module(name: str):  # noqa: ANN202 - a module or None
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return None
+
+
+def _hooks(attr: str) -> list[Callable[[Runtime], Awaitable[None]]]:
+    mods = [_optional_module(m) for m in LIFECYCLE_MODULES]
+    return [getattr(m, attr) for m in mods if m is not None and hasattr(m, attr)]
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    secret = settings.ensure_secret_key()
+    rt = Runtime(settings=settings, db=Database(settings.resolved_database_url), box=SecretBox(secret))
+    rt.extras["login_throttle"] = LoginThrottle(settings.login_max_failures, settings.login_window_seconds)
+    return rt
+
+
+def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
+    settings = settings or load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if run_migrations:
+            migrate.upgrade(settings.resolved_database_url)
+        rt = build_runtime(settings)
+        app.state.runtime = rt
+        app.state.db = rt.db
+        for hook in _hooks("startup"):
+            await hook(rt)
+        try:
+            yield
+        finally:
+            for hook in reversed(_hooks("shutdown")):
+                await hook(rt)
+            await rt.db.dispose()
+
+    app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan)
+    app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
+    install_error_handlers(app)
+    for name in ROUTER_MODULES:
+        mod = _optional_module(name)
+        if mod is None:
+            continue
+        for attr in ("router", "admin_router"):
+            if hasattr(mod, attr):
+                app.include_router(getattr(mod, attr))
+    if (web := _optional_module("agentloft.web.router")) is not None and hasattr(web, "mount_static"):
+        web.mount_static(app)
+    return app

@@ -1,0 +1,1 @@
+"""Accounts, roles, browser sessions, personal API tokens, CSRF and login throttling."""

@@ -1,0 +1,83 @@
+"""Double-submit CSRF protection as a pure ASGI middleware (it must not buffer streamed responses).
+
+Every response to a browser without the readable ``agentloft_csrf`` cookie gets one. A write (POST, PUT,
+PATCH, DELETE) that carries the session cookie and no bearer token must echo that cookie in the
+``X-CSRF-Token`` header, or it is refused with 403 before any handler runs. Bearer-token clients are
+not exposed to CSRF (browsers never add that header by themselves) and need no token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from http.cookies import SimpleCookie
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentloft.auth.dependencies import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
+
+_UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+
+
+def _cookies(headers: dict[str, str]) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(headers.get("cookie", ""))
+    except Exception:
+        return {}
+    return {k: m.value for k, m in jar.items()}
+
+
+class CSRFMiddleware:
+    def __init__(self, app: ASGIApp, *, secure: bool = False) -> None:
+        self.app = app
+        self.secure = secure
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        cookies = _cookies(headers)
+        has_bearer = headers.get("authorization", "").lower().startswith("bearer ")
+        if scope["method"] in _UNSAFE and SESSION_COOKIE in cookies and not has_bearer:
+            expected = cookies.get(CSRF_COOKIE, "")
+            given = headers.get(CSRF_HEADER, "")
+            if not expected or not hmac.compare_digest(expected, given):
+                await self._refuse(send)
+                return
+        if CSRF_COOKIE in cookies:
+            await self.app(scope, receive, send)
+            return
+        await self.app(scope, receive, self._adding_cookie(send))
+
+    def _adding_cookie(self, send: Send) -> Send:
+        value = secrets.token_urlsafe(24)
+        attrs = f"{CSRF_COOKIE}={value}; Path=/; SameSite=Lax" + ("; Secure" if self.secure else "")
+
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"set-cookie", attrs.encode())]
+            await send(message)
+
+        return wrapped
+
+    @staticmethod
+    async def _refuse(send: Send) -> None:
+        body = json.dumps(
+            {"error": {"code": "csrf_failed", "message": "missing or wrong X-CSRF-Token header"}}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 403,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,63 @@
+"""Who is calling: ``OptionalUser``, ``CurrentUser`` (401 if nobody) and ``AdminUser`` (403 if not admin).
+
+A bearer token wins over a cookie. The lookup runs once per request and is cached on ``request.state``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.auth import service
+from agentloft.auth.models import User
+from agentloft.errors import Forbidden, Unauthorized
+
+SESSION_COOKIE = "agentloft_session"
+CSRF_COOKIE = "agentloft_csrf"
+CSRF_HEADER = "x-csrf-token"
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+async def resolve_user(request: Request, db: AsyncSession) -> User | None:
+    """Find the caller from a bearer token or the session cookie; cache it on the request."""
+    if hasattr(request.state, "user"):
+        return request.state.user
+    user: User | None = None
+    token = bearer_token(request)
+    if token:
+        user = await service.user_for_api_token(db=db, token=token)
+        request.state.auth_method = "bearer"
+    elif cookie := request.cookies.get(SESSION_COOKIE):
+        user = await service.user_for_session(db=db, token=cookie)
+        request.state.auth_method = "cookie"
+    request.state.user = user
+    return user
+
+
+async def _optional_user(request: Request) -> User | None:
+    async with request.app.state.db.session() as db:
+        return await resolve_user(request, db)
+
+
+async def _current_user(user: Annotated[User | None, Depends(_optional_user)]) -> User:
+    if user is None:
+        raise Unauthorized("sign in first")
+    return user
+
+
+async def _admin_user(user: Annotated[User, Depends(_current_user)]) -> User:
+    if not user.is_admin:
+        raise Forbidden("administrators only", code="admin_required")
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(_optional_user)]
+CurrentUser = Annotated[User, Depends(_current_user)]
+AdminUser = Annotated[User, Depends(_admin_user)]

@@ -1,0 +1,119 @@
+"""HTTP for sign-up, sign-in, tokens and user administration."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from agentloft.auth import service
+from agentloft.auth.dependencies import SESSION_COOKIE, AdminUser, CurrentUser
+from agentloft.auth.models import User
+from agentloft.auth.schemas import (
+    Credentials,
+    LoginInput,
+    Me,
+    TokenCreate,
+    TokenCreated,
+    TokenRead,
+    UserCreate,
+    UserRead,
+    UserUpdate,
+)
+from agentloft.db import DbSession
+from agentloft.errors import TooMany
+from agentloft.runtime import Rt
+from agentloft.schemas import Page, Paging
+from agentloft.system import service as system_service
+
+router = APIRouter(prefix="/api/auth", tags=["auth"])
+admin_router = APIRouter(prefix="/api/admin/users", tags=["admin"])
+
+
+def _me(user: User) -> Me:
+    return Me(id=user.id, username=user.username, role=user.role)  # type: ignore[arg-type]
+
+
+async def _sign_in(response: Response, rt: Rt, db: DbSession, user: User) -> None:
+    token = await service.start_session(db=db, user=user, days=rt.settings.session_days)
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=rt.settings.session_days * 86400,
+        httponly=True,
+        samesite="lax",
+        secure=rt.settings.env == "production",
+        path="/",
+    )
+
+
+@router.post("/signup", response_model=Me, status_code=201)
+async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -> Me:
+    """Create an account and sign in. The first account becomes admin; later ones need sign-up open."""
+    instance = await system_service.get_settings(db=db, settings=rt.settings)
+    user = await service.signup(
+        db=db, username=body.username, password=body.password, signup_open=instance.signup_open
+    )
+    await _sign_in(response, rt, db, user)
+    return _me(user)
+
+
+@router.post("/login", response_model=Me)
+async def login(body: LoginInput, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
+    throttle = rt.extras["login_throttle"]
+    address = request.client.host if request.client else "unknown"
+    wait = throttle.retry_after(body.username, address)
+    if wait:
+        raise TooMany(f"too many failed sign-in attempts; try again in {wait} s", code="login_throttled")
+    try:
+        user = await service.authenticate(db=db, username=body.username, password=body.password)
+    except Exception:
+        throttle.failed(body.username, address)
+        raise
+    throttle.succeeded(body.username)
+    await _sign_in(response, rt, db, user)
+    return _me(user)
+
+
+@router.post("/logout", status_code=204)
+async def logout(request: Request, response: Response, db: DbSession) -> Response:
+    if token := request.cookies.get(SESSION_COOKIE):
+        await service.end_session(db=db, token=token)
+    response.status_code = 204
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@router.get("/me", response_model=Me)
+async def me(user: CurrentUser) -> Me:
+    return _me(user)
+
+
+@router.post("/tokens", response_model=TokenCreated, status_code=201)
+async def create_token(body: TokenCreate, user: CurrentUser, db: DbSession) -> TokenCreated:
+    return await service.create_api_token(db=db, user_id=user.id, name=body.name)
+
+
+@router.get("/tokens", response_model=list[TokenRead])
+async def list_tokens(user: CurrentUser, db: DbSession) -> list[TokenRead]:
+    return [TokenRead.model_validate(t) for t in await service.list_api_tokens(db=db, user_id=user.id)]
+
+
+@router.delete("/tokens/{token_id}", status_code=204)
+async def delete_token(token_id: int, user: CurrentUser, db: DbSession) -> Response:
+    await service.delete_api_token(db=db, user_id=user.id, token_id=token_id)
+    return Response(status_code=204)
+
+
+@admin_router.post("", response_model=UserRead, status_code=201)
+async def admin_create_user(body: UserCreate, _: AdminUser, db: DbSession) -> UserRead:
+    return UserRead.model_validate(await service.create_user(db=db, data=body))
+
+
+@admin_router.get("", response_model=Page[UserRead])
+async def admin_list_users(_: AdminUser, db: DbSession, paging: Paging) -> Page[UserRead]:
+    users, total = await service.list_users(db=db, page=paging)
+    return Page[UserRead].of([UserRead.model_validate(u) for u in users], total, paging)
+
+
+@admin_router.patch("/{user_id}", response_model=UserRead)
+async def admin_update_user(user_id: int, body: UserUpdate, _: AdminUser, db: DbSession) -> UserRead:
+    return UserRead.model_validate(await service.update_user(db=db, user_id=user_id, data=body))

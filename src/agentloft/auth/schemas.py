@@ -1,0 +1,68 @@
+"""Request and response bodies of the auth and user-admin APIs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from agentloft.schemas import ApiModel
+
+Role = Literal["admin", "user"]
+Username = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=3, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
+]
+Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+
+
+class Credentials(ApiModel):
+    username: Username
+    password: Password
+
+
+class LoginInput(ApiModel):
+    username: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class Me(ApiModel):
+    id: int
+    username: str
+    role: Role
+
+
+class UserCreate(ApiModel):
+    username: Username
+    password: Password
+    role: Role = "user"
+
+
+class UserUpdate(ApiModel):
+    role: Role | None = None
+    disabled: bool | None = None
+
+
+class UserRead(ApiModel):
+    id: int
+    username: str
+    role: Role
+    disabled: bool
+    created_at: datetime
+
+
+class TokenCreate(ApiModel):
+    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+class TokenCreated(ApiModel):
+    id: int
+    name: str
+    token: str = Field(description="The secret; shown only in this response.")
+
+
+class TokenRead(ApiModel):
+    id: int
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None

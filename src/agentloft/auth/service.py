@@ -1,0 +1,167 @@
+"""Accounts, sessions and tokens. Keyword-only functions; the only place auth queries are written."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.auth.models import ApiToken, AuthSession, User
+from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
+from agentloft.crypto import new_token, token_hash
+from agentloft.db import utcnow
+from agentloft.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
+from agentloft.schemas import PageParams
+
+_hasher = PasswordHasher()
+# Verified against when the username is unknown, so timing does not reveal which usernames exist.
+_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def _verify(password_hash: str, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+async def count_users(*, db: AsyncSession) -> int:
+    return int((await db.execute(select(func.count(User.id)))).scalar_one())
+
+
+async def get_user_by_username(*, db: AsyncSession, username: str) -> User | None:
+    stmt = select(User).where(func.lower(User.username) == username.lower())
+    return (await db.execute(stmt)).scalar_one_or_none()
+
+
+async def create_user(*, db: AsyncSession, data: UserCreate) -> User:
+    if await get_user_by_username(db=db, username=data.username):
+        raise Conflict(f"username '{data.username}' is taken", code="username_taken")
+    user = User(username=data.username, password_hash=hash_password(data.password), role=data.role)
+    db.add(user)
+    try:
+        await db.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"username '{data.username}' is taken", code="username_taken") from exc
+    return user
+
+
+async def signup(*, db: AsyncSession, username: str, password: str, signup_open: bool) -> User:
+    """The first account on a fresh install becomes admin; later ones need sign-up to be open."""
+    first = await count_users(db=db) == 0
+    if not first and not signup_open:
+        raise Forbidden("sign-up is closed; ask an administrator for an account", code="signup_closed")
+    role = "admin" if first else "user"
+    return await create_user(db=db, data=UserCreate(username=username, password=password, role=role))
+
+
+async def authenticate(*, db: AsyncSession, username: str, password: str) -> User:
+    user = await get_user_by_username(db=db, username=username)
+    if user is None:
+        _verify(_DUMMY_HASH, password)
+        raise Unauthorized("wrong username or password", code="invalid_credentials")
+    if not _verify(user.password_hash, password):
+        raise Unauthorized("wrong username or password", code="invalid_credentials")
+    if user.disabled:
+        raise Forbidden("this account is disabled", code="account_disabled")
+    return user
+
+
+async def start_session(*, db: AsyncSession, user: User, days: int) -> str:
+    token = secrets.token_urlsafe(32)
+    db.add(
+        AuthSession(user_id=user.id, token_hash=token_hash(token), expires_at=utcnow() + timedelta(days=days))
+    )
+    await db.flush()
+    return token
+
+
+async def end_session(*, db: AsyncSession, token: str) -> None:
+    await db.execute(delete(AuthSession).where(AuthSession.token_hash == token_hash(token)))
+
+
+async def user_for_session(*, db: AsyncSession, token: str) -> User | None:
+    stmt = (
+        select(User)
+        .join(AuthSession, AuthSession.user_id == User.id)
+        .where(AuthSession.token_hash == token_hash(token), AuthSession.expires_at > utcnow())
+    )
+    user = (await db.execute(stmt)).scalar_one_or_none()
+    return None if user is None or user.disabled else user
+
+
+async def user_for_api_token(*, db: AsyncSession, token: str) -> User | None:
+    stmt = select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(
+        ApiToken.token_hash == token_hash(token)
+    )
+    row = (await db.execute(stmt)).first()
+    if row is None or row[1].disabled:
+        return None
+    row[0].last_used_at = utcnow()
+    return row[1]
+
+
+async def create_api_token(*, db: AsyncSession, user_id: int, name: str) -> TokenCreated:
+    secret = new_token("alt")
+    row = ApiToken(user_id=user_id, name=name, token_hash=token_hash(secret))
+    db.add(row)
+    await db.flush()
+    return TokenCreated(id=row.id, name=row.name, token=secret)
+
+
+async def list_api_tokens(*, db: AsyncSession, user_id: int) -> list[ApiToken]:
+    stmt = select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.id.desc())
+    return list((await db.execute(stmt)).scalars())
+
+
+async def delete_api_token(*, db: AsyncSession, user_id: int, token_id: int) -> None:
+    result = await db.execute(
+        delete(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user_id)
+    )
+    if result.rowcount == 0:
+        raise NotFound("token not found", code="token_not_found")
+
+
+async def list_users(*, db: AsyncSession, page: PageParams) -> tuple[list[User], int]:
+    total = await count_users(db=db)
+    stmt = select(User).order_by(User.id).offset(page.offset).limit(page.page_size)
+    return list((await db.execute(stmt)).scalars()), total
+
+
+async def get_user(*, db: AsyncSession, user_id: int) -> User:
+    user = await db.get(User, user_id)
+    if user is None:
+        raise NotFound("user not found", code="user_not_found")
+    return user
+
+
+async def _active_admins(*, db: AsyncSession) -> int:
+    stmt = select(func.count(User.id)).where(User.role == "admin", User.disabled.is_(False))
+    return int((await db.execute(stmt)).scalar_one())
+
+
+async def update_user(*, db: AsyncSession, user_id: int, data: UserUpdate) -> User:
+    """Change a role or disable an account, but never leave the instance without an active admin."""
+    user = await get_user(db=db, user_id=user_id)
+    loses_admin = user.is_admin and not user.disabled and (
+        (data.role is not None and data.role != "admin") or data.disabled is True
+    )
+    if loses_admin and await _active_admins(db=db) <= 1:
+        raise AppError("the last active admin cannot be demoted or disabled", code="last_admin", status=409)
+    if data.role is not None:
+        user.role = data.role
+    if data.disabled is not None:
+        user.disabled = data.disabled
+        if data.disabled:
+            await db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
+    await db.flush()
+    return user

@@ -1,0 +1,79 @@
+"""Settings, read from the environment (prefix ``AGENTLOFT_``) when the app is created, never at import.
+
+The secret key encrypts stored API keys and signs nothing else; when it is not given it is generated once
+and kept in ``<data dir>/secret_key`` so restarts keep decrypting. Production mode refuses to start
+without an explicit key, because a key that lives next to the data protects nothing from whoever can
+read the data.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ConfigError(RuntimeError):
+    """The settings cannot produce a working app; the message says which one and why."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENTLOFT_", extra="ignore")
+
+    env: Literal["development", "production", "test"] = "development"
+    data_dir: Path = Path("./data")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy async URL; default is a SQLite file in the data dir."
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+    secret_key: str | None = None
+    signup_open: bool = Field(
+        default=False, description="Whether anyone may sign up after the first account (an admin)."
+    )
+    redis_url: str | None = None
+    # Optional bootstrap model, created (or updated) on start so a first run needs no clicks.
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    default_model: str | None = None
+    # Hosts and CIDRs that tools may reach although they are private (e.g. a local SearXNG or Ollama).
+    allowed_internal_hosts: list[str] = Field(default_factory=list)
+    session_days: int = 30
+    login_max_failures: int = 5
+    login_window_seconds: int = 300
+    stream_grace_seconds: float = 60.0
+
+    @model_validator(mode="after")
+    def _require_secret_in_production(self) -> Settings:
+        if self.env == "production" and not self.secret_key:
+            raise ValueError("AGENTLOFT_SECRET_KEY is required when AGENTLOFT_ENV=production")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'agentloft.db').resolve()}"
+
+    def ensure_secret_key(self) -> str:
+        """Return the secret key, creating and keeping one in the data dir on first start."""
+        if self.secret_key:
+            return self.secret_key
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.data_dir / "secret_key"
+        if not path.exists():
+            path.write_text(secrets.token_urlsafe(48))
+            path.chmod(0o600)
+        self.secret_key = path.read_text().strip()
+        return self.secret_key
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment plus explicit overrides; wrap errors in ConfigError."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc

@@ -1,0 +1,145 @@
+"""One error shape for the whole API: ``{"error": {"code", "message", "fields"?}}``.
+
+Services raise ``AppError`` (or a subclass); they never build HTTP responses. The handlers here turn
+domain errors, FastAPI validation errors and stray HTTP exceptions into that shape; pages get the same
+code and message rendered as an error page by the web domain.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+
+
+class AppError(Exception):
+    """A failure a client can act on: HTTP status, stable code, English message, optional field errors."""
+
+    status: int = 400
+    code: str = "bad_request"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        fields: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        if status:
+            self.status = status
+        self.fields = fields
+
+    def body(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.fields:
+            err["fields"] = self.fields
+        return {"error": err}
+
+
+class NotFound(AppError):
+    status = 404
+    code = "not_found"
+
+
+class Unauthorized(AppError):
+    status = 401
+    code = "not_authenticated"
+
+
+class Forbidden(AppError):
+    status = 403
+    code = "forbidden"
+
+
+class Conflict(AppError):
+    status = 409
+    code = "conflict"
+
+
+class Invalid(AppError):
+    status = 422
+    code = "validation_error"
+
+
+class TooMany(AppError):
+    status = 429
+    code = "too_many_requests"
+
+
+def _loc_to_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie")]
+    return ".".join(parts) or "body"
+
+
+def field_errors(errors: list[Any]) -> dict[str, str]:
+    """Map pydantic error dicts to ``{"field.path": "message"}`` (first message per field wins)."""
+    out: dict[str, str] = {}
+    for e in errors:
+        out.setdefault(_loc_to_path(e.get("loc", ())), e.get("msg", "invalid"))
+    return out
+
+
+def invalid_from_pydantic(exc: ValidationError, *, prefix: str = "") -> Invalid:
+    fields = field_errors(exc.errors())
+    if prefix:
+        fields = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in fields.items()}
+    first = next(iter(fields.items()), ("body", "invalid"))
+    return Invalid(f"{first[0]}: {first[1]}", fields=fields)
+
+
+def error_response(err: AppError) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=err.status)
+
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "not_authenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    422: "validation_error",
+    429: "too_many_requests",
+}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def _app_error(request: Request, exc: AppError) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        fields = field_errors(list(exc.errors()))
+        first = next(iter(fields.items()), ("body", "invalid"))
+        return error_response(Invalid(f"{first[0]}: {first[1]}", fields=fields))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        return JSONResponse(
+            {"error": {"code": code, "message": message}},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            {"error": {"code": "internal_error", "message": "Internal server error"}}, status_code=500
+        )

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from sqlalchemy import Boolean, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from agentloft.db import Base, TimestampMixin
+
+
+class ModelConfig(TimestampMixin, Base):
+    """A model an agent can use: which provider, where, which model name, and its encrypted API key."""
+
+    __tablename__ = "model_configs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100), nullable=False)
+    provider: Mapped[str] = mapped_column(String(20), nullable=False)
+    base_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    model: Mapped[str] = mapped_column(String(200), nullable=False)
+    api_key_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    is_default: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)

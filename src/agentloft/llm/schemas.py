@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AnyHttpUrl, Field, StringConstraints, field_validator
+
+from agentloft.schemas import ApiModel
+
+Provider = Literal["openai", "anthropic"]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _url(value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    AnyHttpUrl(value)  # raises on a malformed URL
+    return value.rstrip("/")
+
+
+class ModelConfigCreate(ApiModel):
+    name: Name
+    provider: Provider
+    base_url: str | None = Field(default=None, description="Endpoint; empty uses the provider's default.")
+    model: ModelName
+    api_key: str | None = Field(default=None, description="Stored encrypted; never returned.")
+    enabled: bool = True
+    is_default: bool = False
+
+    _check_url = field_validator("base_url")(_url)
+
+
+class ModelConfigUpdate(ApiModel):
+    name: Name | None = None
+    provider: Provider | None = None
+    base_url: str | None = None
+    model: ModelName | None = None
+    api_key: str | None = Field(default=None, description="A new key; an empty string removes the key.")
+    enabled: bool | None = None
+    is_default: bool | None = None
+
+    _check_url = field_validator("base_url")(_url)
+
+
+class ModelConfigRead(ApiModel):
+    id: int
+    name: str
+    provider: Provider
+    base_url: str | None
+    model: str
+    has_api_key: bool
+    enabled: bool
+    is_default: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class ModelTestResult(ApiModel):
+    ok: bool
+    latency_ms: int
+    reply: str | None = None
+    error: str | None = None

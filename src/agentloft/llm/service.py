@@ -1,0 +1,167 @@
+"""Model configurations: CRUD, the default model, the bootstrap model from the environment, the test."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic_ai import Agent
+from pydantic_ai.settings import ModelSettings
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.config import Settings
+from agentloft.crypto import SecretBox
+from agentloft.errors import NotFound
+from agentloft.llm.models import ModelConfig
+from agentloft.llm.providers import ModelSpec, build_model
+from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
+from agentloft.schemas import PageParams
+
+BOOTSTRAP_NAME = "Default (from environment)"
+
+
+def to_read(row: ModelConfig) -> ModelConfigRead:
+    return ModelConfigRead(
+        id=row.id,
+        name=row.name,
+        provider=row.provider,  # type: ignore[arg-type]
+        base_url=row.base_url,
+        model=row.model,
+        has_api_key=bool(row.api_key_enc),
+        enabled=row.enabled,
+        is_default=row.is_default,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def _clear_default(db: AsyncSession, keep_id: int) -> None:
+    await db.execute(update(ModelConfig).where(ModelConfig.id != keep_id).values(is_default=False))
+
+
+async def _first_becomes_default(db: AsyncSession, row: ModelConfig) -> None:
+    """The first enabled model is the default, so a fresh install works without an extra click."""
+    stmt = select(func.count(ModelConfig.id)).where(ModelConfig.is_default.is_(True), ModelConfig.id != row.id)
+    if row.enabled and (await db.execute(stmt)).scalar_one() == 0:
+        row.is_default = True
+
+
+async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCreate) -> ModelConfig:
+    row = ModelConfig(
+        name=data.name,
+        provider=data.provider,
+        base_url=data.base_url,
+        model=data.model,
+        api_key_enc=box.encrypt(data.api_key) if data.api_key else None,
+        enabled=data.enabled,
+        is_default=data.is_default,
+    )
+    db.add(row)
+    await db.flush()
+    if row.is_default:
+        await _clear_default(db, row.id)
+    await _first_becomes_default(db, row)
+    await db.flush()
+    return row
+
+
+async def get_model(*, db: AsyncSession, model_id: int) -> ModelConfig:
+    row = await db.get(ModelConfig, model_id)
+    if row is None:
+        raise NotFound("model not found", code="model_not_found")
+    return row
+
+
+async def list_models(*, db: AsyncSession, page: PageParams) -> tuple[list[ModelConfig], int]:
+    total = int((await db.execute(select(func.count(ModelConfig.id)))).scalar_one())
+    stmt = select(ModelConfig).order_by(ModelConfig.id).offset(page.offset).limit(page.page_size)
+    return list((await db.execute(stmt)).scalars()), total
+
+
+async def update_model(
+    *, db: AsyncSession, box: SecretBox, model_id: int, data: ModelConfigUpdate
+) -> ModelConfig:
+    row = await get_model(db=db, model_id=model_id)
+    changes = data.model_dump(exclude_unset=True)
+    if "api_key" in changes:
+        key = changes.pop("api_key")
+        row.api_key_enc = box.encrypt(key) if key else None
+    for field, value in changes.items():
+        if value is not None or field == "base_url":
+            setattr(row, field, value)
+    await db.flush()
+    if row.is_default:
+        await _clear_default(db, row.id)
+    return row
+
+
+async def delete_model(*, db: AsyncSession, model_id: int) -> None:
+    row = await get_model(db=db, model_id=model_id)
+    await db.delete(row)
+    await db.flush()
+
+
+async def default_model(*, db: AsyncSession) -> ModelConfig | None:
+    """The enabled default model, else the oldest enabled one, else None."""
+    stmt = (
+        select(ModelConfig)
+        .where(ModelConfig.enabled.is_(True))
+        .order_by(ModelConfig.is_default.desc(), ModelConfig.id)
+        .limit(1)
+    )
+    return (await db.execute(stmt)).scalar_one_or_none()
+
+
+async def has_enabled_model(*, db: AsyncSession) -> bool:
+    return await default_model(db=db) is not None
+
+
+def spec_of(row: ModelConfig, box: SecretBox) -> ModelSpec:
+    return ModelSpec(
+        provider=row.provider,
+        model=row.model,
+        base_url=row.base_url,
+        api_key=box.decrypt(row.api_key_enc) if row.api_key_enc else None,
+    )
+
+
+async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: Settings) -> None:
+    """Create or refresh the model named by ``AGENTLOFT_OPENAI_BASE_URL`` and make it the default."""
+    if not settings.openai_base_url:
+        return
+    stmt = select(ModelConfig).where(ModelConfig.name == BOOTSTRAP_NAME)
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        row = ModelConfig(name=BOOTSTRAP_NAME, provider="openai", model="", enabled=True)
+        db.add(row)
+    row.base_url = settings.openai_base_url.rstrip("/")
+    row.model = settings.default_model or "gpt-4o-mini"
+    row.api_key_enc = box.encrypt(settings.openai_api_key) if settings.openai_api_key else None
+    row.enabled = True
+    row.is_default = True
+    await db.flush()
+    await _clear_default(db, row.id)
+
+
+async def test_model(*, row: ModelConfig, box: SecretBox, timeout: float = 30.0) -> ModelTestResult:
+    """Make one small request and report success or the provider's error message."""
+    started = time.perf_counter()
+    try:
+        agent = Agent(build_model(spec_of(row, box)))
+        result = await agent.run(
+            "Reply with the single word OK.",
+            model_settings=ModelSettings(max_tokens=16, timeout=timeout),
+        )
+        reply = str(result.output)
+        return ModelTestResult(ok=True, latency_ms=_ms(started), reply=reply[:200])
+    except Exception as exc:
+        return ModelTestResult(ok=False, latency_ms=_ms(started), error=_describe(exc))
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text[:500]

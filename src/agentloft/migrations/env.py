@@ -1,0 +1,62 @@
+"""Alembic environment: runs the migrations on the async engine for the configured URL."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from agentloft.db import Base, make_engine
+from agentloft.models import import_all_models
+
+import_all_models()
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_async() -> None:
+    url = context.config.attributes.get("database_url") or context.config.get_main_option("sqlalchemy.url")
+    engine = make_engine(url)
+    async with engine.connect() as conn:
+        await conn.run_sync(_run)
+        await conn.commit()
+    await engine.dispose()
+
+
+def run() -> None:
+    if context.is_offline_mode():
+        raise RuntimeError("offline migrations are not supported")
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_run_async())
+    else:  # called from inside a running loop: do the work in a fresh thread's loop
+        import threading
+
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                asyncio.run(_run_async())
+            except BaseException as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=target)
+        t.start()
+        t.join()
+        if errors:
+            raise errors[0]
+
+
+run()

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from agentloft.schemas import ApiModel
+
+HostOrCidr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
+
+
+class InstanceSettings(ApiModel):
+    signup_open: bool
+    allowed_internal_hosts: list[HostOrCidr] = Field(
+        description="Hosts or CIDRs that tools may reach although they are private or loopback."
+    )
+
+
+class InstanceSettingsUpdate(ApiModel):
+    signup_open: bool | None = None
+    allowed_internal_hosts: list[HostOrCidr] | None = None

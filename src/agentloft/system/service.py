@@ -1,0 +1,50 @@
+"""Read and write instance settings. The environment gives defaults; a stored value overrides it."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.config import Settings
+from agentloft.errors import Invalid
+from agentloft.system.models import AppSetting
+from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
+
+_DEFAULTS = {"signup_open": "signup_open", "allowed_internal_hosts": "allowed_internal_hosts"}
+
+
+async def _stored(db: AsyncSession) -> dict[str, Any]:
+    rows = (await db.execute(select(AppSetting))).scalars().all()
+    return {r.key: r.value for r in rows}
+
+
+async def get_settings(*, db: AsyncSession, settings: Settings) -> InstanceSettings:
+    stored = await _stored(db)
+    values = {k: stored.get(k, getattr(settings, env)) for k, env in _DEFAULTS.items()}
+    return InstanceSettings(**values)
+
+
+def _check_host(entry: str) -> None:
+    if "/" in entry:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError as exc:
+            raise Invalid(f"not a CIDR: {entry}", fields={"allowedInternalHosts": str(exc)}) from exc
+
+
+async def update_settings(
+    *, db: AsyncSession, settings: Settings, data: InstanceSettingsUpdate
+) -> InstanceSettings:
+    for entry in data.allowed_internal_hosts or []:
+        _check_host(entry)
+    for key, value in data.model_dump(exclude_none=True).items():
+        row = await db.get(AppSetting, key)
+        if row is None:
+            db.add(AppSetting(key=key, value=value))
+        else:
+            row.value = value
+    await db.flush()
+    return await get_settings(db=db, settings=settings)

@@ -1,0 +1,94 @@
+"""The contract between the platform and a tool type.
+
+A tool type is code: a slug, a ``Config`` model (admin settings, with defaults; its JSON Schema drives the
+admin form), an ``Input`` model (its JSON Schema is what the model sees), ``describe(config)`` and
+``execute(input, config, ctx)``. A tool is a database row: an instance of a type with its config.
+
+Cross-cutting rules (visibility by role, approval, input validation, timing, turning exceptions into
+failed results) live in the wrapper in ``tools.runner``, not in each type.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from agentloft.runtime import Runtime
+
+
+class ToolResult(BaseModel):
+    """What a tool returns. ``metadata`` always carries ``durationMs`` once it passed the wrapper."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    success: bool
+    data: Any = None
+    error: str | None = None
+    metadata: dict[str, Any] = {}
+
+    @classmethod
+    def ok(cls, data: Any = None, **metadata: Any) -> ToolResult:
+        return cls(success=True, data=data, metadata=metadata)
+
+    @classmethod
+    def fail(cls, error: str, **metadata: Any) -> ToolResult:
+        return cls(success=False, error=error, metadata=metadata)
+
+
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def _no_emit(name: str, data: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """Who runs the tool and where. ``emit(name, data)`` sends a ``data-<name>`` chunk to the caller's
+    stream (the A2A tool uses it for ``data-a2a-task-started``)."""
+
+    runtime: Runtime
+    tool_id: str
+    tool_slug: str
+    user_id: int | None
+    user_role: str | None
+    session_id: str | None = None
+    agent_id: int | None = None
+    recursion_depth: int = 0
+    approved: bool = False
+    tool_call_id: str | None = None
+    emit: Emit = _no_emit
+    # Free-form values a caller passes down (e.g. the A2A call chain for cycle detection).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+InputT = TypeVar("InputT", bound=BaseModel)
+
+
+class ToolType(ABC, Generic[ConfigT, InputT]):
+    """Subclass, set the class attributes, implement ``describe`` and ``execute``; register an instance."""
+
+    slug: ClassVar[str]
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Config: ClassVar[type[BaseModel]]
+    Input: ClassVar[type[BaseModel]]
+    # Config fields holding secrets: stored encrypted, never returned by the API.
+    secret_fields: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def describe(self, config: ConfigT) -> str:
+        """The description the model sees, built from the config."""
+
+    @abstractmethod
+    async def execute(self, input: InputT, config: ConfigT, ctx: ToolContext) -> ToolResult:
+        """Do the work. May raise; the wrapper turns exceptions into failed results."""
+
+    def needs_approval(self, input: InputT, config: ConfigT, ctx: ToolContext) -> bool:
+        """Whether this particular call asks for the user's approval (e.g. document delete)."""
+        return False

@@ -1,0 +1,151 @@
+"""Accounts, sessions, CSRF, tokens, throttling and user administration over real HTTP."""
+
+from __future__ import annotations
+
+from tests.support import ApiClient, LiveApp, login, signup
+
+
+def test_first_account_is_admin_and_signup_then_closes(app: LiveApp, anon: ApiClient) -> None:
+    me = signup(anon, "root")
+    assert me["role"] == "admin" and me["username"] == "root"
+    assert anon.ok("GET", "/api/auth/me") == me
+    with app.client() as other:
+        r = other.post("/api/auth/signup", json={"username": "bob", "password": "password123"})
+        assert r.status_code == 403
+        assert r.json()["error"]["code"] == "signup_closed"
+
+
+def test_admin_opens_signup(app: LiveApp, admin: ApiClient) -> None:
+    admin.ok("PUT", "/api/admin/settings", json={"signupOpen": True})
+    with app.client() as other:
+        assert signup(other, "bob")["role"] == "user"
+
+
+def test_me_requires_sign_in(anon: ApiClient) -> None:
+    r = anon.get("/api/auth/me")
+    assert r.status_code == 401
+    assert r.json() == {"error": {"code": "not_authenticated", "message": "sign in first"}}
+
+
+def test_signup_validation_is_422_with_fields(anon: ApiClient) -> None:
+    r = anon.post("/api/auth/signup", json={"username": "a", "password": "short"})
+    assert r.status_code == 422
+    fields = r.json()["error"]["fields"]
+    assert set(fields) == {"username", "password"}
+    r = anon.post("/api/auth/signup", json={"username": "bad name!", "password": "password123"})
+    assert r.status_code == 422 and "username" in r.json()["error"]["fields"]
+
+
+def test_session_cookie_is_httponly_lax(app: LiveApp) -> None:
+    with app.client() as c:
+        r = c.post("/api/auth/signup", json={"username": "root", "password": "password123"})
+        cookie = next(h for h in r.headers.get_list("set-cookie") if h.startswith("agentloft_session="))
+        assert "HttpOnly" in cookie and "SameSite=lax" in cookie.replace("Lax", "lax")
+        csrf = c.cookies.get("agentloft_csrf")
+        assert csrf  # readable cookie handed out on the first response
+
+
+def test_logout_ends_session(admin: ApiClient) -> None:
+    admin.ok("POST", "/api/auth/logout", status=204)
+    assert admin.get("/api/auth/me").status_code == 401
+
+
+def test_login_wrong_password_and_throttle(app: LiveApp, admin: ApiClient) -> None:
+    with app.client() as c:
+        for _ in range(5):
+            r = c.post("/api/auth/login", json={"username": "admin", "password": "wrong-password"})
+            assert r.status_code == 401
+            assert r.json()["error"]["code"] == "invalid_credentials"
+        r = c.post("/api/auth/login", json={"username": "admin", "password": "password123"})
+        assert r.status_code == 429
+        assert r.json()["error"]["code"] == "login_throttled"
+
+
+def test_unknown_user_login_is_401(anon: ApiClient) -> None:
+    r = anon.post("/api/auth/login", json={"username": "ghost", "password": "whatever1"})
+    assert r.status_code == 401
+
+
+def test_csrf_required_for_cookie_writes(app: LiveApp, admin: ApiClient) -> None:
+    # Same cookies, but no X-CSRF-Token header: refused before the handler runs.
+    with ApiClient(app.url, csrf=False, cookies=admin.cookies) as raw:
+        r = raw.post("/api/auth/tokens", json={"name": "x"})
+        assert r.status_code == 403
+        assert r.json()["error"]["code"] == "csrf_failed"
+        r = raw.post("/api/auth/tokens", json={"name": "x"}, headers={"X-CSRF-Token": "forged"})
+        assert r.status_code == 403
+        good = raw.post(
+            "/api/auth/tokens", json={"name": "x"}, headers={"X-CSRF-Token": admin.cookies["agentloft_csrf"]}
+        )
+        assert good.status_code == 201
+    assert admin.ok("GET", "/api/auth/tokens")[0]["name"] == "x"
+
+
+def test_api_tokens_authenticate_without_csrf(app: LiveApp, admin: ApiClient) -> None:
+    created = admin.ok("POST", "/api/auth/tokens", json={"name": "cli"})
+    assert created["token"].startswith("alt_") and created["name"] == "cli"
+    listed = admin.ok("GET", "/api/auth/tokens")
+    assert listed[0]["id"] == created["id"] and "token" not in listed[0]
+    # the secret is stored hashed
+    stored = app.sql("SELECT token_hash FROM api_tokens")
+    assert stored and stored[0][0] != created["token"]
+    with ApiClient(app.url, csrf=False, headers={"Authorization": f"Bearer {created['token']}"}) as bearer:
+        assert bearer.ok("GET", "/api/auth/me")["username"] == "admin"
+        # a write with a bearer token needs no CSRF token
+        assert bearer.ok("POST", "/api/auth/tokens", json={"name": "second"}, status=201)
+    admin.ok("DELETE", f"/api/auth/tokens/{created['id']}", status=204)
+    with ApiClient(app.url, headers={"Authorization": f"Bearer {created['token']}"}) as bearer:
+        assert bearer.get("/api/auth/me").status_code == 401
+    assert admin.delete(f"/api/auth/tokens/{created['id']}").status_code == 404
+
+
+def test_tokens_are_per_user(make_user, admin: ApiClient) -> None:
+    token = admin.ok("POST", "/api/auth/tokens", json={"name": "mine"})
+    bob = make_user("bob")
+    assert bob.ok("GET", "/api/auth/tokens") == []
+    assert bob.delete(f"/api/auth/tokens/{token['id']}").status_code == 404
+
+
+def test_admin_user_management(app: LiveApp, admin: ApiClient, make_user) -> None:
+    created = admin.ok("POST", "/api/admin/users", json={"username": "carol", "password": "password123"})
+    assert created["role"] == "user" and created["disabled"] is False
+    dup = admin.post("/api/admin/users", json={"username": "CAROL", "password": "password123"})
+    assert dup.status_code == 409 and dup.json()["error"]["code"] == "username_taken"
+    page = admin.ok("GET", "/api/admin/users", params={"page": 1, "pageSize": 1})
+    assert page["total"] == 2 and page["pageSize"] == 1 and page["hasMore"] is True and len(page["items"]) == 1
+    promoted = admin.ok("PATCH", f"/api/admin/users/{created['id']}", json={"role": "admin"})
+    assert promoted["role"] == "admin"
+    assert admin.patch("/api/admin/users/9999", json={"role": "user"}).status_code == 404
+    assert admin.patch(f"/api/admin/users/{created['id']}", json={"role": "boss"}).status_code == 422
+
+
+def test_non_admin_gets_403_on_admin_apis(user: ApiClient) -> None:
+    for method, url in [("GET", "/api/admin/users"), ("GET", "/api/admin/models"), ("GET", "/api/admin/agents"),
+                        ("POST", "/api/admin/users"), ("GET", "/api/admin/settings")]:
+        r = user.request(method, url, json={} if method == "POST" else None)
+        assert r.status_code == 403, (method, url)
+        assert r.json()["error"]["code"] == "admin_required"
+
+
+def test_disabled_account_cannot_sign_in_or_use_token(app: LiveApp, admin: ApiClient, make_user) -> None:
+    bob = make_user("bob")
+    token = bob.ok("POST", "/api/auth/tokens", json={"name": "t"})["token"]
+    bob_id = bob.ok("GET", "/api/auth/me")["id"]
+    admin.ok("PATCH", f"/api/admin/users/{bob_id}", json={"disabled": True})
+    assert bob.get("/api/auth/me").status_code == 401  # existing session ended
+    with app.client() as c:
+        r = c.post("/api/auth/login", json={"username": "bob", "password": "password123"})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "account_disabled"
+    with ApiClient(app.url, headers={"Authorization": f"Bearer {token}"}) as bearer:
+        assert bearer.get("/api/auth/me").status_code == 401
+    admin.ok("PATCH", f"/api/admin/users/{bob_id}", json={"disabled": False})
+    with app.client() as c:
+        assert login(c, "bob")["username"] == "bob"
+
+
+def test_last_admin_cannot_be_demoted(admin: ApiClient) -> None:
+    me = admin.ok("GET", "/api/auth/me")
+    r = admin.patch(f"/api/admin/users/{me['id']}", json={"role": "user"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "last_admin"
+    r = admin.patch(f"/api/admin/users/{me['id']}", json={"disabled": True})
+    assert r.status_code == 409

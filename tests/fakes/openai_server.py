@@ -1,0 +1,255 @@
+"""A scripted OpenAI-compatible model server that the real provider code talks to over HTTP.
+
+Each call to ``/v1/chat/completions`` takes the next scripted ``Step`` from the queue (or, when the queue
+is empty, the ``default`` responder's step). A step is text in chunks, one or several tool calls, an HTTP
+error, a malformed stream, or a stall; each can be slowed per chunk and carries usage. Every request body
+is recorded so tests can assert what the model was sent (tools, messages, max tokens).
+
+Run it in a thread with ``FakeModelServer().start()``; ``.base_url`` is what a model configuration needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class ToolCall:
+    name: str
+    args: dict[str, Any]
+    id: str | None = None
+
+
+@dataclass
+class Step:
+    """One model response. Exactly one of text / tool_calls / error_status / hang matters most, but text
+    and tool calls may be combined (text first, then the calls), as real models do."""
+
+    text: str = ""
+    chunks: int | None = None  # split text into this many chunks (default: by word)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    error_status: int | None = None
+    error_message: str = "fake model failure"
+    malformed_after: int | None = None  # send this many good chunks, then garbage
+    hang: bool = False  # accept the request and never answer
+    delay: float = 0.0  # seconds between chunks
+    first_delay: float = 0.0  # seconds before the first chunk
+    input_tokens: int = 10
+    output_tokens: int | None = None
+    match: Callable[[dict[str, Any]], bool] | None = None  # only used for requests it matches
+
+
+def text(value: str, **kw: Any) -> Step:
+    return Step(text=value, **kw)
+
+
+def call(name: str, args: dict[str, Any] | None = None, **kw: Any) -> Step:
+    return Step(tool_calls=[ToolCall(name, args or {})], **kw)
+
+
+def _split(step: Step) -> list[str]:
+    if not step.text:
+        return []
+    if step.chunks:
+        n = max(1, step.chunks)
+        size = max(1, -(-len(step.text) // n))
+        return [step.text[i : i + size] for i in range(0, len(step.text), size)]
+    words = step.text.split(" ")
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for msg in reversed(body.get("messages", [])):
+        if msg.get("role") == "user":
+            content = msg.get("content")
+            if isinstance(content, list):
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content)
+    return ""
+
+
+def echo(body: dict[str, Any]) -> Step:
+    return Step(text=f"echo: {_last_user_text(body)}")
+
+
+class FakeModel:
+    """The script: a queue of steps plus a record of requests. Thread-safe for tests in another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[Step] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.default: Callable[[dict[str, Any]], Step] = echo
+
+    def push(self, *steps: Step) -> None:
+        with self._lock:
+            self._queue.extend(steps)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.default = echo
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def next_step(self, body: dict[str, Any]) -> Step:
+        with self._lock:
+            self.requests.append(body)
+            for i, step in enumerate(self._queue):
+                if step.match is None or step.match(body):
+                    del self._queue[i]
+                    return step
+        return self.default(body)
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> str:
+    payload = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def _usage_chunk(model: str, step: Step, completion: int) -> str:
+    usage = {
+        "prompt_tokens": step.input_tokens,
+        "completion_tokens": completion,
+        "total_tokens": step.input_tokens + completion,
+    }
+    payload = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+               "choices": [], "usage": usage}
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+async def _stream(step: Step, model: str) -> AsyncIterator[str]:
+    if step.first_delay:
+        await asyncio.sleep(step.first_delay)
+    pieces = _split(step)
+    yield _chunk(model, {"role": "assistant", "content": ""})
+    for i, piece in enumerate(pieces):
+        if step.malformed_after is not None and i >= step.malformed_after:
+            yield "data: {this is not json\n\n"
+            return
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        yield _chunk(model, {"content": piece})
+    for idx, tc in enumerate(step.tool_calls):
+        call_id = tc.id or f"call_{idx}_{abs(hash((tc.name, json.dumps(tc.args, sort_keys=True)))) % 10**8}"
+        yield _chunk(model, {"tool_calls": [{"index": idx, "id": call_id, "type": "function",
+                                             "function": {"name": tc.name, "arguments": ""}}]})
+        yield _chunk(model, {"tool_calls": [{"index": idx, "function": {"arguments": json.dumps(tc.args)}}]})
+    yield _chunk(model, {}, "tool_calls" if step.tool_calls else "stop")
+    completion = step.output_tokens if step.output_tokens is not None else max(1, len(pieces))
+    yield _usage_chunk(model, step, completion)
+    yield "data: [DONE]\n\n"
+
+
+def _non_stream(step: Step, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {"id": tc.id or f"call_{i}", "type": "function",
+             "function": {"name": tc.name, "arguments": json.dumps(tc.args)}}
+            for i, tc in enumerate(step.tool_calls)
+        ]
+    completion = step.output_tokens if step.output_tokens is not None else max(1, len(_split(step)))
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if step.tool_calls else "stop"}],
+        "usage": {"prompt_tokens": step.input_tokens, "completion_tokens": completion,
+                  "total_tokens": step.input_tokens + completion},
+    }
+
+
+def build_app(fake: FakeModel) -> Starlette:
+    async def completions(request: Request) -> Response:
+        body = await request.json()
+        step = fake.next_step(body)
+        model = body.get("model", "fake")
+        if step.hang:
+            await asyncio.sleep(3600)
+        if step.error_status:
+            if step.first_delay:
+                await asyncio.sleep(step.first_delay)
+            return JSONResponse(
+                {"error": {"message": step.error_message, "type": "server_error", "code": None}},
+                status_code=step.error_status,
+            )
+        if body.get("stream"):
+            return StreamingResponse(_stream(step, model), media_type="text/event-stream")
+        if step.first_delay:
+            await asyncio.sleep(step.first_delay)
+        return JSONResponse(_non_stream(step, model))
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "tests"}]})
+
+    return Starlette(routes=[
+        Route("/v1/chat/completions", completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+    ])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ThreadedServer:
+    """Runs an ASGI app under uvicorn in a daemon thread on a free loopback port."""
+
+    def __init__(self, app: Any, port: int | None = None) -> None:
+        self.port = port or free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=2)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ThreadedServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class FakeModelServer(ThreadedServer):
+    def __init__(self) -> None:
+        self.fake = FakeModel()
+        super().__init__(build_app(self.fake))
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"

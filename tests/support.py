@@ -1,0 +1,86 @@
+"""Test helpers: a live agentloft server on real SQLite, and an HTTP client that behaves like the pages
+(keeps cookies, echoes the CSRF cookie in ``X-CSRF-Token`` on writes)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentloft.app import create_app
+from agentloft.config import load_settings
+from tests.fakes.openai_server import ThreadedServer
+
+UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+class ApiClient(httpx.Client):
+    def __init__(self, base_url: str, *, csrf: bool = True, **kw: Any) -> None:
+        hooks = {"request": [self._add_csrf]} if csrf else {}
+        super().__init__(base_url=base_url, timeout=30, event_hooks=hooks, **kw)
+
+    def __enter__(self) -> ApiClient:
+        # ``LiveApp.client`` already made a request (which opens the client); entering is still allowed.
+        return self
+
+    def _add_csrf(self, request: httpx.Request) -> None:
+        token = self.cookies.get("agentloft_csrf")
+        if request.method in UNSAFE and token and "x-csrf-token" not in request.headers:
+            request.headers["X-CSRF-Token"] = token
+
+    def ok(self, method: str, url: str, status: int | tuple[int, ...] = (200, 201, 204), **kw: Any) -> Any:
+        """Make a request, assert its status, return the decoded JSON body (or None)."""
+        resp = self.request(method, url, **kw)
+        wanted = (status,) if isinstance(status, int) else status
+        assert resp.status_code in wanted, f"{method} {url}: {resp.status_code} {resp.text}"
+        return resp.json() if resp.content else None
+
+
+@dataclass
+class LiveApp:
+    url: str
+    data_dir: Path
+    server: ThreadedServer
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "agentloft.db"
+
+    def client(self, **kw: Any) -> ApiClient:
+        c = ApiClient(self.url, **kw)
+        c.get("/api/health")  # picks up the CSRF cookie, as a page load would
+        return c
+
+    def sql(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Read the database directly (to check what was stored, not what the API says)."""
+        con = sqlite3.connect(self.db_path)
+        try:
+            return con.execute(query, params).fetchall()
+        finally:
+            con.close()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) -> LiveApp:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if template_db is not None and not (data_dir / "agentloft.db").exists():
+        shutil.copy(template_db, data_dir / "agentloft.db")
+    values: dict[str, Any] = {"data_dir": data_dir, "env": "test", "secret_key": "test-secret-key"}
+    values.update(settings)
+    app = create_app(load_settings(**values))
+    server = ThreadedServer(app).start()
+    return LiveApp(url=server.url, data_dir=data_dir, server=server)
+
+
+def signup(client: ApiClient, username: str, password: str = "password123") -> dict[str, Any]:
+    return client.ok("POST", "/api/auth/signup", json={"username": username, "password": password})
+
+
+def login(client: ApiClient, username: str, password: str = "password123") -> dict[str, Any]:
+    return client.ok("POST", "/api/auth/login", json={"username": username, "password": password})
