@@ -1,0 +1,100 @@
+"""The one wrapper every tool call passes through, whoever calls it (chat engine, A2A, admin debug).
+
+It owns the rules shared by all tools, so no tool type repeats them:
+- input from the model is validated against the type's ``Input``; a mismatch is a failed result that
+  carries the validation message (the run goes on and the model can correct itself);
+- an exception inside a tool becomes a failed result and a log line; a tool that overruns its time
+  limit is a failed result;
+- ``metadata.durationMs`` is always set.
+Visibility (admin-only, disabled) is decided when the run's tools are loaded (``tools.service``): a tool
+that is not in a run's list cannot be called in that run at all. Approval is decided by
+``needs_approval`` below and enforced by the engine's pause/resume flow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agentloft.tools.base import ToolContext, ToolResult, ToolType
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class RunTool:
+    """A tool as one run sees it: the row's identity, its parsed config and its effective approval rule.
+
+    ``name`` is the function name the model sees (the tool's slug)."""
+
+    id: str
+    name: str
+    title: str
+    description: str
+    type: ToolType[Any, Any]
+    config: BaseModel
+    needs_approval: bool
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.type.Input.model_json_schema()
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "input"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "invalid input: " + "; ".join(parts)
+
+
+def parse_input(tool: RunTool, raw_args: dict[str, Any] | BaseModel) -> BaseModel:
+    if isinstance(raw_args, BaseModel):
+        return raw_args
+    return tool.type.Input.model_validate(raw_args)
+
+
+def needs_approval(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) -> bool:
+    """Whether this call must wait for the user: the tool (or agent override) says so, or the type asks
+    for this particular input (e.g. the document tool's ``approvalRequiredActions``)."""
+    if tool.needs_approval:
+        return True
+    try:
+        parsed = parse_input(tool, raw_args)
+    except ValidationError:
+        return False  # invalid input never executes; it fails in run_tool with the message
+    return bool(tool.type.needs_approval(parsed, tool.config, ctx))
+
+
+async def run_tool(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """Validate, execute with a time limit, time it, and never raise."""
+    started = time.perf_counter()
+
+    def done(result: ToolResult) -> ToolResult:
+        result.metadata.setdefault("durationMs", int((time.perf_counter() - started) * 1000))
+        return result
+
+    try:
+        parsed = parse_input(tool, raw_args)
+    except ValidationError as exc:
+        return done(ToolResult.fail(_validation_message(exc)))
+    try:
+        result = await asyncio.wait_for(tool.type.execute(parsed, tool.config, ctx), timeout=tool.timeout_s)
+    except TimeoutError:
+        return done(ToolResult.fail(f"tool '{tool.name}' timed out after {tool.timeout_s:g} s"))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.exception("tool %s (%s) failed", tool.name, tool.type.slug)
+        return done(ToolResult.fail(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}"))
+    if not isinstance(result, ToolResult):
+        return done(ToolResult.fail(f"tool '{tool.name}' returned {type(result).__name__}, not a ToolResult"))
+    return done(result)

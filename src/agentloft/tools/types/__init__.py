@@ -1,0 +1,40 @@
+"""The built-in tool types. The app registers them at start-up through the same call an add-on uses."""
+
+from __future__ import annotations
+
+import importlib
+
+from agentloft.tools.base import ToolType
+
+# One module per type; each exposes ``TOOL_TYPE`` (an instance of its ToolType subclass).
+BUILTIN_MODULES = (
+    "calculator",
+    "datetime_tool",
+    "fetch",
+    "web_search",
+    "http_api",
+    "webhook",
+    "python_exec",
+    "sql_query",
+    "json_query",
+    "text",
+    "unit_convert",
+    "random_tool",
+    "rss",
+    "agent_invoke",
+    "document",
+)
+
+
+def builtin_types() -> list[ToolType]:
+    types: list[ToolType] = []
+    for name in BUILTIN_MODULES:
+        full = f"{__name__}.{name}"
+        try:
+            mod = importlib.import_module(full)
+        except ModuleNotFoundError as exc:  # TEMPORARY while the types are being written
+            if exc.name == full:
+                continue
+            raise
+        types.append(mod.TOOL_TYPE)
+    return types
