@@ -1,0 +1,1 @@
+"""Chat: sessions, messages, the engine every model call goes through, stream buffers, approvals."""
