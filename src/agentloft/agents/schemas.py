@@ -22,7 +22,7 @@ class AgentCreate(ApiModel):
     max_steps: int = Field(default=10, ge=1, le=100)
     max_output_tokens: int = Field(default=4096, ge=1, le=1_000_000)
     enabled: bool = True
-    a2a_callable: bool = False
+    a2a_callable: bool = Field(default=False, alias="a2aCallable")
 
 
 class AgentUpdate(ApiModel):
@@ -34,7 +34,7 @@ class AgentUpdate(ApiModel):
     max_steps: int | None = Field(default=None, ge=1, le=100)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     enabled: bool | None = None
-    a2a_callable: bool | None = None
+    a2a_callable: bool | None = Field(default=None, alias="a2aCallable")
 
 
 class AgentRead(ApiModel):
@@ -47,7 +47,7 @@ class AgentRead(ApiModel):
     max_steps: int
     max_output_tokens: int
     enabled: bool
-    a2a_callable: bool
+    a2a_callable: bool = Field(alias="a2aCallable")
     created_at: datetime
     updated_at: datetime
 
@@ -59,4 +59,4 @@ class AgentPublic(ApiModel):
     slug: str
     name: str
     description: str
-    a2a_callable: bool
+    a2a_callable: bool = Field(alias="a2aCallable")

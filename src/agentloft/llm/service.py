@@ -143,14 +143,14 @@ async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: 
     await _clear_default(db, row.id)
 
 
-async def test_model(*, row: ModelConfig, box: SecretBox, timeout: float = 30.0) -> ModelTestResult:
+async def test_model(*, row: ModelConfig, box: SecretBox, limit_s: float = 30.0) -> ModelTestResult:
     """Make one small request and report success or the provider's error message."""
     started = time.perf_counter()
     try:
         agent = Agent(build_model(spec_of(row, box)))
         result = await agent.run(
             "Reply with the single word OK.",
-            model_settings=ModelSettings(max_tokens=16, timeout=timeout),
+            model_settings=ModelSettings(max_tokens=16, timeout=limit_s),
         )
         reply = str(result.output)
         return ModelTestResult(ok=True, latency_ms=_ms(started), reply=reply[:200])

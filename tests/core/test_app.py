@@ -1,0 +1,110 @@
+"""Settings, the CLI, the OpenAPI document, and the one error shape."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentloft.config import ConfigError, load_settings
+from tests.support import ApiClient, LiveApp, login, start_app
+
+
+def test_secret_key_generated_once_and_kept(tmp_path: Path) -> None:
+    s = load_settings(data_dir=tmp_path)
+    key = s.ensure_secret_key()
+    assert len(key) > 30 and (tmp_path / "secret_key").read_text() == key
+    assert load_settings(data_dir=tmp_path).ensure_secret_key() == key
+
+
+def test_production_requires_secret_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="AGENTLOFT_SECRET_KEY"):
+        load_settings(data_dir=tmp_path, env="production")
+    assert load_settings(data_dir=tmp_path, env="production", secret_key="x" * 40).secret_key
+
+
+def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("AGENTLOFT_PORT", "9123")
+    monkeypatch.setenv("AGENTLOFT_HOST", "0.0.0.0")
+    monkeypatch.setenv("AGENTLOFT_DATA_DIR", str(tmp_path))
+    s = load_settings()
+    assert (s.port, s.host, s.data_dir) == (9123, "0.0.0.0", tmp_path)
+    assert s.resolved_database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'agentloft.db'}"
+
+
+def test_sqlite_runs_in_wal_mode(app: LiveApp, admin: ApiClient) -> None:
+    assert app.sql("PRAGMA journal_mode")[0][0] == "wal"
+
+
+def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENTLOFT_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "-m", "agentloft.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cli_db_upgrade_and_user_create(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    r = _cli("db", "upgrade", data_dir=data)
+    assert r.returncode == 0, r.stderr
+    r = _cli("user", "create", "boss", "--admin", "--password", "password123", data_dir=data)
+    assert r.returncode == 0, r.stderr
+    r = _cli("user", "create", "boss", "--password", "password123", data_dir=data)
+    assert r.returncode == 1 and "taken" in r.stderr
+    live = start_app(data)
+    try:
+        with live.client() as c:
+            assert login(c, "boss")["role"] == "admin"
+    finally:
+        live.stop()
+
+
+def test_cli_serve_honours_port(tmp_path: Path) -> None:
+    from tests.fakes.openai_server import free_port
+
+    port = free_port()
+    env = {**os.environ, "AGENTLOFT_DATA_DIR": str(tmp_path / "d"), "AGENTLOFT_PORT": str(port)}
+    proc = subprocess.Popen([sys.executable, "-m", "agentloft.cli", "serve"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("server did not start")
+        assert (tmp_path / "d" / "agentloft.db").exists()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_openapi_lists_endpoints(anon: ApiClient) -> None:
+    doc = anon.ok("GET", "/openapi.json")
+    paths = doc["paths"]
+    for p in ["/api/auth/signup", "/api/auth/login", "/api/auth/logout", "/api/auth/me", "/api/auth/tokens",
+              "/api/admin/users", "/api/admin/models", "/api/admin/models/{model_id}/test",
+              "/api/admin/agents", "/api/agents", "/api/agents/{slug}"]:
+        assert p in paths, p
+    assert anon.get("/docs").status_code == 200
+
+
+def test_unknown_api_route_uses_error_shape(anon: ApiClient) -> None:
+    r = anon.get("/api/nope")
+    assert r.status_code == 404 and r.json() == {"error": {"code": "not_found", "message": "Not Found"}}
+    r = anon.request("PATCH", "/api/auth/me")
+    assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_malformed_json_is_422(anon: ApiClient) -> None:
+    r = anon.post("/api/auth/login", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"

@@ -1,0 +1,89 @@
+"""Model configurations: admin CRUD, encrypted keys, the default, the test action, the bootstrap model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step
+from tests.support import ApiClient, LiveApp, start_app
+
+
+def _create(admin: ApiClient, **kw) -> dict:
+    body = {"name": "Local", "provider": "openai", "baseUrl": "http://127.0.0.1:11434/v1", "model": "llama3"}
+    body.update(kw)
+    return admin.ok("POST", "/api/admin/models", json=body)
+
+
+def test_crud_and_key_never_returned(app: LiveApp, admin: ApiClient) -> None:
+    created = _create(admin, apiKey="sk-secret-value")
+    assert created["hasApiKey"] is True and "apiKey" not in created
+    assert created["isDefault"] is True  # the first enabled model becomes the default
+    stored = app.sql("SELECT api_key_enc FROM model_configs")[0][0]
+    assert stored and "sk-secret-value" not in stored
+    got = admin.ok("GET", f"/api/admin/models/{created['id']}")
+    assert got["hasApiKey"] is True and "sk-secret-value" not in str(got)
+    updated = admin.ok("PUT", f"/api/admin/models/{created['id']}", json={"model": "llama3.2", "apiKey": ""})
+    assert updated["model"] == "llama3.2" and updated["hasApiKey"] is False
+    page = admin.ok("GET", "/api/admin/models")
+    assert page["total"] == 1 and page["items"][0]["id"] == created["id"] and page["hasMore"] is False
+    admin.ok("DELETE", f"/api/admin/models/{created['id']}", status=204)
+    assert admin.get(f"/api/admin/models/{created['id']}").status_code == 404
+
+
+def test_only_one_default(admin: ApiClient) -> None:
+    a = _create(admin, name="A")
+    b = _create(admin, name="B", isDefault=True)
+    items = {m["id"]: m for m in admin.ok("GET", "/api/admin/models")["items"]}
+    assert items[b["id"]]["isDefault"] and not items[a["id"]]["isDefault"]
+
+
+def test_bad_input(admin: ApiClient) -> None:
+    r = admin.post("/api/admin/models", json={"name": "", "provider": "cohere", "model": "x"})
+    assert r.status_code == 422
+    assert {"name", "provider"} <= set(r.json()["error"]["fields"])
+    r = admin.post("/api/admin/models", json={"name": "x", "provider": "openai", "model": "m", "baseUrl": "not a url"})
+    assert r.status_code == 422 and "baseUrl" in r.json()["error"]["fields"]
+    r = admin.post("/api/admin/models", json={"name": "x", "provider": "openai", "model": "m", "bogus": 1})
+    assert r.status_code == 422 and "bogus" in r.json()["error"]["fields"]
+
+
+def test_test_action_success_and_provider_error(
+    admin: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    m = _create(admin, baseUrl=fake_model_server.base_url, model="fake-model", apiKey="k")
+    fake_model.push(Step(text="OK"))
+    ok = admin.ok("POST", f"/api/admin/models/{m['id']}/test")
+    assert ok["ok"] is True and ok["reply"] == "OK" and ok["latencyMs"] >= 0
+    assert fake_model.requests[-1]["model"] == "fake-model"
+    fake_model.push(Step(error_status=401, error_message="invalid api key provided"))
+    bad = admin.ok("POST", f"/api/admin/models/{m['id']}/test")
+    assert bad["ok"] is False and "invalid api key provided" in bad["error"]
+
+
+def test_test_action_connection_refused(admin: ApiClient) -> None:
+    m = _create(admin, baseUrl="http://127.0.0.1:9/v1")
+    res = admin.ok("POST", f"/api/admin/models/{m['id']}/test")
+    assert res["ok"] is False and res["error"]
+
+
+def test_bootstrap_model_from_environment(tmp_path: Path, template_db: Path) -> None:
+    live = start_app(
+        tmp_path / "d", template_db, openai_base_url="http://127.0.0.1:11434/v1/", default_model="llama3.2",
+        openai_api_key="sk-env",
+    )
+    try:
+        with live.client() as c:
+            c.ok("POST", "/api/auth/signup", json={"username": "root", "password": "password123"})
+            items = c.ok("GET", "/api/admin/models")["items"]
+            assert len(items) == 1
+            m = items[0]
+            assert m["baseUrl"] == "http://127.0.0.1:11434/v1" and m["model"] == "llama3.2"
+            assert m["isDefault"] and m["enabled"] and m["hasApiKey"]
+    finally:
+        live.stop()
+    # a restart does not duplicate it
+    live = start_app(tmp_path / "d", None, openai_base_url="http://127.0.0.1:11434/v1", default_model="llama3.2")
+    try:
+        assert live.sql("SELECT count(*) FROM model_configs")[0][0] == 1
+    finally:
+        live.stop()
