@@ -1,0 +1,319 @@
+"""Documents service (seed 000, chapter 5), shared by the document tool and the REST API.
+
+Every function takes the owner's ``user_id`` and every query filters by it, so isolation is decided here
+and nowhere else: another user's document is indistinguishable from a missing one, and there is no
+admin path across users. Every update first keeps the previous state as a version.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.documents import search
+from agentloft.documents.errors import (
+    ContentTooLong,
+    DocumentNotFound,
+    VersionNotFound,
+    invalid_field,
+)
+from agentloft.documents.models import DOCUMENT_TYPES, AgentDocument, AgentDocumentVersion
+from agentloft.errors import Conflict
+
+DEFAULT_MAX_CONTENT_LENGTH = 50_000
+# The largest content anyone may store: the tool's ``maxContentLength`` may be raised up to here, and
+# the API accepts up to here, so whatever an agent wrote its user can still edit.
+HARD_MAX_CONTENT_LENGTH = 200_000
+DEFAULT_SUMMARY_LENGTH = 200
+MAX_TITLE_LENGTH = 255
+MAX_TAGS_LENGTH = 500
+MAX_VERSIONS_KEPT = 100
+EDITABLE_FIELDS = ("title", "content", "type", "summary", "tags")
+_WS = re.compile(r"\s+")
+_TAG_SPLIT = re.compile(r"[,，、]")
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    items: list[AgentDocument]
+    total: int
+    page: int
+    page_size: int
+    has_more: bool
+    offset: int
+
+
+# --- field rules -------------------------------------------------------------------------------------
+
+
+def cut_summary(content: str, length: int = DEFAULT_SUMMARY_LENGTH) -> str:
+    """The seed's fallback summary: the start of the content, whitespace folded, at most ``length``
+    characters (an ellipsis marks a cut)."""
+    flat = _WS.sub(" ", content).strip()
+    if len(flat) <= length:
+        return flat
+    return flat[: max(length - 1, 0)].rstrip() + "…"
+
+
+def normalize_tags(tags: str | None) -> str | None:
+    """Comma-separated, trimmed, de-duplicated; Chinese commas accepted. Empty becomes None."""
+    if tags is None:
+        return None
+    out: list[str] = []
+    for tag in _TAG_SPLIT.split(tags):
+        tag = tag.strip()
+        if tag and tag not in out:
+            out.append(tag)
+    joined = ",".join(out)
+    if len(joined) > MAX_TAGS_LENGTH:
+        raise invalid_field("tags", f"at most {MAX_TAGS_LENGTH} characters")
+    return joined or None
+
+
+def _check_title(title: str | None) -> str:
+    title = (title or "").strip()
+    if not title:
+        raise invalid_field("title", "required")
+    if len(title) > MAX_TITLE_LENGTH:
+        raise invalid_field("title", f"at most {MAX_TITLE_LENGTH} characters")
+    return title
+
+
+def _check_content(content: str | None, limit: int) -> str:
+    if content is None:
+        raise invalid_field("content", "required")
+    limit = min(limit, HARD_MAX_CONTENT_LENGTH)
+    if len(content) > limit:
+        raise ContentTooLong(limit, len(content))
+    return content
+
+
+def _check_type(kind: str) -> str:
+    if kind not in DOCUMENT_TYPES:
+        raise invalid_field("type", "must be 'memory' or 'document'")
+    return kind
+
+
+def _summary(summary: str | None, content: str, length: int) -> str:
+    summary = (summary or "").strip()
+    return summary if summary else cut_summary(content, length)
+
+
+# --- CRUD --------------------------------------------------------------------------------------------
+
+
+async def create_document(
+    *,
+    db: AsyncSession,
+    user_id: int,
+    title: str,
+    content: str,
+    type: str = "memory",
+    summary: str | None = None,
+    tags: str | None = None,
+    session_id: str | None = None,
+    max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH,
+    summary_length: int = DEFAULT_SUMMARY_LENGTH,
+) -> AgentDocument:
+    content = _check_content(content, max_content_length)
+    row = AgentDocument(
+        user_id=user_id,
+        session_id=session_id,
+        type=_check_type(type),
+        title=_check_title(title),
+        content=content,
+        summary=_summary(summary, content, summary_length),
+        tags=normalize_tags(tags),
+    )
+    db.add(row)
+    await db.flush()
+    return row
+
+
+async def get_document_by_id(*, db: AsyncSession, user_id: int, document_id: str) -> AgentDocument:
+    stmt = select(AgentDocument).where(AgentDocument.id == document_id, AgentDocument.user_id == user_id)
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise DocumentNotFound()
+    return row
+
+
+async def list_documents(
+    *,
+    db: AsyncSession,
+    user_id: int,
+    type: str | None = None,
+    q: str | None = None,
+    page: int = 1,
+    page_size: int = 20,
+    offset: int | None = None,
+) -> DocumentPage:
+    """Newest first, or ranked by relevance when ``q`` has terms. ``offset`` (if given) wins over
+    ``page`` so a caller can resume exactly where a token budget cut a page short."""
+    base = select(AgentDocument).where(AgentDocument.user_id == user_id)
+    if type is not None:
+        base = base.where(AgentDocument.type == _check_type(type))
+    stmt = search.search_select(base, dialect=db.bind.dialect.name, q=q) if q else None
+    if stmt is None:
+        stmt = base.order_by(AgentDocument.created_at.desc(), AgentDocument.id.desc())
+    start = offset if offset is not None else (page - 1) * page_size
+    total = int(
+        (await db.execute(select(func.count()).select_from(stmt.order_by(None).subquery()))).scalar_one()
+    )
+    items = list((await db.execute(stmt.offset(start).limit(page_size))).scalars())
+    return DocumentPage(
+        items=items,
+        total=total,
+        page=start // page_size + 1,
+        page_size=page_size,
+        has_more=start + len(items) < total,
+        offset=start,
+    )
+
+
+async def _next_version(db: AsyncSession, document_id: str) -> int:
+    stmt = select(func.max(AgentDocumentVersion.version)).where(
+        AgentDocumentVersion.document_id == document_id
+    )
+    return int((await db.execute(stmt)).scalar_one() or 0) + 1
+
+
+async def _keep_version(db: AsyncSession, row: AgentDocument) -> None:
+    """Store ``row``'s current state as the next version and drop versions beyond the kept window."""
+    number = await _next_version(db, row.id)
+    db.add(
+        AgentDocumentVersion(
+            document_id=row.id,
+            version=number,
+            type=row.type,
+            title=row.title,
+            content=row.content,
+            summary=row.summary,
+            tags=row.tags,
+            created_at=row.updated_at,
+        )
+    )
+    if number > MAX_VERSIONS_KEPT:
+        await db.execute(
+            delete(AgentDocumentVersion).where(
+                AgentDocumentVersion.document_id == row.id,
+                AgentDocumentVersion.version <= number - MAX_VERSIONS_KEPT,
+            )
+        )
+
+
+def _resolve_changes(
+    row: AgentDocument, changes: dict[str, Any], max_content_length: int, summary_length: int
+) -> dict[str, Any]:
+    """Validate ``changes`` and work out the new values; the summary is re-cut when the content
+    changes without a new summary (seed: update)."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise invalid_field(sorted(unknown)[0], "cannot be changed")
+    new: dict[str, Any] = {}
+    if changes.get("title") is not None:
+        new["title"] = _check_title(changes["title"])
+    if changes.get("type") is not None:
+        new["type"] = _check_type(changes["type"])
+    if changes.get("content") is not None:
+        new["content"] = _check_content(changes["content"], max_content_length)
+    if "tags" in changes:
+        new["tags"] = normalize_tags(changes["tags"])
+    content = new.get("content", row.content)
+    if "summary" in changes:
+        new["summary"] = _summary(changes["summary"], content, summary_length)
+    elif "content" in new and new["content"] != row.content:
+        new["summary"] = cut_summary(content, summary_length)
+    return {k: v for k, v in new.items() if getattr(row, k) != v}
+
+
+async def update_document(
+    *,
+    db: AsyncSession,
+    user_id: int,
+    document_id: str,
+    changes: dict[str, Any],
+    max_content_length: int = HARD_MAX_CONTENT_LENGTH,
+    summary_length: int = DEFAULT_SUMMARY_LENGTH,
+) -> AgentDocument:
+    """Apply ``changes`` (any of title, content, type, summary, tags). A change that changes nothing
+    stores no version and keeps ``updated_at``."""
+    row = await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
+    new = _resolve_changes(row, changes, max_content_length, summary_length)
+    if not new:
+        return row
+    await _keep_version(db, row)
+    for field, value in new.items():
+        setattr(row, field, value)
+    try:
+        await db.flush()
+    except IntegrityError as exc:  # two writers numbered the same version
+        raise Conflict("the document changed at the same time; try again", code="document_conflict") from exc
+    return row
+
+
+async def delete_document(*, db: AsyncSession, user_id: int, document_id: str) -> None:
+    """Hard delete; versions go with it (ON DELETE CASCADE)."""
+    row = await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
+    await db.execute(delete(AgentDocumentVersion).where(AgentDocumentVersion.document_id == row.id))
+    await db.delete(row)
+    await db.flush()
+
+
+# --- versions ----------------------------------------------------------------------------------------
+
+
+async def list_versions(
+    *, db: AsyncSession, user_id: int, document_id: str, offset: int = 0, limit: int = 20
+) -> tuple[list[Row[Any]], int]:
+    """Newest version first, without the content (only its length)."""
+    await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
+    v = AgentDocumentVersion
+    owned = (v.document_id == document_id, AgentDocument.user_id == user_id)
+    total_stmt = select(func.count()).select_from(v).join(AgentDocument, AgentDocument.id == v.document_id)
+    total = int((await db.execute(total_stmt.where(*owned))).scalar_one())
+    stmt = (
+        select(v.version, v.type, v.title, v.summary, v.tags, v.created_at,
+               func.length(v.content).label("content_length"))
+        .join(AgentDocument, AgentDocument.id == v.document_id)
+        .where(*owned)
+        .order_by(v.version.desc())
+        .offset(offset)
+        .limit(limit)
+    )
+    return list((await db.execute(stmt)).all()), total
+
+
+async def get_version(
+    *, db: AsyncSession, user_id: int, document_id: str, version: int
+) -> AgentDocumentVersion:
+    await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
+    stmt = (
+        select(AgentDocumentVersion)
+        .join(AgentDocument, AgentDocument.id == AgentDocumentVersion.document_id)
+        .where(
+            AgentDocumentVersion.document_id == document_id,
+            AgentDocumentVersion.version == version,
+            AgentDocument.user_id == user_id,
+        )
+    )
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise VersionNotFound(version)
+    return row
+
+
+async def restore_version(
+    *, db: AsyncSession, user_id: int, document_id: str, version: int
+) -> AgentDocument:
+    """Make ``version`` current again; the state it replaces becomes a new version, so a restore can
+    itself be undone."""
+    old = await get_version(db=db, user_id=user_id, document_id=document_id, version=version)
+    changes = {"title": old.title, "content": old.content, "type": old.type,
+               "summary": old.summary, "tags": old.tags}
+    return await update_document(db=db, user_id=user_id, document_id=document_id, changes=changes)

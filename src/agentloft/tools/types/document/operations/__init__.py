@@ -1,0 +1,1 @@
+"""One module per action; each exposes ``async run(input, config, ctx) -> ToolResult``."""
