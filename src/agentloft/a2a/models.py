@@ -1,0 +1,49 @@
+"""``a2a_task_sessions``: one row per A2A task, internal (agent-invoke) or external (A2A clients).
+
+The task id is the row id. ``session_id`` is the callee's chat session, owned by the calling user, which
+holds the task's messages (``agent_messages.source = 'a2a'``). ``visible_in_sidebar`` keeps such sessions
+out of the session list unless someone deliberately shows them. ``task_data`` keeps the A2A ``Task`` as
+protocol JSON for tasks served over the A2A server, so ``GetTask`` works from any process and after a
+restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from agentloft.chat.models import AgentMessage
+from agentloft.db import Base, TimestampMixin
+
+# Task states, as the A2A protocol names them (lower-case, no prefix).
+TASK_STATES = ("submitted", "working", "completed", "failed", "canceled", "rejected")
+TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
+
+
+class A2ATaskSession(TimestampMixin, Base):
+    __tablename__ = "a2a_task_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str | None] = mapped_column(
+        ForeignKey("agent_sessions.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    agent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    caller_agent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="SET NULL"), nullable=True
+    )
+    caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    caller_context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    state: Mapped[str] = mapped_column(String(16), nullable=False, default="submitted")
+    visible_in_sidebar: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    task_data: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+# The message-source columns live on ``AgentMessage`` (chat/models.py, "added by 0005_a2a"); their indexes
+# are declared here, next to the migration that creates them.
+Index("idx_agent_messages_source", AgentMessage.source)
+Index("ix_agent_messages_a2a_task_id", AgentMessage.a2a_task_id)

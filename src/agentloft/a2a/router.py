@@ -1,0 +1,106 @@
+"""HTTP for A2A: the side panel's stream and the public A2A 1.0 server (cards and JSON-RPC).
+
+``GET /api/agents/a2a/stream?taskId=…`` replays and follows the callee's reply for the user who started
+the call. ``/a2a/{slug}/`` answers A2A JSON-RPC for each enabled, A2A-callable agent, looked up per
+request, so agents created or changed at run time are served without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from agentloft.a2a import server as a2a_server
+from agentloft.a2a import service
+from agentloft.auth import service as auth_service
+from agentloft.auth.dependencies import CurrentUser, bearer_token
+from agentloft.db import DbSession
+from agentloft.errors import Invalid, Unauthorized
+from agentloft.runtime import Rt, Runtime
+
+router = APIRouter()
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no",
+               "x-vercel-ai-ui-message-stream": "v1"}
+
+
+# ---------------------------------------------------------------- the side panel's stream
+
+
+@router.get("/api/agents/a2a/stream", response_model=None)
+async def a2a_stream(
+    user: CurrentUser, db: DbSession, rt: Rt, task_id: Annotated[str | None, Query(alias="taskId")] = None
+) -> Response:
+    """The callee's reply for one agent-invoke call: replay what was sent, then follow live."""
+    if not task_id:
+        raise Invalid("taskId is required", code="task_id_required", status=400)
+    await service.get_panel_task(db=db, task_id=task_id, user_id=user.id)
+    from agentloft.chat.buffers import get_buffers
+
+    key = service.buffer_key(task_id)
+    if await get_buffers(rt).meta(key) is None:
+        return JSONResponse({"active": False, "reason": "no-buffer"})
+    return StreamingResponse(_panel_frames(rt, task_id), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:
+    """The buffer's frames, then a guaranteed ending: an ``error`` chunk if the task failed without one,
+    and the stream terminator, so the panel always knows the reply is done."""
+    from agentloft.chat.buffers import get_buffers
+
+    saw_error = saw_done = False
+    async for frame in get_buffers(rt).subscribe(service.buffer_key(task_id)):
+        data = frame.encode()
+        saw_error = saw_error or b'"type": "error"' in data or b'"type":"error"' in data
+        saw_done = saw_done or b"data: [DONE]" in data
+        yield data
+    if not saw_error:
+        async with rt.db.session() as db:
+            row = await db.get(service.A2ATaskSession, task_id)
+        if row is not None and row.state in ("failed", "canceled"):
+            message = "the called agent failed" if row.state == "failed" else "the call was canceled"
+            yield f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n".encode()
+    if not saw_done:
+        yield b"data: [DONE]\n\n"
+
+
+# ---------------------------------------------------------------- the public A2A server
+
+
+async def _a2a_user(request: Request, rt: Runtime) -> a2a_server.A2AUser:
+    """A2A callers sign in with a personal API token; anyone else is refused before the SDK runs."""
+    token = bearer_token(request)
+    if not token:
+        raise Unauthorized("A2A calls need a personal API token (Authorization: Bearer …)")
+    async with rt.db.session() as db:
+        user = await auth_service.user_for_api_token(db=db, token=token)
+    if user is None:
+        raise Unauthorized("invalid API token", code="invalid_token")
+    return a2a_server.A2AUser(user.id, user.username, user.role)
+
+
+def _base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+@router.get("/a2a/{slug}/.well-known/agent-card.json", include_in_schema=False)
+async def agent_card(slug: str, request: Request, db: DbSession) -> JSONResponse:
+    """Public, like any A2A card: it says how to call the agent, not what it was told."""
+    agent = await service.get_callable_agent(db=db, slug=slug)
+    return JSONResponse(a2a_server.agent_card_dict(a2a_server.build_card(agent, _base_url(request))))
+
+
+@router.post("/a2a/{slug}/", include_in_schema=False)
+@router.post("/a2a/{slug}", include_in_schema=False)
+async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
+    """A2A 1.0 JSON-RPC for one agent (SendMessage, SendStreamingMessage, GetTask, CancelTask, …)."""
+    request.state.a2a_user = await _a2a_user(request, rt)
+    async with rt.db.session() as db:
+        agent = await service.get_callable_agent(db=db, slug=slug)
+    card = a2a_server.build_card(agent, _base_url(request))
+    dispatcher = a2a_server.servers_of(rt).dispatcher(agent, card)
+    return await dispatcher.handle_requests(request)

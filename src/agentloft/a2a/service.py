@@ -1,0 +1,276 @@
+"""A2A tasks: one service for both callers, the ``agent-invoke`` tool and the public A2A server.
+
+A task is a callee session owned by the calling user plus its ``a2a_task_sessions`` row. Running it means
+running one turn of the callee agent through the chat engine, streaming into buffer ``a2a_<taskId>``, with
+both messages stored as ``source='a2a'`` and the caller's agent and session. Nothing here builds HTTP
+responses; the router and the A2A server adapt these functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
+from agentloft.agents.models import Agent
+from agentloft.chat.models import AgentSession
+from agentloft.db import utcnow
+from agentloft.errors import NotFound
+from agentloft.ids import new_id
+from agentloft.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+# The chain of agent ids a nested invocation came through, carried in ``ToolContext.extra``.
+CHAIN_KEY = "a2a_chain"
+
+
+def buffer_key(task_id: str) -> str:
+    """The stream buffer a task's callee reply goes to (seed 003, decision 1)."""
+    return f"a2a_{task_id}"
+
+
+class InvocationError(Exception):
+    """The call cannot start (unknown agent, not allowed, recursion). No task exists, no panel opens."""
+
+
+@dataclass
+class Caller:
+    """Who starts a task: the user it runs as, and for nested calls the calling agent and session."""
+
+    user_id: int
+    user_role: str
+    agent_id: int | None = None
+    session_id: str | None = None
+    recursion_depth: int = 0
+    chain: list[int] = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskOutcome:
+    task_id: str
+    state: str
+    text: str
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+# ---------------------------------------------------------------- lookups
+
+
+async def get_callable_agent(*, db: AsyncSession, slug: str) -> Agent:
+    """An agent other agents and A2A clients may call: enabled and marked A2A-callable."""
+    stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True), Agent.a2a_callable.is_(True))
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise NotFound(f"agent '{slug}' is not available over A2A", code="a2a_agent_not_found")
+    return row
+
+
+async def get_task_row(*, db: AsyncSession, task_id: str, user_id: int) -> A2ATaskSession:
+    stmt = select(A2ATaskSession).where(A2ATaskSession.id == task_id, A2ATaskSession.user_id == user_id)
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise NotFound("task not found", code="a2a_task_not_found")
+    return row
+
+
+async def get_panel_task(*, db: AsyncSession, task_id: str, user_id: int) -> A2ATaskSession:
+    """The task behind a side panel. Only the user who owns the calling session may watch it; the
+    task row records that user (the callee runs as them), so anyone else gets 'not found'."""
+    return await get_task_row(db=db, task_id=task_id, user_id=user_id)
+
+
+async def set_state(*, db: AsyncSession, task_id: str, state: str) -> None:
+    await db.execute(
+        update(A2ATaskSession).where(A2ATaskSession.id == task_id).values(state=state, updated_at=utcnow())
+    )
+
+
+# ---------------------------------------------------------------- creating and running
+
+
+def check_invocation(
+    *, callee: Agent, caller: Caller, max_depth: int, allowed: list[str] | None = None
+) -> None:
+    """Refuse calls that must not start: a slug the tool may not call, a cycle, too deep a chain."""
+    if allowed and callee.slug not in allowed:
+        raise InvocationError(f"this tool may not call agent '{callee.slug}'")
+    chain = [*caller.chain] or ([caller.agent_id] if caller.agent_id is not None else [])
+    if callee.id in chain:
+        raise InvocationError(f"agent '{callee.slug}' is already in this call chain (a cycle)")
+    if caller.recursion_depth + 1 > max_depth:
+        raise InvocationError(f"recursion depth {caller.recursion_depth + 1} exceeds the limit of {max_depth}")
+
+
+async def create_task(
+    *, rt: Runtime, callee: Agent, caller: Caller, task_id: str | None = None
+) -> A2ATaskSession:
+    """Create the callee's session (owned by the calling user, hidden from the session list) and the task
+    row. Committed at once, so a panel can subscribe and other processes can see it."""
+    task_id = task_id or _new_task_id()
+    async with rt.db.session() as db:
+        session = AgentSession(id=new_id("as"), user_id=caller.user_id, agent_id=callee.id, kind="agent",
+                               title=f"A2A: {callee.name}"[:200])
+        db.add(session)
+        await db.flush()
+        row = A2ATaskSession(
+            id=task_id,
+            session_id=session.id,
+            agent_id=callee.id,
+            user_id=caller.user_id,
+            caller_agent_id=caller.agent_id,
+            caller_session_id=caller.session_id,
+            caller_context={"recursionDepth": caller.recursion_depth + 1, **caller.context},
+            state="submitted",
+            visible_in_sidebar=0,
+        )
+        db.add(row)
+        await db.flush()
+    return row
+
+
+def _new_task_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def _limited(agent: Agent, max_output_tokens: int | None) -> Agent:
+    """A detached copy of the callee with the tool's output limit applied (never raised above the agent's
+    own). The engine reads the row's fields; the stored agent is left untouched."""
+    if not max_output_tokens or max_output_tokens >= agent.max_output_tokens:
+        return agent
+    copy = Agent(**{c.key: getattr(agent, c.key) for c in Agent.__table__.columns})
+    copy.max_output_tokens = max_output_tokens
+    return copy
+
+
+async def run_task(
+    *,
+    rt: Runtime,
+    task: A2ATaskSession,
+    callee: Agent,
+    caller: Caller,
+    input_text: str,
+    timeout_s: float | None = None,
+    max_output_tokens: int | None = None,
+) -> TaskOutcome:
+    """Run the callee for one turn into buffer ``a2a_<taskId>`` and record the outcome on the task.
+
+    A timeout cancels the run, writes an error chunk to the panel's buffer and fails the task. Model
+    errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
+    from agentloft.chat import engine
+
+    await _update_state(rt, task.id, "working")
+    extra = {
+        "source": "a2a",
+        "a2a_task_id": task.id,
+        "caller_agent_id": caller.agent_id,
+        "caller_session_id": caller.session_id,
+    }
+    chain = [*(caller.chain or ([caller.agent_id] if caller.agent_id is not None else [])), callee.id]
+    turn = engine.run_turn(
+        rt,
+        user_id=caller.user_id,
+        user_role=caller.user_role,
+        agent=_limited(callee, max_output_tokens),
+        session_id=task.session_id,
+        user_text=input_text,
+        buffer_key=buffer_key(task.id),
+        message_extra=extra,
+        recursion_depth=caller.recursion_depth + 1,
+        tool_extra={CHAIN_KEY: chain},
+    )
+    running = asyncio.create_task(turn)
+    try:
+        done, _ = await asyncio.wait({running}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        running.cancel()
+        await asyncio.shield(_finish_cancel(rt, task.id, running))
+        raise
+    if not done:
+        # Tell the panel first (the engine closes the buffer when its run is cancelled), then stop the run.
+        message = f"agent '{callee.slug}' did not answer within {timeout_s:g} s"
+        await append_error(rt, task.id, message)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await _update_state(rt, task.id, "failed")
+        return TaskOutcome(task_id=task.id, state="failed", text="", error=message)
+    result = running.result()
+    state = {"complete": "completed", "stopped": "canceled"}.get(result.status, "failed")
+    error = result.error
+    if result.status == "awaiting_approval":
+        error = "the called agent needs a tool approval, which A2A calls cannot give"
+        await append_error(rt, task.id, error)
+    await _update_state(rt, task.id, state)
+    return TaskOutcome(
+        task_id=task.id, state=state, text=result.text or "", error=error if state != "completed" else None,
+        input_tokens=result.input_tokens or 0, output_tokens=result.output_tokens or 0,
+    )
+
+
+async def _finish_cancel(rt: Runtime, task_id: str, running: asyncio.Task[Any]) -> None:
+    await asyncio.gather(running, return_exceptions=True)
+    await _update_state(rt, task_id, "canceled")
+
+
+async def _update_state(rt: Runtime, task_id: str, state: str) -> None:
+    async with rt.db.session() as db:
+        await set_state(db=db, task_id=task_id, state=state)
+
+
+async def append_error(rt: Runtime, task_id: str, message: str) -> None:
+    """Write an ``error`` chunk (a protocol-valid UI stream chunk) into the panel's buffer."""
+    from agentloft.chat.buffers import get_buffers
+
+    frame = f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n"
+    await get_buffers(rt).append(buffer_key(task_id), frame)
+
+
+# ---------------------------------------------------------------- the agent-invoke path
+
+
+@dataclass
+class InvokeOptions:
+    max_recursion_depth: int = 3
+    timeout_s: float = 120.0
+    max_output_tokens: int | None = 2000
+    allowed_agents: list[str] = field(default_factory=list)
+
+
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def invoke_agent_via_a2a(
+    *, rt: Runtime, agent_slug: str, input_text: str, caller: Caller, options: InvokeOptions, emit: Emit
+) -> TaskOutcome:
+    """Hand a sub-task to another agent (seed 003, 3.2.1): validate, create the task, tell the caller's
+    stream (``data-a2a-task-started``) so the panel can subscribe, run the callee, return its reply.
+
+    Raises ``InvocationError`` before any task exists (no panel opens)."""
+    async with rt.db.session() as db:
+        try:
+            callee = await get_callable_agent(db=db, slug=agent_slug)
+        except NotFound as exc:
+            raise InvocationError(exc.message) from exc
+    check_invocation(callee=callee, caller=caller, max_depth=options.max_recursion_depth,
+                     allowed=options.allowed_agents)
+    task = await create_task(rt=rt, callee=callee, caller=caller)
+    await emit("a2a-task-started", {"taskId": task.id, "calleeAgentSlug": callee.slug,
+                                    "calleeAgentName": callee.name})
+    return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
+                          timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens)
+
+
+def is_terminal(state: str) -> bool:
+    return state in TERMINAL_STATES

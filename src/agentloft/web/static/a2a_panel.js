@@ -1,0 +1,225 @@
+// Read-only side panels for agent-invoke calls (seed 003, 3.3): when an agent hands a sub-task to another
+// agent, a panel opens beside the chat and shows the callee's reply as it streams.
+//
+// The chat page feeds every UI-message-stream chunk of the caller's reply to `panels.handleChunk(chunk)`:
+// - `tool-input-available` whose input is `{agentSlug, input}` opens a panel (status: waiting);
+// - `data-a2a-task-started` gives that panel its task id; it subscribes to
+//   GET /api/agents/a2a/stream?taskId=… and renders the reply (markdown) as it arrives;
+// - the panel shows generating / done / error and closes on request. Several calls stack.
+
+const STYLE_URL = new URL('./a2a_panel.css', import.meta.url).href;
+const RENDER_URL = '/api/render/markdown';
+
+function ensureStyles() {
+  if (document.querySelector(`link[href="${STYLE_URL}"]`)) return;
+  const link = document.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = STYLE_URL;
+  document.head.append(link);
+}
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function csrf() {
+  const m = document.cookie.match(/(?:^|;\s*)agentloft_csrf=([^;]*)/);
+  return m ? decodeURIComponent(m[1]) : '';
+}
+
+function isInvokeInput(chunk) {
+  const input = chunk.input;
+  return chunk.toolName === 'agent-invoke'
+    || (input && typeof input === 'object' && typeof input.agentSlug === 'string' && 'input' in input);
+}
+
+/** Parse SSE text into `data:` payloads; returns [payloads, rest-of-buffer]. */
+function splitFrames(buffer) {
+  const out = [];
+  let idx;
+  while ((idx = buffer.indexOf('\n\n')) >= 0) {
+    const frame = buffer.slice(0, idx);
+    buffer = buffer.slice(idx + 2);
+    const data = frame.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+    if (data) out.push(data);
+  }
+  return [out, buffer];
+}
+
+class InvokePanel {
+  constructor(host, { toolCallId, agentSlug, onClose }) {
+    this.toolCallId = toolCallId;
+    this.agentSlug = agentSlug || '';
+    this.taskId = '';
+    this.text = '';
+    this.state = 'waiting';
+    this.controller = null;
+    this.renderTimer = null;
+    this.onClose = onClose;
+    this.root = el('section', 'a2a-panel');
+    this.root.setAttribute('aria-live', 'polite');
+    this.root.dataset.state = 'waiting';
+    const header = el('header', 'a2a-panel-header');
+    this.nameEl = el('strong', 'a2a-panel-name', this.agentSlug || 'agent');
+    this.statusEl = el('span', 'a2a-panel-status', 'waiting…');
+    const close = el('button', 'a2a-panel-close', '×');
+    close.type = 'button';
+    close.title = 'Close';
+    close.setAttribute('aria-label', 'Close');
+    close.addEventListener('click', () => this.close());
+    header.append(this.nameEl, this.statusEl, close);
+    this.body = el('div', 'a2a-panel-body markdown');
+    this.errorEl = el('p', 'a2a-panel-error');
+    this.errorEl.hidden = true;
+    this.root.append(header, this.body, this.errorEl);
+    host.append(this.root);
+  }
+
+  setState(state, label) {
+    this.state = state;
+    this.root.dataset.state = state;
+    this.statusEl.textContent = label;
+  }
+
+  start(taskId, name) {
+    if (this.taskId) return;
+    this.taskId = taskId;
+    this.root.dataset.taskId = taskId;
+    if (name) this.nameEl.textContent = name;
+    this.setState('generating', 'generating…');
+    this.subscribe();
+  }
+
+  async subscribe() {
+    this.controller = new AbortController();
+    let response;
+    try {
+      response = await fetch(`/api/agents/a2a/stream?taskId=${encodeURIComponent(this.taskId)}`, {
+        credentials: 'same-origin', headers: { Accept: 'text/event-stream' }, signal: this.controller.signal,
+      });
+    } catch (err) {
+      if (err.name !== 'AbortError') this.fail('connection lost');
+      return;
+    }
+    if (!response.ok) { this.fail(`stream unavailable (${response.status})`); return; }
+    if ((response.headers.get('content-type') || '').includes('application/json')) {
+      this.finish(); // no buffer any more: the reply ended before we subscribed
+      return;
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        let payloads;
+        [payloads, buffer] = splitFrames(buffer + decoder.decode(value, { stream: true }));
+        payloads.forEach((p) => this.handle(p));
+      }
+    } catch (err) {
+      if (err.name !== 'AbortError' && this.state === 'generating') this.fail('connection lost');
+      return;
+    }
+    if (this.state === 'generating') this.finish();
+  }
+
+  handle(payload) {
+    if (payload === '[DONE]') { if (this.state === 'generating') this.finish(); return; }
+    let chunk;
+    try { chunk = JSON.parse(payload); } catch { return; }
+    if (chunk.type === 'text-delta') {
+      this.text += chunk.delta || chunk.textDelta || '';
+      this.scheduleRender();
+    } else if (chunk.type === 'error') {
+      this.fail(chunk.errorText || 'the called agent failed');
+    } else if (chunk.type === 'finish' && this.state === 'generating') {
+      this.finish();
+    }
+  }
+
+  scheduleRender() {
+    this.body.textContent = this.text; // immediate plain text, then markdown when it settles
+    if (this.renderTimer) return;
+    this.renderTimer = setTimeout(() => { this.renderTimer = null; this.renderMarkdown(); }, 150);
+  }
+
+  async renderMarkdown() {
+    const text = this.text;
+    try {
+      const response = await fetch(RENDER_URL, {
+        method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': csrf() },
+        body: JSON.stringify({ text, markdown: text }),
+      });
+      if (!response.ok) return;
+      const data = await response.json();
+      if (text === this.text && typeof data.html === 'string') this.body.innerHTML = data.html; // sanitised server-side
+    } catch { /* keep the plain text */ }
+  }
+
+  finish() {
+    this.setState('done', 'done');
+    if (this.renderTimer) { clearTimeout(this.renderTimer); this.renderTimer = null; }
+    if (this.text) this.renderMarkdown();
+  }
+
+  fail(message) {
+    this.setState('error', 'error');
+    this.errorEl.textContent = message;
+    this.errorEl.hidden = false;
+  }
+
+  close() {
+    if (this.controller) this.controller.abort();
+    this.root.remove();
+    this.onClose(this);
+  }
+}
+
+/** Create the panel stack inside `host` (or a fixed stack on the page) and return the chunk handler. */
+export function attachA2APanels(host) {
+  ensureStyles();
+  let stack = host;
+  if (!stack) {
+    stack = document.querySelector('.a2a-panels') || el('aside', 'a2a-panels');
+    if (!stack.isConnected) document.body.append(stack);
+  }
+  stack.classList.add('a2a-panels');
+  const panels = [];
+  const remove = (panel) => { panels.splice(panels.indexOf(panel), 1); };
+  const open = (toolCallId, agentSlug) => {
+    const panel = new InvokePanel(stack, { toolCallId, agentSlug, onClose: remove });
+    panels.push(panel);
+    return panel;
+  };
+
+  function handleChunk(chunk) {
+    if (!chunk || typeof chunk !== 'object') return;
+    if ((chunk.type === 'tool-input-available') && isInvokeInput(chunk)) {
+      if (!panels.some((p) => p.toolCallId === chunk.toolCallId)) open(chunk.toolCallId, chunk.input?.agentSlug);
+    } else if (chunk.type === 'data-a2a-task-started') {
+      const data = chunk.data || chunk;
+      if (panels.some((p) => p.taskId === data.taskId)) return;
+      const panel = panels.find((p) => !p.taskId && p.agentSlug === data.calleeAgentSlug)
+        || panels.find((p) => !p.taskId)
+        || open(null, data.calleeAgentSlug);
+      panel.start(data.taskId, data.calleeAgentName);
+    } else if (chunk.type === 'tool-output-available' || chunk.type === 'tool-output-error') {
+      const panel = panels.find((p) => p.toolCallId === chunk.toolCallId);
+      if (panel && panel.state === 'waiting') {
+        const error = chunk.errorText || chunk.output?.error;
+        if (error) panel.fail(error); else panel.finish();
+      }
+    }
+  }
+
+  return {
+    handleChunk,
+    get panels() { return [...panels]; },
+    closeAll() { [...panels].forEach((p) => p.close()); },
+  };
+}

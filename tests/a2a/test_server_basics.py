@@ -1,0 +1,65 @@
+"""The public A2A server without a model: cards, authentication, which agents are served."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from a2a.client import A2AClientError
+
+from tests.a2a import a2a_client as ac
+from tests.support import ApiClient, LiveApp
+
+RPC_GET_TASK = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+
+
+def test_card_describes_agent(app: LiveApp, make_agent: Callable[..., dict[str, Any]]) -> None:
+    make_agent("coder", "x", name="Coder", description="Writes code.", a2aCallable=True)
+    card = ac.run(ac.card(app.url, "coder"))
+    assert card.name == "Coder" and card.description == "Writes code."
+    assert card.capabilities.streaming is True
+    assert [s.id for s in card.skills] == ["coder"]
+    iface = card.supported_interfaces[0]
+    assert iface.protocol_binding == "JSONRPC" and iface.protocol_version == "1.0"
+    assert iface.url == f"{app.url}/a2a/coder/"
+    assert card.security_schemes["bearer"].http_auth_security_scheme.scheme == "bearer"
+    assert "bearer" in card.security_requirements[0].schemes
+
+
+def test_only_enabled_callable_agents_are_served(
+    anon: ApiClient, admin: ApiClient, make_agent: Callable[..., dict[str, Any]], token: str
+) -> None:
+    private = make_agent("private", "x")  # not A2A-callable
+    off = make_agent("off", "x", a2aCallable=True, enabled=False)
+    for slug in ("private", "off", "missing"):
+        assert anon.get(f"/a2a/{slug}/.well-known/agent-card.json").status_code == 404
+        r = anon.post(f"/a2a/{slug}/", json=RPC_GET_TASK, headers={"Authorization": f"Bearer {token}",
+                                                                   "A2A-Version": "1.0"})
+        assert r.status_code == 404, r.text
+    # Agents change at run time: enabling one serves it at once, without a restart.
+    admin.ok("PUT", f"/api/admin/agents/{off['id']}", json={"enabled": True})
+    admin.ok("PUT", f"/api/admin/agents/{private['id']}", json={"a2aCallable": True, "name": "Renamed"})
+    assert anon.get("/a2a/off/.well-known/agent-card.json").status_code == 200
+    assert anon.get("/a2a/private/.well-known/agent-card.json").json()["name"] == "Renamed"
+
+
+def test_rpc_needs_a_valid_personal_token(
+    app: LiveApp, anon: ApiClient, make_agent: Callable[..., dict[str, Any]], token: str
+) -> None:
+    make_agent("coder", "x", a2aCallable=True)
+    headers = {"A2A-Version": "1.0"}
+    assert anon.post("/a2a/coder/", json=RPC_GET_TASK, headers=headers).status_code == 401
+    bad = anon.post("/a2a/coder/", json=RPC_GET_TASK, headers={**headers, "Authorization": "Bearer alt_wrong"})
+    assert bad.status_code == 401 and bad.json()["error"]["code"] == "invalid_token"
+    ok = anon.post("/a2a/coder/", json=RPC_GET_TASK, headers={**headers, "Authorization": f"Bearer {token}"})
+    assert ok.status_code == 200 and ok.json()["error"]["code"] == -32001  # task not found, JSON-RPC style
+    with pytest.raises(A2AClientError):
+        ac.run(ac.stream(app.url, "coder", "alt_wrong", "hello"))
+
+
+def test_panel_stream_requires_task_and_owner(app: LiveApp, user: ApiClient, anon: ApiClient) -> None:
+    r = user.get("/api/agents/a2a/stream")
+    assert r.status_code == 400 and r.json()["error"]["code"] == "task_id_required"
+    assert user.get("/api/agents/a2a/stream?taskId=unknown").status_code == 404
+    assert anon.get("/api/agents/a2a/stream?taskId=unknown").status_code == 401
