@@ -71,7 +71,10 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
     data_dir.mkdir(parents=True, exist_ok=True)
     if template_db is not None and not (data_dir / "agentloft.db").exists():
         shutil.copy(template_db, data_dir / "agentloft.db")
-    values: dict[str, Any] = {"data_dir": data_dir, "env": "test", "secret_key": "test-secret-key"}
+    # Defaults (tools, the Assistant) are off unless a test asks for them, so counts in tests stay exact.
+    values: dict[str, Any] = {
+        "data_dir": data_dir, "env": "test", "secret_key": "test-secret-key", "create_defaults": False,
+    }
     values.update(settings)
     app = create_app(load_settings(**values))
     server = ThreadedServer(app).start()

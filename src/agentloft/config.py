@@ -45,6 +45,11 @@ class Settings(BaseSettings):
     login_max_failures: int = 5
     login_window_seconds: int = 300
     stream_grace_seconds: float = 60.0
+    # Seconds to wait for a model to connect or send its next chunk before the turn fails.
+    model_timeout_seconds: float = 120.0
+    create_defaults: bool = Field(
+        default=True, description="On the first start, create the default tools and the Assistant agent."
+    )
 
     @model_validator(mode="after")
     def _require_secret_in_production(self) -> Settings:

@@ -111,4 +111,6 @@ async def _db_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-DbSession = Annotated[AsyncSession, Depends(_db_session)]
+# scope="function": commit before the response is sent, so a client never sees success for a write that
+# then fails to commit (and reads right after a write see it).
+DbSession = Annotated[AsyncSession, Depends(_db_session, scope="function")]

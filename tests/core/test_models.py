@@ -87,3 +87,16 @@ def test_bootstrap_model_from_environment(tmp_path: Path, template_db: Path) -> 
         assert live.sql("SELECT count(*) FROM model_configs")[0][0] == 1
     finally:
         live.stop()
+
+
+def test_presets_and_setup_status(admin: ApiClient, user: ApiClient) -> None:
+    presets = {p["id"]: p for p in admin.ok("GET", "/api/admin/models/presets")}
+    assert set(presets) == {"openai", "anthropic", "ollama", "vllm", "lmstudio", "openrouter", "deepseek"}
+    assert presets["ollama"]["baseUrl"] == "http://127.0.0.1:11434/v1" and presets["ollama"]["needsApiKey"] is False
+    assert presets["anthropic"]["provider"] == "anthropic" and presets["openai"]["needsApiKey"] is True
+    assert user.get("/api/admin/models/presets").status_code == 403
+    assert user.ok("GET", "/api/setup/status") == {"hasModel": False}
+    _create(admin, enabled=False)
+    assert user.ok("GET", "/api/setup/status") == {"hasModel": False}
+    _create(admin, name="On")
+    assert user.ok("GET", "/api/setup/status") == {"hasModel": True}

@@ -4,46 +4,66 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from agentloft.auth.dependencies import AdminUser
+from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.db import DbSession
 from agentloft.llm import service
-from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
+from agentloft.llm.presets import PRESETS
+from agentloft.llm.schemas import (
+    ModelConfigCreate,
+    ModelConfigRead,
+    ModelConfigUpdate,
+    ModelPreset,
+    ModelTestResult,
+    SetupStatus,
+)
 from agentloft.runtime import Rt
 from agentloft.schemas import Page, Paging
 
-router = APIRouter(prefix="/api/admin/models", tags=["admin"])
+admin_router = APIRouter(prefix="/api/admin/models", tags=["admin"])
+router = APIRouter(prefix="/api/setup", tags=["setup"])
 
 
-@router.get("", response_model=Page[ModelConfigRead])
+@router.get("/status", response_model=SetupStatus)
+async def setup_status(_: CurrentUser, db: DbSession) -> SetupStatus:
+    """Any signed-in user may ask whether an enabled model exists (users see a notice until one does)."""
+    return SetupStatus(has_model=await service.has_enabled_model(db=db))
+
+
+@admin_router.get("/presets", response_model=list[ModelPreset])
+async def list_presets(_: AdminUser) -> list[ModelPreset]:
+    return list(PRESETS)
+
+
+@admin_router.get("", response_model=Page[ModelConfigRead])
 async def list_models(_: AdminUser, db: DbSession, paging: Paging) -> Page[ModelConfigRead]:
     rows, total = await service.list_models(db=db, page=paging)
     return Page[ModelConfigRead].of([service.to_read(r) for r in rows], total, paging)
 
 
-@router.post("", response_model=ModelConfigRead, status_code=201)
+@admin_router.post("", response_model=ModelConfigRead, status_code=201)
 async def create_model(body: ModelConfigCreate, _: AdminUser, rt: Rt, db: DbSession) -> ModelConfigRead:
     return service.to_read(await service.create_model(db=db, box=rt.box, data=body))
 
 
-@router.get("/{model_id}", response_model=ModelConfigRead)
+@admin_router.get("/{model_id}", response_model=ModelConfigRead)
 async def read_model(model_id: int, _: AdminUser, db: DbSession) -> ModelConfigRead:
     return service.to_read(await service.get_model(db=db, model_id=model_id))
 
 
-@router.put("/{model_id}", response_model=ModelConfigRead)
+@admin_router.put("/{model_id}", response_model=ModelConfigRead)
 async def update_model(
     model_id: int, body: ModelConfigUpdate, _: AdminUser, rt: Rt, db: DbSession
 ) -> ModelConfigRead:
     return service.to_read(await service.update_model(db=db, box=rt.box, model_id=model_id, data=body))
 
 
-@router.delete("/{model_id}", status_code=204)
+@admin_router.delete("/{model_id}", status_code=204)
 async def delete_model(model_id: int, _: AdminUser, db: DbSession) -> Response:
     await service.delete_model(db=db, model_id=model_id)
     return Response(status_code=204)
 
 
-@router.post("/{model_id}/test", response_model=ModelTestResult)
+@admin_router.post("/{model_id}/test", response_model=ModelTestResult)
 async def test_model(model_id: int, _: AdminUser, rt: Rt, db: DbSession) -> ModelTestResult:
     row = await service.get_model(db=db, model_id=model_id)
     return await service.test_model(row=row, box=rt.box)

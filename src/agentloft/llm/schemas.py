@@ -61,3 +61,18 @@ class ModelTestResult(ApiModel):
     latency_ms: int
     reply: str | None = None
     error: str | None = None
+
+
+class ModelPreset(ApiModel):
+    id: str
+    label: str
+    provider: Provider
+    base_url: str | None
+    needs_api_key: bool
+    model_hint: str
+
+
+class SetupStatus(ApiModel):
+    """Whether the instance can chat yet; drives the onboarding page and the users' notice."""
+
+    has_model: bool

@@ -1,0 +1,26 @@
+"""Model presets for the admin's model form: they fill the base URL and say which fields matter.
+
+The model names are suggestions shown as placeholders; providers rename models often, so the admin
+always types or confirms the name.
+"""
+
+from __future__ import annotations
+
+from agentloft.llm.schemas import ModelPreset
+
+PRESETS: tuple[ModelPreset, ...] = (
+    ModelPreset(id="openai", label="OpenAI", provider="openai", base_url="https://api.openai.com/v1",
+                needs_api_key=True, model_hint="gpt-4o-mini"),
+    ModelPreset(id="anthropic", label="Anthropic", provider="anthropic", base_url=None,
+                needs_api_key=True, model_hint="claude-sonnet-4-5"),
+    ModelPreset(id="ollama", label="Ollama", provider="openai", base_url="http://127.0.0.1:11434/v1",
+                needs_api_key=False, model_hint="llama3.2"),
+    ModelPreset(id="vllm", label="vLLM", provider="openai", base_url="http://127.0.0.1:8000/v1",
+                needs_api_key=False, model_hint="meta-llama/Llama-3.1-8B-Instruct"),
+    ModelPreset(id="lmstudio", label="LM Studio", provider="openai", base_url="http://127.0.0.1:1234/v1",
+                needs_api_key=False, model_hint="qwen2.5-7b-instruct"),
+    ModelPreset(id="openrouter", label="OpenRouter", provider="openai", base_url="https://openrouter.ai/api/v1",
+                needs_api_key=True, model_hint="openai/gpt-4o-mini"),
+    ModelPreset(id="deepseek", label="DeepSeek", provider="openai", base_url="https://api.deepseek.com/v1",
+                needs_api_key=True, model_hint="deepseek-chat"),
+)

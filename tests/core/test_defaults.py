@@ -1,0 +1,64 @@
+"""A fresh install starts with one tool per type and the Assistant; deleted defaults stay deleted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support import LiveApp, signup, start_app
+
+EXPECTED_DISABLED = {"web-search", "http-api", "webhook", "sql-query", "python"}
+
+
+def _start(tmp_path: Path, template_db: Path) -> LiveApp:
+    return start_app(tmp_path / "data", template_db, create_defaults=True)
+
+
+def test_fresh_database_has_defaults(tmp_path: Path, template_db: Path) -> None:
+    live = _start(tmp_path, template_db)
+    try:
+        with live.client() as admin:
+            signup(admin, "root")
+            types = {t["slug"] for t in admin.ok("GET", "/api/agent-tools/types")}
+            tools = admin.ok("GET", "/api/agent-tools", params={"pageSize": 100})["items"]
+            by_type = {t["type"]: t for t in tools}
+            assert set(by_type) == types  # one instance of every built-in type
+            assert len(types) == 15
+            for slug, tool in by_type.items():
+                assert tool["enabled"] is (slug not in EXPECTED_DISABLED), slug
+                assert tool["name"] and tool["description"], slug
+            assert by_type["python"]["adminOnly"] is True and by_type["python"]["needsApproval"] is True
+            agents = admin.ok("GET", "/api/admin/agents")["items"]
+            assert [a["slug"] for a in agents] == ["assistant"]
+            assistant = agents[0]
+            assert assistant["name"] == "Assistant" and assistant["modelId"] is None  # the default model
+            links = admin.ok("GET", f"/api/admin/agents/{assistant['id']}/tools")
+            linked = {next(t["type"] for t in tools if t["id"] == link["toolId"]) for link in links}
+            assert linked == {"calculator", "datetime", "document", "fetch"}
+    finally:
+        live.stop()
+
+
+def test_deleted_defaults_do_not_come_back(tmp_path: Path, template_db: Path) -> None:
+    live = _start(tmp_path, template_db)
+    try:
+        with live.client() as admin:
+            signup(admin, "root")
+            tools = admin.ok("GET", "/api/agent-tools", params={"pageSize": 100})["items"]
+            calc = next(t for t in tools if t["type"] == "calculator")
+            admin.ok("DELETE", f"/api/agent-tools/{calc['id']}", status=204)
+            assistant = admin.ok("GET", "/api/admin/agents")["items"][0]
+            admin.ok("DELETE", f"/api/admin/agents/{assistant['id']}", status=204)
+    finally:
+        live.stop()
+    live = start_app(tmp_path / "data", None, create_defaults=True)
+    try:
+        assert live.sql("SELECT count(*) FROM agent_tools WHERE type = 'calculator'")[0][0] == 0
+        assert live.sql("SELECT count(*) FROM agents")[0][0] == 0
+        assert live.sql("SELECT count(*) FROM agent_tools")[0][0] == 14
+    finally:
+        live.stop()
+
+
+def test_defaults_can_be_switched_off(app: LiveApp) -> None:
+    assert app.sql("SELECT count(*) FROM agent_tools")[0][0] == 0
+    assert app.sql("SELECT count(*) FROM agents")[0][0] == 0
