@@ -1,0 +1,131 @@
+"""HTTP API of the tool system. All list answers have the shape ``{items, total, page, pageSize, hasMore}``
+and take ``?page=&pageSize=`` (pageSize ≤ 100); errors are ``{"error": {code, message, fields?}}``.
+
+Admins only (403 ``admin_required`` for others, 401 when not signed in):
+
+- ``GET  /api/agent-tools/types`` – registered tool types: ``slug, name, description, configSchema``
+  (JSON Schema of the type's config: drives the form), ``inputSchema`` (what the model fills),
+  ``defaults`` (a new tool's config), ``secretFields``, ``defaultNeedsApproval``, ``defaultAdminOnly``.
+- ``GET  /api/agent-tools`` – tools (``AgentToolRead``: ``id, slug, name, description, type, config,
+  secretsSet, enabled, needsApproval, adminOnly, createdAt, updatedAt``), by name.
+- ``POST /api/agent-tools`` – create: ``{slug, name, description?, type, config?, enabled?,
+  needsApproval?, adminOnly?}`` → 201. Omitted ``needsApproval``/``adminOnly`` take the type's defaults.
+  422 with ``fields`` such as ``{"config.timeoutMs": "..."}`` when the config does not fit the type, or
+  ``{"type": ...}`` for an unknown type; 409 ``tool_slug_taken`` for a slug in use.
+- ``GET/PUT/DELETE /api/agent-tools/{id}`` – read, partial update (same fields, all optional; a given
+  ``config`` replaces the stored one), delete (204; the tool leaves every agent too).
+- ``POST /api/agent-tools/{id}/execute`` ``{input}`` – run the tool now (debug panel) as the admin, call
+  approved, even when disabled; answers the ``ToolResult`` ``{success, data, error, metadata}`` with
+  ``metadata.durationMs``. Bad input is a failed result, not an HTTP error.
+- ``GET /api/admin/agents/{id}/tools`` – the agent's tools in order: ``toolId, needsApproval`` (the
+  agent's override, null = inherit), ``position, effectiveNeedsApproval, slug, name, type, enabled,
+  adminOnly``. ``PUT`` with a JSON list ``[{toolId, needsApproval?, position?}]`` replaces the list and
+  answers like ``GET``; an unknown or repeated tool id is 422 with ``fields`` ``{"<index>.toolId": ...}``.
+
+Secrets: a type's ``secretFields`` are stored encrypted and never returned: ``config`` leaves them out and
+``secretsSet`` names the ones holding a value. On create/update a secret that is absent, null or
+``"•••"`` keeps the stored value, ``""`` removes it, anything else replaces it.
+
+Any signed-in user:
+
+- ``GET /api/llm/chat/tools`` – exactly the tools the caller's model sees in plain LLM chat: ``name``
+  (the tool slug, the function name), ``description``, ``inputSchema``. Disabled tools never appear;
+  admin-only tools appear for admins only (seed 001).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentloft.auth.dependencies import AdminUser, CurrentUser
+from agentloft.db import DbSession
+from agentloft.runtime import Rt
+from agentloft.schemas import Page, PageParams, Paging
+from agentloft.tools import service
+from agentloft.tools.base import ToolResult
+from agentloft.tools.dependencies import Registry
+from agentloft.tools.schemas import (
+    AgentToolCreate,
+    AgentToolLinkIn,
+    AgentToolLinkRead,
+    AgentToolRead,
+    AgentToolUpdate,
+    ExecuteRequest,
+    LlmToolRead,
+    ToolTypeRead,
+)
+
+router = APIRouter(tags=["tools"])
+admin_router = APIRouter(tags=["admin"])
+
+
+def _slice(items: list, paging: PageParams) -> list:  # type: ignore[type-arg]
+    return items[paging.offset : paging.offset + paging.page_size]
+
+
+def _whole(items: list[AgentToolLinkRead]) -> Page[AgentToolLinkRead]:
+    """An agent's tools are a set edited as a whole: one page holding all of them."""
+    return Page[AgentToolLinkRead].of(items, len(items), PageParams(page=1, page_size=max(len(items), 1)))
+
+
+@router.get("/api/llm/chat/tools", response_model=Page[LlmToolRead])
+async def chat_tools(user: CurrentUser, rt: Rt, db: DbSession, paging: Paging) -> Page[LlmToolRead]:
+    tools = await service.get_enabled_tools_for_llm(db, rt, user_id=user.id, user_role=user.role)
+    items = [LlmToolRead(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools]
+    return Page[LlmToolRead].of(_slice(items, paging), len(items), paging)
+
+
+@admin_router.get("/api/agent-tools/types", response_model=Page[ToolTypeRead])
+async def list_types(_: AdminUser, registry: Registry, paging: Paging) -> Page[ToolTypeRead]:
+    items = service.list_types(registry=registry)
+    return Page[ToolTypeRead].of(_slice(items, paging), len(items), paging)
+
+
+@admin_router.get("/api/agent-tools", response_model=Page[AgentToolRead])
+async def list_tools(_: AdminUser, db: DbSession, paging: Paging) -> Page[AgentToolRead]:
+    rows, total = await service.list_tools(db=db, page=paging)
+    return Page[AgentToolRead].of([service.to_read(r) for r in rows], total, paging)
+
+
+@admin_router.post("/api/agent-tools", response_model=AgentToolRead, status_code=201)
+async def create_tool(body: AgentToolCreate, _: AdminUser, rt: Rt, db: DbSession) -> AgentToolRead:
+    return service.to_read(await service.create_tool(db=db, rt=rt, data=body))
+
+
+@admin_router.get("/api/agent-tools/{tool_id}", response_model=AgentToolRead)
+async def read_tool(tool_id: str, _: AdminUser, db: DbSession) -> AgentToolRead:
+    return service.to_read(await service.get_tool(db=db, tool_id=tool_id))
+
+
+@admin_router.put("/api/agent-tools/{tool_id}", response_model=AgentToolRead)
+async def update_tool(
+    tool_id: str, body: AgentToolUpdate, _: AdminUser, rt: Rt, db: DbSession
+) -> AgentToolRead:
+    return service.to_read(await service.update_tool(db=db, rt=rt, tool_id=tool_id, data=body))
+
+
+@admin_router.delete("/api/agent-tools/{tool_id}", status_code=204)
+async def delete_tool(tool_id: str, _: AdminUser, db: DbSession) -> Response:
+    await service.delete_tool(db=db, tool_id=tool_id)
+    return Response(status_code=204)
+
+
+@admin_router.post("/api/agent-tools/{tool_id}/execute", response_model=ToolResult)
+async def execute_tool(
+    tool_id: str, body: ExecuteRequest, admin: AdminUser, rt: Rt, db: DbSession
+) -> ToolResult:
+    return await service.execute_tool(
+        db=db, rt=rt, tool_id=tool_id, user_id=admin.id, user_role=admin.role, input=body.input
+    )
+
+
+@admin_router.get("/api/admin/agents/{agent_id}/tools", response_model=Page[AgentToolLinkRead])
+async def agent_tools(agent_id: int, _: AdminUser, db: DbSession) -> Page[AgentToolLinkRead]:
+    return _whole(await service.list_agent_tools(db=db, agent_id=agent_id))
+
+
+@admin_router.put("/api/admin/agents/{agent_id}/tools", response_model=Page[AgentToolLinkRead])
+async def set_agent_tools(
+    agent_id: int, body: list[AgentToolLinkIn], _: AdminUser, db: DbSession
+) -> Page[AgentToolLinkRead]:
+    return _whole(await service.set_agent_tools(db=db, agent_id=agent_id, links=body))

@@ -1,0 +1,121 @@
+"""Request and response bodies of the tool API (camelCase on the wire).
+
+Secrets: a type's secret config fields are never returned. ``AgentToolRead.config`` leaves them out and
+``secretsSet`` names the ones that hold a stored value. On create/update a secret field that is absent,
+``null`` or the placeholder ``SECRET_PLACEHOLDER`` keeps the stored value; an empty string removes it; any
+other value replaces it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from agentloft.schemas import ApiModel
+
+SECRET_PLACEHOLDER = "•••"
+
+# The slug is the function name the model sees: OpenAI and Anthropic accept [a-zA-Z0-9_-]{1,64}.
+ToolSlug = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$")
+]
+ToolName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+TypeSlug = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
+
+class ToolTypeRead(ApiModel):
+    """A registered tool type, enough to build the admin's create/edit form."""
+
+    slug: str
+    name: str
+    description: str
+    config_schema: dict[str, Any]
+    input_schema: dict[str, Any]
+    defaults: dict[str, Any]
+    secret_fields: list[str] = Field(description="Config fields (JSON names) stored encrypted, never returned.")
+    default_needs_approval: bool
+    default_admin_only: bool
+
+
+class AgentToolCreate(ApiModel):
+    slug: ToolSlug = Field(description="Unique; the function name the model sees.")
+    name: ToolName
+    description: str = Field(default="", max_length=2000)
+    type: TypeSlug
+    config: dict[str, Any] = Field(default_factory=dict, description="Validated by the type's Config.")
+    enabled: bool = True
+    needs_approval: bool | None = Field(default=None, description="Omitted: the type's default.")
+    admin_only: bool | None = Field(default=None, description="Omitted: the type's default.")
+
+
+class AgentToolUpdate(ApiModel):
+    """Partial update: omitted fields stay. A given ``config`` replaces the stored one (secrets excepted,
+    see the module docstring); changing ``type`` re-validates the config against the new type."""
+
+    slug: ToolSlug | None = None
+    name: ToolName | None = None
+    description: str | None = Field(default=None, max_length=2000)
+    type: TypeSlug | None = None
+    config: dict[str, Any] | None = None
+    enabled: bool | None = None
+    needs_approval: bool | None = None
+    admin_only: bool | None = None
+
+
+class AgentToolRead(ApiModel):
+    id: str
+    slug: str
+    name: str
+    description: str
+    type: str
+    config: dict[str, Any] = Field(description="Without secret fields; see secretsSet.")
+    secrets_set: list[str]
+    enabled: bool
+    needs_approval: bool
+    admin_only: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExecuteRequest(ApiModel):
+    input: dict[str, Any] = Field(default_factory=dict, description="Arguments, as the model would send.")
+
+
+class ToolInfo(ApiModel):
+    """Seed 001's tool info: what a role may use, without config."""
+
+    id: str
+    slug: str
+    name: str
+    description: str
+    type: str
+    needs_approval: bool
+    admin_only: bool
+
+
+class LlmToolRead(ApiModel):
+    """One tool exactly as the model sees it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class AgentToolLinkIn(ApiModel):
+    tool_id: str
+    needs_approval: bool | None = Field(default=None, description="null inherits the tool's setting.")
+    position: int | None = Field(default=None, ge=0, description="Omitted: the index in the list.")
+
+
+class AgentToolLinkRead(ApiModel):
+    tool_id: str
+    needs_approval: bool | None
+    position: int
+    effective_needs_approval: bool
+    slug: str
+    name: str
+    type: str
+    enabled: bool
+    admin_only: bool

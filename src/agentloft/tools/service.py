@@ -1,0 +1,468 @@
+"""Tools as rows: admin CRUD, secrets, agent links, and the lists of tools a run may use (seed 001).
+
+Visibility is decided here and only here. The chat engine (and A2A through it) receives the list these
+functions return and can call nothing else, so an admin-only or disabled tool is not merely refused for a
+non-admin: it does not exist in that run. The rule (``visible_to``) follows seed 001: enabled tools, minus
+admin-only ones unless the role is ``admin``, filtered in memory because the table is small.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.agents import service as agents_service
+from agentloft.crypto import SecretBox
+from agentloft.errors import Conflict, Invalid, NotFound, invalid_from_pydantic
+from agentloft.runtime import Runtime
+from agentloft.schemas import PageParams
+from agentloft.tools.base import ToolContext, ToolResult, ToolType
+from agentloft.tools.models import AgentTool, AgentToolAssociation
+from agentloft.tools.registry import ToolRegistry, registry_of
+from agentloft.tools.runner import DEFAULT_TIMEOUT_S, RunTool, run_tool
+from agentloft.tools.schemas import (
+    SECRET_PLACEHOLDER,
+    AgentToolCreate,
+    AgentToolLinkIn,
+    AgentToolLinkRead,
+    AgentToolRead,
+    AgentToolUpdate,
+    ToolInfo,
+    ToolTypeRead,
+)
+
+log = logging.getLogger(__name__)
+
+ADMIN_ROLE = "admin"
+# Extra seconds the wrapper allows beyond a type's own configured timeout, so the type reports its
+# own (clearer) timeout message first.
+TIMEOUT_GRACE_S = 5.0
+
+AnyToolType = ToolType[Any, Any]
+
+
+# --- tool types -----------------------------------------------------------------------------------
+
+
+def _json_key(model: type[BaseModel], name: str) -> str:
+    """The JSON (by-alias) key of a Config field given by Python name or alias."""
+    for field_name, info in model.model_fields.items():
+        key = info.serialization_alias or info.alias or field_name
+        if name in (field_name, key):
+            return key
+    return name
+
+
+def secret_keys(tool_type: AnyToolType) -> list[str]:
+    return [_json_key(tool_type.Config, name) for name in tool_type.secret_fields]
+
+
+def _defaults(tool_type: AnyToolType) -> dict[str, Any]:
+    try:
+        return tool_type.Config().model_dump(mode="json", by_alias=True)
+    except ValidationError:  # a Config with required fields: show the defaults it does have
+        out: dict[str, Any] = {}
+        for name, info in tool_type.Config.model_fields.items():
+            if not info.is_required():
+                value = info.get_default(call_default_factory=True)
+                out[info.serialization_alias or info.alias or name] = (
+                    value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
+                )
+        return out
+
+
+def type_info(tool_type: AnyToolType) -> ToolTypeRead:
+    """A type as the admin form needs it. ``default_needs_approval``/``default_admin_only`` are optional
+    class attributes a type may set (e.g. ``python``); they prefill new tools of that type."""
+    return ToolTypeRead(
+        slug=tool_type.slug,
+        name=tool_type.name,
+        description=tool_type.description,
+        config_schema=tool_type.Config.model_json_schema(),
+        input_schema=tool_type.Input.model_json_schema(),
+        defaults=_defaults(tool_type),
+        secret_fields=secret_keys(tool_type),
+        default_needs_approval=bool(getattr(tool_type, "default_needs_approval", False)),
+        default_admin_only=bool(getattr(tool_type, "default_admin_only", False)),
+    )
+
+
+def list_types(*, registry: ToolRegistry) -> list[ToolTypeRead]:
+    return [type_info(t) for t in registry.all()]
+
+
+def _type_or_invalid(registry: ToolRegistry, slug: str) -> AnyToolType:
+    tool_type = registry.get(slug)
+    if tool_type is None:
+        raise Invalid(f"type: unknown tool type '{slug}'", fields={"type": f"unknown tool type '{slug}'"})
+    return tool_type
+
+
+# --- config and secrets ---------------------------------------------------------------------------
+
+
+def _encrypt(box: SecretBox, value: Any) -> str:
+    return box.encrypt(json.dumps(value))
+
+
+def _decrypt_all(box: SecretBox, stored: dict[str, str]) -> dict[str, Any]:
+    return {key: json.loads(box.decrypt(token)) for key, token in stored.items()}
+
+
+def _decrypt_kept(box: SecretBox, row: AgentTool) -> dict[str, Any]:
+    """Stored secrets to keep on an edit; ones the current secret key cannot open are dropped (the admin
+    has to enter them again) instead of failing the edit."""
+    out: dict[str, Any] = {}
+    for key, token in (row.secrets_enc or {}).items():
+        try:
+            out[key] = json.loads(box.decrypt(token))
+        except ValueError:
+            log.warning("tool %s: stored secret %s cannot be decrypted; dropped on edit", row.slug, key)
+    return out
+
+
+def _merge_secrets(
+    keys: Sequence[str], incoming: dict[str, Any], stored: dict[str, Any]
+) -> dict[str, Any]:
+    """Secret values after an edit: absent, null or the placeholder keep the stored value; "" removes it;
+    anything else replaces it."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        value = incoming.get(key)
+        if value is None or value == SECRET_PLACEHOLDER:
+            if key in stored:
+                out[key] = stored[key]
+        elif value != "":
+            out[key] = value
+    return out
+
+
+def _validate_config(tool_type: AnyToolType, data: dict[str, Any]) -> BaseModel:
+    try:
+        return tool_type.Config.model_validate(data)
+    except ValidationError as exc:
+        raise invalid_from_pydantic(exc, prefix="config") from exc
+
+
+def _apply_config(
+    row: AgentTool, tool_type: AnyToolType, box: SecretBox, incoming: dict[str, Any], stored: dict[str, Any]
+) -> None:
+    """Validate ``incoming`` (plus kept secrets) against the type and store it split in two: plain values
+    in ``config``, secret values encrypted in ``secrets_enc``."""
+    keys = secret_keys(tool_type)
+    secrets = _merge_secrets(keys, incoming, stored)
+    plain = {k: v for k, v in incoming.items() if k not in keys}
+    parsed = _validate_config(tool_type, {**plain, **secrets})
+    dumped = parsed.model_dump(mode="json", by_alias=True)
+    row.config = {k: v for k, v in dumped.items() if k not in keys}
+    row.secrets_enc = {k: _encrypt(box, dumped[k]) for k in keys if k in secrets and k in dumped}
+
+
+def parse_stored_config(row: AgentTool, tool_type: AnyToolType, box: SecretBox) -> BaseModel:
+    """The row's config as the type's ``Config``, secrets decrypted. Raises ValueError/ValidationError
+    when the stored config no longer fits (a type changed, the secret key changed)."""
+    return tool_type.Config.model_validate({**row.config, **_decrypt_all(box, row.secrets_enc or {})})
+
+
+# --- admin CRUD -----------------------------------------------------------------------------------
+
+
+def to_read(row: AgentTool) -> AgentToolRead:
+    return AgentToolRead(
+        id=row.id,
+        slug=row.slug,
+        name=row.name,
+        description=row.description,
+        type=row.type,
+        config=dict(row.config or {}),
+        secrets_set=sorted(row.secrets_enc or {}),
+        enabled=row.enabled,
+        needs_approval=row.needs_approval,
+        admin_only=bool(row.admin_only),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _slug_conflict(slug: str) -> Conflict:
+    return Conflict(f"a tool with slug '{slug}' exists", code="tool_slug_taken", fields={"slug": "taken"})
+
+
+async def _slug_taken(db: AsyncSession, slug: str, except_id: str | None = None) -> bool:
+    stmt = select(AgentTool.id).where(AgentTool.slug == slug)
+    if except_id is not None:
+        stmt = stmt.where(AgentTool.id != except_id)
+    return (await db.execute(stmt)).first() is not None
+
+
+async def _flush_unique(db: AsyncSession, slug: str) -> None:
+    try:
+        await db.flush()
+    except IntegrityError as exc:  # a concurrent create won the race
+        raise _slug_conflict(slug) from exc
+
+
+async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -> AgentTool:
+    tool_type = _type_or_invalid(registry_of(rt), data.type)
+    row = AgentTool(
+        slug=data.slug,
+        name=data.name,
+        description=data.description,
+        type=tool_type.slug,
+        enabled=data.enabled,
+        needs_approval=(
+            data.needs_approval
+            if data.needs_approval is not None
+            else bool(getattr(tool_type, "default_needs_approval", False))
+        ),
+        admin_only=int(
+            data.admin_only if data.admin_only is not None else getattr(tool_type, "default_admin_only", False)
+        ),
+    )
+    _apply_config(row, tool_type, rt.box, data.config, stored={})
+    if await _slug_taken(db, data.slug):
+        raise _slug_conflict(data.slug)
+    db.add(row)
+    await _flush_unique(db, data.slug)
+    return row
+
+
+async def get_tool(*, db: AsyncSession, tool_id: str) -> AgentTool:
+    row = await db.get(AgentTool, tool_id)
+    if row is None:
+        raise NotFound("tool not found", code="tool_not_found")
+    return row
+
+
+async def list_tools(*, db: AsyncSession, page: PageParams) -> tuple[list[AgentTool], int]:
+    total = int((await db.execute(select(func.count()).select_from(AgentTool))).scalar_one())
+    stmt = select(AgentTool).order_by(AgentTool.name, AgentTool.id).offset(page.offset).limit(page.page_size)
+    return list((await db.execute(stmt)).scalars()), total
+
+
+async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: AgentToolUpdate) -> AgentTool:
+    row = await get_tool(db=db, tool_id=tool_id)
+    changes = data.model_dump(exclude_unset=True)
+    type_changed = changes.get("type") not in (None, row.type)
+    if type_changed or changes.get("config") is not None:
+        tool_type = _type_or_invalid(registry_of(rt), changes.get("type") or row.type)
+        incoming = changes["config"] if changes.get("config") is not None else dict(row.config or {})
+        # Secrets never follow a tool to another type: they were given for the old type's endpoint.
+        stored = {} if type_changed else _decrypt_kept(rt.box, row)
+        _apply_config(row, tool_type, rt.box, incoming, stored)
+        row.type = tool_type.slug
+    if changes.get("slug") and await _slug_taken(db, changes["slug"], except_id=row.id):
+        raise _slug_conflict(changes["slug"])
+    for field in ("slug", "name", "description", "enabled", "needs_approval"):
+        if changes.get(field) is not None:
+            setattr(row, field, changes[field])
+    if changes.get("admin_only") is not None:
+        row.admin_only = int(changes["admin_only"])
+    await _flush_unique(db, row.slug)
+    return row
+
+
+async def delete_tool(*, db: AsyncSession, tool_id: str) -> None:
+    """Delete a tool; its agent links go with it (ON DELETE CASCADE)."""
+    row = await get_tool(db=db, tool_id=tool_id)
+    await db.delete(row)
+    await db.flush()
+
+
+# --- building the tools a run sees ----------------------------------------------------------------
+
+
+def visible_to(row: AgentTool, user_role: str | None) -> bool:
+    """Seed 001: enabled tools; admin-only ones only for admins. Anyone else never learns they exist."""
+    return bool(row.enabled) and (not row.admin_only or user_role == ADMIN_ROLE)
+
+
+def _llm_description(row: AgentTool, tool_type: AnyToolType, config: BaseModel) -> str:
+    """The type's description of this config, preceded by the admin's own words for the tool (which say
+    what this instance is for, e.g. 'the company wiki'), when there are any."""
+    try:
+        described = tool_type.describe(config).strip()
+    except Exception:
+        log.exception("describe() failed for tool %s (%s)", row.slug, row.type)
+        described = tool_type.description
+    own = (row.description or "").strip()
+    return f"{own}\n\n{described}" if own and own not in described else described
+
+
+def _timeout_s(config: BaseModel) -> float:
+    """The wrapper's time limit: the type's own configured timeout plus a grace, or the default."""
+    for attr, scale in (("timeout_ms", 1000.0), ("timeout_seconds", 1.0), ("timeout_s", 1.0)):
+        value = getattr(config, attr, None)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return value / scale + TIMEOUT_GRACE_S
+    return DEFAULT_TIMEOUT_S
+
+
+def build_run_tool(
+    row: AgentTool, rt: Runtime, *, needs_approval: bool | None = None
+) -> RunTool | None:
+    """A row as a run sees it, or None (and a log line) if it cannot run: its type is not registered
+    (an add-on was removed) or its stored config no longer fits. A broken tool must not break a chat."""
+    tool_type = registry_of(rt).get(row.type)
+    if tool_type is None:
+        log.warning("tool %s has unknown type %r; left out", row.slug, row.type)
+        return None
+    try:
+        config = parse_stored_config(row, tool_type, rt.box)
+    except (ValidationError, ValueError) as exc:
+        log.warning("tool %s has a config its type refuses (%s); left out", row.slug, exc)
+        return None
+    return RunTool(
+        id=row.id,
+        name=row.slug,
+        title=row.name,
+        description=_llm_description(row, tool_type, config),
+        type=tool_type,
+        config=config,
+        needs_approval=row.needs_approval if needs_approval is None else needs_approval,
+        timeout_s=_timeout_s(config),
+    )
+
+
+async def _enabled_rows(db: AsyncSession) -> list[AgentTool]:
+    stmt = select(AgentTool).where(AgentTool.enabled.is_(True)).order_by(AgentTool.slug)
+    return list((await db.execute(stmt)).scalars())
+
+
+async def get_enabled_tools_for_llm(
+    db: AsyncSession, rt: Runtime, *, user_id: int | None, user_role: str | None
+) -> list[RunTool]:
+    """Every enabled tool this role may see (seed 001's ``getEnabledToolsForLlm``), ready to run.
+    ``user_id`` is part of the seed's signature; visibility depends on the role alone."""
+    tools = [build_run_tool(row, rt) for row in await _enabled_rows(db) if visible_to(row, user_role)]
+    return [t for t in tools if t is not None]
+
+
+async def get_enabled_tool_infos(
+    db: AsyncSession, *, user_role: str | None, registry: ToolRegistry | None = None
+) -> list[ToolInfo]:
+    """Seed 001's ``getEnabledToolInfos``: the same filter, without configs. With a registry, rows whose
+    type is not registered are left out too, as they are from the model's list."""
+    rows = [row for row in await _enabled_rows(db) if visible_to(row, user_role)]
+    if registry is not None:
+        rows = [row for row in rows if row.type in registry]
+    return [
+        ToolInfo(
+            id=row.id,
+            slug=row.slug,
+            name=row.name,
+            description=row.description,
+            type=row.type,
+            needs_approval=row.needs_approval,
+            admin_only=bool(row.admin_only),
+        )
+        for row in rows
+    ]
+
+
+async def _agent_links(db: AsyncSession, agent_id: int) -> list[tuple[AgentToolAssociation, AgentTool]]:
+    stmt = (
+        select(AgentToolAssociation, AgentTool)
+        .join(AgentTool, AgentTool.id == AgentToolAssociation.tool_id)
+        .where(AgentToolAssociation.agent_id == agent_id)
+        .order_by(AgentToolAssociation.position, AgentToolAssociation.id)
+    )
+    return [(link, tool) for link, tool in (await db.execute(stmt)).all()]
+
+
+def effective_needs_approval(link: AgentToolAssociation, tool: AgentTool) -> bool:
+    """The agent's override when it has one, else the tool's own setting."""
+    return tool.needs_approval if link.needs_approval is None else link.needs_approval
+
+
+async def load_tools_for_agent(
+    db: AsyncSession, rt: Runtime, *, agent_id: int, user_role: str | None
+) -> list[RunTool]:
+    """The agent's tools this role may see, in the agent's order, with the effective approval rule.
+    A non-admin chatting with an agent (or reaching it through A2A) never gets its admin-only tools."""
+    tools = [
+        build_run_tool(tool, rt, needs_approval=effective_needs_approval(link, tool))
+        for link, tool in await _agent_links(db, agent_id)
+        if visible_to(tool, user_role)
+    ]
+    return [t for t in tools if t is not None]
+
+
+async def execute_tool(
+    *, db: AsyncSession, rt: Runtime, tool_id: str, user_id: int, user_role: str, input: dict[str, Any]
+) -> ToolResult:
+    """Run one tool for the admin's debug panel. As in seed 001 there is no check here beyond the
+    router's admin-only rule: disabled and admin-only tools run too, and the call counts as approved."""
+    row = await get_tool(db=db, tool_id=tool_id)
+    tool = build_run_tool(row, rt)
+    if tool is None:
+        return ToolResult.fail(f"tool '{row.slug}' cannot run: its type or stored config is not usable")
+    ctx = ToolContext(
+        runtime=rt, tool_id=row.id, tool_slug=row.slug, user_id=user_id, user_role=user_role, approved=True
+    )
+    return await run_tool(tool, input, ctx)
+
+
+# --- agent ↔ tool links ---------------------------------------------------------------------------
+
+
+def _link_read(link: AgentToolAssociation, tool: AgentTool) -> AgentToolLinkRead:
+    return AgentToolLinkRead(
+        tool_id=tool.id,
+        needs_approval=link.needs_approval,
+        position=link.position,
+        effective_needs_approval=effective_needs_approval(link, tool),
+        slug=tool.slug,
+        name=tool.name,
+        type=tool.type,
+        enabled=tool.enabled,
+        admin_only=bool(tool.admin_only),
+    )
+
+
+async def list_agent_tools(*, db: AsyncSession, agent_id: int) -> list[AgentToolLinkRead]:
+    await agents_service.get_agent(db=db, agent_id=agent_id)
+    return [_link_read(link, tool) for link, tool in await _agent_links(db, agent_id)]
+
+
+async def _check_links(db: AsyncSession, links: Sequence[AgentToolLinkIn]) -> None:
+    fields: dict[str, str] = {}
+    seen: set[str] = set()
+    ids = {link.tool_id for link in links}
+    known = set((await db.execute(select(AgentTool.id).where(AgentTool.id.in_(ids)))).scalars()) if ids else set()
+    for i, link in enumerate(links):
+        if link.tool_id not in known:
+            fields[f"{i}.toolId"] = f"no such tool '{link.tool_id}'"
+        elif link.tool_id in seen:
+            fields[f"{i}.toolId"] = f"tool '{link.tool_id}' is listed twice"
+        seen.add(link.tool_id)
+    if fields:
+        first = next(iter(fields.items()))
+        raise Invalid(f"{first[0]}: {first[1]}", fields=fields)
+
+
+async def set_agent_tools(
+    *, db: AsyncSession, agent_id: int, links: Sequence[AgentToolLinkIn]
+) -> list[AgentToolLinkRead]:
+    """Replace the agent's tool list. A link without a position takes its index in the list."""
+    await agents_service.get_agent(db=db, agent_id=agent_id)
+    await _check_links(db, links)
+    await db.execute(delete(AgentToolAssociation).where(AgentToolAssociation.agent_id == agent_id))
+    for i, link in enumerate(links):
+        db.add(
+            AgentToolAssociation(
+                agent_id=agent_id,
+                tool_id=link.tool_id,
+                needs_approval=link.needs_approval,
+                position=i if link.position is None else link.position,
+            )
+        )
+    await db.flush()
+    return await list_agent_tools(db=db, agent_id=agent_id)
