@@ -39,3 +39,422 @@ Custom chunks: a tool calls ``await ctx.emit("a2a-task-started", {...})``; the e
 The engine never imports a tool type nor ``a2a``; tools come from ``tools.service`` and run through
 ``tools.runner.run_tool`` (see ``chat.toolset``).
 """
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, BaseChunk, DoneChunk
+from pydantic_ai.usage import UsageLimits
+
+from agentloft.agents import service as agents_service
+from agentloft.agents.models import Agent
+from agentloft.chat import service
+from agentloft.chat.buffers import get_buffers
+from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
+from agentloft.chat.parts import PartsCollector
+from agentloft.chat.runs import current_stop_reason, get_runs
+from agentloft.chat.stream import EngineEventStream
+from agentloft.chat.toolset import RunScope, RunToolset
+from agentloft.errors import AppError, Conflict, NotFound
+from agentloft.llm import service as llm_service
+from agentloft.llm.models import ModelConfig
+from agentloft.llm.providers import build_model
+from agentloft.runtime import Runtime
+from agentloft.tools import service as tools_service
+from agentloft.tools.runner import RunTool
+
+log = logging.getLogger(__name__)
+
+HTTP_CLIENT_KEY = "chat_http_client"
+
+
+class NoModel(AppError):
+    status = 409
+    code = "no_model"
+
+
+@dataclass
+class TurnResult:
+    status: str
+    text: str
+    message_id: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+    pending: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class PreparedTurn:
+    """Everything a run needs, gathered while the caller still holds its request (so bad input is a
+    clean HTTP error) and carried into the background task."""
+
+    session_id: str
+    buffer_key: str
+    message_id: str
+    scope: RunScope
+    model: Model
+    model_config_id: int | None
+    system_prompt: str
+    max_steps: int
+    max_tokens: int | None
+    tools: list[RunTool]
+    history: list[ModelMessage]
+    prompt: str | None = None
+    deferred: DeferredToolResults | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+# --- models and tools --------------------------------------------------------------------------------
+
+
+def _http_client(rt: Runtime) -> httpx.AsyncClient:
+    """One pooled client for every model call of the app (connections are reused across turns)."""
+    client = rt.extras.get(HTTP_CLIENT_KEY)
+    if client is None or client.is_closed:
+        timeout = httpx.Timeout(rt.settings.model_timeout_seconds, connect=10.0)
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        client = rt.extras[HTTP_CLIENT_KEY] = httpx.AsyncClient(timeout=timeout, limits=limits)
+    return client
+
+
+async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
+    if agent is not None and agent.model_id is not None:
+        try:
+            row = await llm_service.get_model(db=db, model_id=agent.model_id)
+            if row.enabled:
+                return row
+        except NotFound:
+            pass
+    row = await llm_service.default_model(db=db)
+    if row is None:
+        raise NoModel("no model is configured; an administrator has to add one first")
+    return row
+
+
+async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, user_role: str) -> list[RunTool]:
+    if agent is None:
+        return await tools_service.get_enabled_tools_for_llm(db, rt, user_id=user_id, user_role=user_role)
+    return await tools_service.load_tools_for_agent(db, rt, agent_id=agent.id, user_role=user_role)
+
+
+def _history(raw: str | None) -> list[ModelMessage]:
+    return list(ModelMessagesTypeAdapter.validate_json(raw)) if raw else []
+
+
+async def _agent_of_session(db: Any, kind: str, agent_id: int | None) -> Agent | None:
+    if kind == "llm":
+        return None
+    if agent_id is None:
+        raise NotFound("the agent of this session no longer exists", code="agent_not_found")
+    agent = await agents_service.get_agent(db=db, agent_id=agent_id)
+    if not agent.enabled:
+        raise NotFound("the agent of this session is disabled", code="agent_not_found")
+    return agent
+
+
+# --- preparing a turn --------------------------------------------------------------------------------
+
+
+async def prepare_turn(
+    rt: Runtime,
+    *,
+    user_id: int,
+    user_role: str,
+    agent: Agent | None,
+    session_id: str,
+    user_text: str,
+    buffer_key: str | None = None,
+    message_extra: dict[str, Any] | None = None,
+    recursion_depth: int = 0,
+    tool_extra: dict[str, Any] | None = None,
+) -> PreparedTurn:
+    """Claim the session, save the user message and an empty assistant message, open the buffer."""
+    async with rt.db.session() as db:
+        model_row = await _model_row(db, agent)
+        tools = await _tools(db, rt, agent, user_id, user_role)
+        session = await service.get_session_by_id(db=db, session_id=session_id)
+        if session is None:
+            raise NotFound("session not found", code="session_not_found")
+        await service.claim_session(db=db, session_id=session_id, from_status=IDLE)
+        if not session.title:
+            session.title = service.title_from(user_text)
+        await service.save_message(db=db, session_id=session_id, role="user", content=user_text,
+                                   extra=message_extra)
+        reply = await service.save_message(db=db, session_id=session_id, role="assistant", status=STREAMING,
+                                           parts=[], model_id=model_row.id, extra=message_extra)
+        history = _history(session.model_history)
+        model = build_model(llm_service.spec_of(model_row, rt.box), http_client=_http_client(rt))
+    turn = PreparedTurn(
+        session_id=session_id,
+        buffer_key=buffer_key or session_id,
+        message_id=reply.id,
+        scope=RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
+                       agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
+                       extra=dict(tool_extra or {})),
+        model=model,
+        model_config_id=model_row.id,
+        system_prompt=agent.system_prompt if agent else "",
+        max_steps=agent.max_steps if agent else 10,
+        max_tokens=agent.max_output_tokens if agent else None,
+        tools=tools,
+        history=history,
+        prompt=user_text,
+    )
+    await get_buffers(rt).open(turn.buffer_key, {"sessionId": session_id, "messageId": reply.id})
+    return turn
+
+
+def _deferred_results(approvals: list[Any]) -> DeferredToolResults:
+    answers: dict[str, Any] = {}
+    for a in approvals:
+        if a.status == "approved":
+            answers[a.tool_call_id] = True
+        else:
+            note = "The user declined this tool call."
+            answers[a.tool_call_id] = ToolDenied(f"{note} Reason: {a.reason}" if a.reason else note)
+    return DeferredToolResults(approvals=answers)
+
+
+async def prepare_resume(
+    rt: Runtime, *, session_id: str, user_id: int, user_role: str, buffer_key: str | None = None
+) -> PreparedTurn:
+    """Continue a session whose every pending approval is answered, on the same assistant message."""
+    async with rt.db.session() as db:
+        session = await service.get_session_by_id(db=db, session_id=session_id)
+        if session is None:
+            raise NotFound("session not found", code="session_not_found")
+        agent = await _agent_of_session(db, session.kind, session.agent_id)
+        reply = await service.last_assistant_message(db=db, session_id=session_id)
+        if reply is None or reply.status != AWAITING_APPROVAL:
+            raise Conflict("nothing in this session waits for approval", code="nothing_to_resume")
+        approvals = await service.approvals_of_message(db=db, message_id=reply.id)
+        if any(a.status == "pending" for a in approvals):
+            raise Conflict("other tool calls still wait for an answer", code="approval_pending")
+        model_row = await _model_row(db, agent)
+        tools = await _tools(db, rt, agent, user_id, user_role)
+        await service.claim_session(db=db, session_id=session_id, from_status=AWAITING_APPROVAL)
+        await service.update_message(db=db, message_id=reply.id, status=STREAMING)
+        collector = PartsCollector(reply.parts)
+        for a in approvals:
+            collector.mark_approval(a.tool_call_id, a.status == "approved", a.reason)
+        model = build_model(llm_service.spec_of(model_row, rt.box), http_client=_http_client(rt))
+    turn = PreparedTurn(
+        session_id=session_id,
+        buffer_key=buffer_key or session_id,
+        message_id=reply.id,
+        scope=RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
+                       agent_id=agent.id if agent else None),
+        model=model,
+        model_config_id=model_row.id,
+        system_prompt=agent.system_prompt if agent else "",
+        max_steps=agent.max_steps if agent else 10,
+        max_tokens=agent.max_output_tokens if agent else None,
+        tools=tools,
+        history=_history(session.model_history),
+        deferred=_deferred_results(approvals),
+        parts=collector.parts,
+        input_tokens=reply.input_tokens or 0,
+        output_tokens=reply.output_tokens or 0,
+    )
+    await get_buffers(rt).open(turn.buffer_key, {"sessionId": session_id, "messageId": reply.id})
+    return turn
+
+
+# --- driving a run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Outcome:
+    messages: list[ModelMessage] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    output: Any = None
+    stopped: str | None = None  # "stopped" | "interrupted"
+
+
+def _settings(rt: Runtime, turn: PreparedTurn) -> ModelSettings:
+    settings = ModelSettings(timeout=rt.settings.model_timeout_seconds)
+    if turn.max_tokens:
+        settings["max_tokens"] = turn.max_tokens
+    return settings
+
+
+async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
+                      collector: PartsCollector, outcome: _Outcome) -> None:
+    buffers = get_buffers(rt)
+    key = turn.buffer_key
+    agent = PydanticAgent(turn.model, instructions=turn.system_prompt or None)
+    runner = agent.run_stream_events(
+        turn.prompt,
+        output_type=[str, DeferredToolRequests],
+        message_history=turn.history or None,
+        deferred_tool_results=turn.deferred,
+        toolsets=[RunToolset(turn.tools, turn.scope)],
+        usage_limits=UsageLimits(request_limit=turn.max_steps),
+        model_settings=_settings(rt, turn),
+    )
+    async with runner as events:
+        try:
+            async for chunk in stream.transform_stream(events):
+                collector.feed(chunk)
+                await buffers.append(key, stream.encode_event(chunk))
+        finally:
+            _capture(events, outcome)
+
+
+def _capture(events: Any, outcome: _Outcome) -> None:
+    try:
+        outcome.messages = events.all_messages()
+        usage = events.usage
+        outcome.input_tokens, outcome.output_tokens = usage.input_tokens or 0, usage.output_tokens or 0
+    except Exception:  # the run never started
+        log.debug("no run state to capture", exc_info=True)
+    result = events.result
+    if result is not None:
+        outcome.output = result.output
+
+
+def _pending(output: Any) -> list[dict[str, Any]]:
+    if not isinstance(output, DeferredToolRequests):
+        return []
+    return [{"toolCallId": c.tool_call_id, "toolName": c.tool_name, "input": c.args_as_dict()}
+            for c in output.approvals]
+
+
+async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
+    """Run the prepared turn to its end, then save it. Re-raises a cancellation after saving, so a
+    caller's own timeouts and cancellations keep working."""
+    stream = EngineEventStream(None, sdk_version=6, server_message_id=turn.message_id, max_steps=turn.max_steps)
+    collector = PartsCollector(turn.parts)
+    outcome = _Outcome()
+    runs = get_runs(rt)
+    runs.enter(turn.session_id)
+    cancelled: BaseException | None = None
+    try:
+        await _stream_run(rt, turn, stream, collector, outcome)
+    except asyncio.CancelledError as exc:
+        cancelled = exc
+        outcome.stopped = current_stop_reason(rt, turn.session_id)
+        await _append_end(rt, turn, [AbortChunk(reason=_STOP_NOTES[outcome.stopped]), DoneChunk()], stream)
+    except Exception as exc:  # a bug of ours, not a model failure (those end up in the stream)
+        log.exception("chat run of session %s crashed", turn.session_id)
+        stream.failure_text = stream.failure_text or f"Internal error: {type(exc).__name__}"
+    finally:
+        runs.leave(turn.session_id)
+    result = await _finish(rt, turn, stream, collector, outcome)
+    if cancelled is not None:
+        if outcome.stopped != "stopped":
+            raise cancelled
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # the user's stop is handled: the result says so
+    return result
+
+
+_STOP_NOTES = {
+    "stopped": "Stopped by the user.",
+    "cancelled": "The run was cancelled.",
+    "interrupted": "The server is shutting down.",
+}
+
+
+async def _append_end(rt: Runtime, turn: PreparedTurn, chunks: list[BaseChunk], stream: EngineEventStream) -> None:
+    buffers = get_buffers(rt)
+    for chunk in chunks:
+        await buffers.append(turn.buffer_key, stream.encode_event(chunk))
+
+
+def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]]) -> str:
+    if outcome.stopped:
+        return INTERRUPTED if outcome.stopped == "interrupted" else STOPPED
+    if stream.failure_text:
+        return FAILED
+    if pending:
+        return AWAITING_APPROVAL
+    return COMPLETE
+
+
+async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
+                  collector: PartsCollector, outcome: _Outcome) -> TurnResult:
+    collector.close_open()
+    pending = _pending(outcome.output)
+    status = _status(stream, outcome, pending)
+    result = TurnResult(
+        status=status,
+        text=collector.text,
+        message_id=turn.message_id,
+        input_tokens=turn.input_tokens + outcome.input_tokens,
+        output_tokens=turn.output_tokens + outcome.output_tokens,
+        error=stream.failure_text,
+        pending=pending,
+    )
+    history = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
+    try:
+        await asyncio.shield(_save(rt, turn, collector, result, history))
+    finally:
+        await get_buffers(rt).close(turn.buffer_key, error=result.error)
+    return result
+
+
+async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, result: TurnResult,
+                history: str | None) -> None:
+    async with rt.db.session() as db:
+        await service.update_message(
+            db=db, message_id=turn.message_id, content=result.text, parts=collector.parts,
+            status=result.status, error=result.error, input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+        )
+        if result.pending:
+            await service.add_approvals(db=db, session_id=turn.session_id, message_id=turn.message_id,
+                                        calls=result.pending)
+        session_status = AWAITING_APPROVAL if result.status == AWAITING_APPROVAL else IDLE
+        await service.set_session_state(db=db, session_id=turn.session_id, status=session_status, history=history)
+
+
+# --- the public calls --------------------------------------------------------------------------------
+
+
+async def run_turn(
+    rt: Runtime,
+    *,
+    user_id: int,
+    user_role: str,
+    agent: Agent | None,
+    session_id: str,
+    user_text: str,
+    buffer_key: str | None = None,
+    message_extra: dict[str, Any] | None = None,
+    recursion_depth: int = 0,
+    tool_extra: dict[str, Any] | None = None,
+) -> TurnResult:
+    turn = await prepare_turn(
+        rt, user_id=user_id, user_role=user_role, agent=agent, session_id=session_id, user_text=user_text,
+        buffer_key=buffer_key, message_extra=message_extra, recursion_depth=recursion_depth,
+        tool_extra=tool_extra,
+    )
+    return await drive(rt, turn)
+
+
+async def resume_turn(
+    rt: Runtime, *, session_id: str, user_id: int, user_role: str, buffer_key: str | None = None
+) -> TurnResult:
+    turn = await prepare_resume(rt, session_id=session_id, user_id=user_id, user_role=user_role,
+                                buffer_key=buffer_key)
+    return await drive(rt, turn)
+
+
+__all__ = ["NoModel", "PreparedTurn", "TurnResult", "drive", "prepare_resume", "prepare_turn",
+           "resume_turn", "run_turn"]

@@ -1,0 +1,97 @@
+"""Chat tables: sessions, their messages, and the tool calls waiting for the user's answer.
+
+Everything needed to continue a run lives here (model history, pending approvals), so any process can
+continue it after a restart; the stream buffers only hold what is being sent right now.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from agentloft.db import Base, TimestampMixin, UTCDateTime, utcnow
+
+# Session status: what the session is doing now (at most one turn at a time).
+IDLE = "idle"
+RUNNING = "running"
+AWAITING_APPROVAL = "awaiting_approval"
+
+# Message status.
+COMPLETE = "complete"
+STREAMING = "streaming"
+FAILED = "failed"
+STOPPED = "stopped"
+INTERRUPTED = "interrupted"
+# (an assistant message whose run paused on approvals also carries AWAITING_APPROVAL)
+
+
+class AgentSession(TimestampMixin, Base):
+    """A conversation of one user, with an agent (``kind='agent'``) or the plain model (``kind='llm'``)."""
+
+    __tablename__ = "agent_sessions"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    agent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    kind: Mapped[str] = mapped_column(String(10), nullable=False, default="agent")
+    title: Mapped[str] = mapped_column(String(200), nullable=False, default="")
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default=IDLE)
+    # pydantic-ai ModelMessagesTypeAdapter JSON: the history the next run continues from.
+    model_history: Mapped[str | None] = mapped_column(Text, nullable=True)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class AgentMessage(TimestampMixin, Base):
+    """One message as the user sees it. ``parts`` follow the Vercel AI SDK UIMessage part shapes."""
+
+    __tablename__ = "agent_messages"
+    __table_args__ = (Index("ix_agent_messages_session_sort", "session_id", "sort_order"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("agent_sessions.id", ondelete="CASCADE"), nullable=False
+    )
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    parts: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False, default=list)
+    model_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_configs.id", ondelete="SET NULL"), nullable=True
+    )
+    input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    output_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default=COMPLETE)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    sort_order: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # added by 0005_a2a: where the message came from (seed 003, 3.1.1); indexes are in a2a/models.py
+    source: Mapped[str] = mapped_column(String(10), nullable=False, default="user", server_default="user")
+    a2a_task_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    caller_agent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="SET NULL"), nullable=True
+    )
+    caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class ChatApproval(Base):
+    """A tool call the run paused on. Answered once: the conditional update from ``pending`` is what
+    makes a second (or concurrent) answer a 409."""
+
+    __tablename__ = "chat_approvals"
+    __table_args__ = (UniqueConstraint("session_id", "tool_call_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("agent_sessions.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    message_id: Mapped[str] = mapped_column(ForeignKey("agent_messages.id", ondelete="CASCADE"), nullable=False)
+    tool_call_id: Mapped[str] = mapped_column(String(200), nullable=False)
+    tool_name: Mapped[str] = mapped_column(String(200), nullable=False)
+    input: Mapped[Any] = mapped_column(JSON, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, nullable=False)
+    answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

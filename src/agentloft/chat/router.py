@@ -1,0 +1,146 @@
+"""Chat HTTP API. Streams are Vercel AI SDK UI Message Stream v1 over SSE.
+
+- ``POST /api/agents/{slug}/chat`` {message, sessionId?} → SSE of the new turn. The session id is in
+  the ``X-Session-Id`` response header (and in the ``start`` chunk's ``messageId`` for the reply).
+- ``POST /api/llm/chat`` {message, sessionId?} → the same with the default model and the user's tools.
+- ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters), ``GET/PATCH/DELETE
+  /api/agent-sessions/{id}``.
+- ``GET /api/agent-sessions/{id}/stream`` → replay + follow the running turn (``X-Stream-Resume:
+  true``), or ``{"active": false}``.
+- ``POST /api/agent-sessions/{id}/approvals`` {toolCallId, approved, reason?} → SSE of the resumed
+  run, or 202 ``{"waitingFor": [...]}`` while other calls of the same step still wait.
+- ``POST /api/agent-sessions/{id}/stop`` → ``{"stopped": bool}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from agentloft.auth.dependencies import CurrentUser
+from agentloft.chat import service, turns
+from agentloft.chat.buffers import get_buffers
+from agentloft.chat.dependencies import OwnedSession
+from agentloft.chat.models import AgentSession
+from agentloft.chat.schemas import (
+    ApprovalAnswer,
+    ApprovalWaiting,
+    ChatRequest,
+    MessageRead,
+    PendingApproval,
+    SessionDetail,
+    SessionRead,
+    SessionUpdate,
+    StopResult,
+)
+from agentloft.db import DbSession
+from agentloft.runtime import Rt, Runtime
+from agentloft.schemas import Page, Paging
+
+router = APIRouter(tags=["chat"])
+
+SSE_HEADERS = {
+    "x-vercel-ai-ui-message-stream": "v1",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+}
+
+
+async def _frames(rt: Runtime, key: str) -> AsyncIterator[str]:
+    async for frames in get_buffers(rt).subscribe(key):
+        yield frames
+
+
+def sse_response(rt: Runtime, key: str, *, session_id: str | None = None, resume: bool = False) -> StreamingResponse:
+    """Subscribe an HTTP response to a buffer: replay from the start, then follow live."""
+    headers = dict(SSE_HEADERS)
+    if session_id:
+        headers["X-Session-Id"] = session_id
+    if resume:
+        headers["X-Stream-Resume"] = "true"
+    return StreamingResponse(_frames(rt, key), media_type="text/event-stream", headers=headers)
+
+
+def _session_read(row: AgentSession, names: dict[int, tuple[str, str]]) -> SessionRead:
+    slug, name = names.get(row.agent_id, (None, None)) if row.agent_id is not None else (None, None)
+    return SessionRead(id=row.id, title=row.title, kind=row.kind, agent_id=row.agent_id, agent_slug=slug,
+                       agent_name=name, status=row.status, created_at=row.created_at, updated_at=row.updated_at)
+
+
+@router.post("/api/agents/{slug}/chat")
+async def agent_chat(slug: str, body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingResponse:
+    key = await turns.start_chat(rt, user=user, agent_slug=slug, message=body.message, session_id=body.session_id)
+    return sse_response(rt, key, session_id=key)
+
+
+@router.post("/api/llm/chat")
+async def llm_chat(body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingResponse:
+    key = await turns.start_chat(rt, user=user, agent_slug=None, message=body.message, session_id=body.session_id)
+    return sse_response(rt, key, session_id=key)
+
+
+@router.get("/api/agent-sessions", response_model=Page[SessionRead])
+async def list_sessions(
+    user: CurrentUser,
+    db: DbSession,
+    paging: Paging,
+    kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
+    agent_id: Annotated[int | None, Query(alias="agentId")] = None,
+) -> Page[SessionRead]:
+    rows, total = await service.list_sessions(db=db, user_id=user.id, page=paging, kind=kind, agent_id=agent_id)
+    names = await service.agent_names(db=db, agent_ids=[r.agent_id for r in rows])
+    return Page[SessionRead].of([_session_read(r, names) for r in rows], total, paging)
+
+
+@router.get("/api/agent-sessions/{session_id}", response_model=SessionDetail)
+async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDetail:
+    got = await turns.session_detail(rt, user=user, session_id=session_id)
+    base = _session_read(got["session"], got["names"]).model_dump()
+    messages = [MessageRead.model_validate(m) for m in got["messages"]]
+    return SessionDetail(
+        **base,
+        messages=messages,
+        pending_approvals=[PendingApproval(tool_call_id=a.tool_call_id, tool_name=a.tool_name, input=a.input)
+                           for a in got["pending"]],
+        active=got["active"],
+        input_tokens=sum(m.input_tokens or 0 for m in messages),
+        output_tokens=sum(m.output_tokens or 0 for m in messages),
+    )
+
+
+@router.patch("/api/agent-sessions/{session_id}", response_model=SessionRead)
+async def rename_session(session: OwnedSession, body: SessionUpdate, user: CurrentUser, db: DbSession) -> SessionRead:
+    row = await service.rename_session(db=db, session_id=session.id, user_id=user.id, title=body.title)
+    return _session_read(row, await service.agent_names(db=db, agent_ids=[row.agent_id]))
+
+
+@router.delete("/api/agent-sessions/{session_id}", status_code=204)
+async def delete_session(session: OwnedSession, user: CurrentUser, db: DbSession) -> Response:
+    await service.delete_session(db=db, session_id=session.id, user_id=user.id)
+    return Response(status_code=204)
+
+
+@router.get("/api/agent-sessions/{session_id}/stream", response_model=None)
+async def resume_stream(session_id: str, user: CurrentUser, rt: Rt) -> Response:
+    async with rt.db.session() as db:
+        await service.get_session(db=db, session_id=session_id, user_id=user.id)
+    if not await get_buffers(rt).is_active(session_id):
+        return JSONResponse({"active": False})
+    return sse_response(rt, session_id, session_id=session_id, resume=True)
+
+
+@router.post("/api/agent-sessions/{session_id}/approvals", response_model=None)
+async def answer_approval(session_id: str, body: ApprovalAnswer, user: CurrentUser, rt: Rt) -> Response:
+    key, waiting = await turns.answer(rt, user=user, session_id=session_id, tool_call_id=body.tool_call_id,
+                                      approved=body.approved, reason=body.reason)
+    if key is None:
+        return JSONResponse(ApprovalWaiting(waiting_for=waiting).model_dump(by_alias=True), status_code=202)
+    return sse_response(rt, key, session_id=session_id)
+
+
+@router.post("/api/agent-sessions/{session_id}/stop", response_model=StopResult)
+async def stop_session(session_id: str, user: CurrentUser, rt: Rt) -> StopResult:
+    return StopResult(stopped=await turns.stop(rt, user=user, session_id=session_id))

@@ -1,0 +1,79 @@
+"""Request and response bodies of the chat API (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from agentloft.schemas import ApiModel
+
+Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100_000)]
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+class ChatRequest(ApiModel):
+    message: Message
+    session_id: str | None = Field(default=None, description="Continue this session; omit to start one.")
+
+
+class ApprovalAnswer(ApiModel):
+    tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    approved: bool
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] | None = None
+
+
+class SessionUpdate(ApiModel):
+    title: Title
+
+
+class SessionRead(ApiModel):
+    id: str
+    title: str
+    kind: str = Field(description="'agent' or 'llm' (the plain model chat).")
+    agent_id: int | None
+    agent_slug: str | None = None
+    agent_name: str | None = None
+    status: str = Field(description="idle | running | awaiting_approval")
+    created_at: datetime
+    updated_at: datetime
+
+
+class MessageRead(ApiModel):
+    id: str
+    role: str
+    content: str
+    parts: list[dict[str, Any]]
+    status: str = Field(description="complete | streaming | failed | stopped | interrupted | awaiting_approval")
+    error: str | None
+    model_id: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    sort_order: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class PendingApproval(ApiModel):
+    tool_call_id: str
+    tool_name: str
+    input: Any
+
+
+class SessionDetail(SessionRead):
+    messages: list[MessageRead]
+    pending_approvals: list[PendingApproval]
+    active: bool = Field(description="A reply is streaming now; GET …/stream follows it.")
+    input_tokens: int
+    output_tokens: int
+
+
+class StopResult(ApiModel):
+    stopped: bool
+
+
+class ApprovalWaiting(ApiModel):
+    """Answer recorded; the run continues once the other pending calls are answered too."""
+
+    waiting_for: list[str]

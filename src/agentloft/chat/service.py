@@ -1,0 +1,253 @@
+"""Sessions, messages and approvals: the only place chat queries are written.
+
+Every query on a user's data filters by the user id; another user's session is simply "not found".
+Turns themselves run in ``chat.engine``; the functions at the bottom (``start_turn`` / ``start_resume``
+/ ``stop``) put them in background tasks so they outlive the request that started them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.agents.models import Agent
+from agentloft.chat.models import (
+    AWAITING_APPROVAL,
+    IDLE,
+    INTERRUPTED,
+    RUNNING,
+    STREAMING,
+    AgentMessage,
+    AgentSession,
+    ChatApproval,
+)
+from agentloft.db import utcnow
+from agentloft.errors import Conflict, NotFound
+from agentloft.ids import new_id
+from agentloft.schemas import PageParams
+
+TITLE_LENGTH = 60
+
+# Filters other domains add to the session list (A2A hides the sessions its tasks create). Each takes the
+# select over ``AgentSession`` and returns it narrowed; registered at import time of that domain.
+SESSION_LIST_FILTERS: list[Callable[[Select[Any]], Select[Any]]] = []
+
+
+def title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+# --- sessions --------------------------------------------------------------------------------------
+
+
+async def create_session(
+    *, db: AsyncSession, user_id: int, agent_id: int | None, kind: str = "agent", title: str = ""
+) -> AgentSession:
+    row = AgentSession(
+        id=new_id("as"), user_id=user_id, agent_id=agent_id, kind=kind, title=title_from(title), status=IDLE
+    )
+    db.add(row)
+    await db.flush()
+    return row
+
+
+async def get_session(*, db: AsyncSession, session_id: str, user_id: int) -> AgentSession:
+    """The user's own, not deleted session, else 404 (also for other users' sessions)."""
+    stmt = select(AgentSession).where(
+        AgentSession.id == session_id, AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None)
+    )
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise NotFound("session not found", code="session_not_found")
+    return row
+
+
+async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession | None:
+    """For the engine, which already knows the owner (it was checked when the turn started)."""
+    return await db.get(AgentSession, session_id)
+
+
+async def list_sessions(
+    *, db: AsyncSession, user_id: int, page: PageParams, kind: str | None = None, agent_id: int | None = None
+) -> tuple[list[AgentSession], int]:
+    base = select(AgentSession).where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None))
+    if kind:
+        base = base.where(AgentSession.kind == kind)
+    if agent_id is not None:
+        base = base.where(AgentSession.agent_id == agent_id)
+    for narrow in SESSION_LIST_FILTERS:
+        base = narrow(base)
+    total = int((await db.execute(select(func.count()).select_from(base.subquery()))).scalar_one())
+    stmt = base.order_by(AgentSession.updated_at.desc(), AgentSession.id.desc())
+    rows = (await db.execute(stmt.offset(page.offset).limit(page.page_size))).scalars()
+    return list(rows), total
+
+
+async def rename_session(*, db: AsyncSession, session_id: str, user_id: int, title: str) -> AgentSession:
+    row = await get_session(db=db, session_id=session_id, user_id=user_id)
+    row.title = title_from(title)
+    await db.flush()
+    return row
+
+
+async def delete_session(*, db: AsyncSession, session_id: str, user_id: int) -> None:
+    row = await get_session(db=db, session_id=session_id, user_id=user_id)
+    row.deleted_at = utcnow()
+    await db.flush()
+
+
+async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) -> None:
+    """Move the session to ``running`` if it is in ``from_status``; the conditional update is what keeps
+    two turns from running on one session at once (409 for the loser)."""
+    stmt = (
+        update(AgentSession)
+        .where(AgentSession.id == session_id, AgentSession.status == from_status)
+        .values(status=RUNNING, updated_at=utcnow())
+    )
+    if (await db.execute(stmt)).rowcount != 1:
+        row = await db.get(AgentSession, session_id)
+        if row is not None and row.status == AWAITING_APPROVAL:
+            raise Conflict("answer the pending tool approval first", code="approval_pending")
+        raise Conflict("a reply is still being written in this session", code="session_busy")
+
+
+async def set_session_state(
+    *, db: AsyncSession, session_id: str, status: str, history: str | None = None
+) -> None:
+    values: dict[str, Any] = {"status": status, "updated_at": utcnow()}
+    if history is not None:
+        values["model_history"] = history
+    await db.execute(update(AgentSession).where(AgentSession.id == session_id).values(**values))
+
+
+# --- messages --------------------------------------------------------------------------------------
+
+
+async def list_messages(*, db: AsyncSession, session_id: str) -> list[AgentMessage]:
+    stmt = select(AgentMessage).where(AgentMessage.session_id == session_id).order_by(
+        AgentMessage.sort_order, AgentMessage.created_at
+    )
+    return list((await db.execute(stmt)).scalars())
+
+
+async def next_sort_order(*, db: AsyncSession, session_id: str) -> int:
+    stmt = select(func.max(AgentMessage.sort_order)).where(AgentMessage.session_id == session_id)
+    current = (await db.execute(stmt)).scalar_one_or_none()
+    return 0 if current is None else current + 1
+
+
+async def save_message(
+    *,
+    db: AsyncSession,
+    session_id: str,
+    role: str,
+    content: str = "",
+    parts: list[dict[str, Any]] | None = None,
+    status: str = "complete",
+    model_id: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> AgentMessage:
+    """Append a message. ``extra`` sets further columns by name (A2A adds ``source`` and friends in
+    its migration); an unknown column is a ``TypeError``, not a silent drop."""
+    row = AgentMessage(
+        id=new_id("am"),
+        session_id=session_id,
+        role=role,
+        content=content,
+        parts=parts if parts is not None else ([{"type": "text", "text": content}] if content else []),
+        status=status,
+        model_id=model_id,
+        sort_order=await next_sort_order(db=db, session_id=session_id),
+        **(extra or {}),
+    )
+    db.add(row)
+    await db.flush()
+    return row
+
+
+async def update_message(*, db: AsyncSession, message_id: str, **values: Any) -> None:
+    values["updated_at"] = utcnow()
+    await db.execute(update(AgentMessage).where(AgentMessage.id == message_id).values(**values))
+
+
+async def get_message(*, db: AsyncSession, message_id: str) -> AgentMessage | None:
+    return await db.get(AgentMessage, message_id)
+
+
+async def last_assistant_message(*, db: AsyncSession, session_id: str) -> AgentMessage | None:
+    stmt = (
+        select(AgentMessage)
+        .where(AgentMessage.session_id == session_id, AgentMessage.role == "assistant")
+        .order_by(AgentMessage.sort_order.desc())
+        .limit(1)
+    )
+    return (await db.execute(stmt)).scalar_one_or_none()
+
+
+# --- approvals -------------------------------------------------------------------------------------
+
+
+async def add_approvals(
+    *, db: AsyncSession, session_id: str, message_id: str, calls: list[dict[str, Any]]
+) -> None:
+    for call in calls:
+        db.add(ChatApproval(session_id=session_id, message_id=message_id, tool_call_id=call["toolCallId"],
+                            tool_name=call["toolName"], input=call.get("input"), status="pending"))
+    await db.flush()
+
+
+async def answer_approval(
+    *, db: AsyncSession, session_id: str, tool_call_id: str, approved: bool, reason: str | None
+) -> None:
+    """Record one answer. 404 when the session never asked about this call, 409 when it was answered."""
+    stmt = (
+        update(ChatApproval)
+        .where(ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id,
+               ChatApproval.status == "pending")
+        .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow())
+    )
+    if (await db.execute(stmt)).rowcount == 1:
+        return
+    exists = select(ChatApproval.id).where(
+        ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id
+    )
+    if (await db.execute(exists)).first() is None:
+        raise NotFound("no tool call with this id waits for approval", code="approval_not_found")
+    raise Conflict("this tool call was already answered", code="approval_answered")
+
+
+async def approvals_of_message(*, db: AsyncSession, message_id: str) -> list[ChatApproval]:
+    stmt = select(ChatApproval).where(ChatApproval.message_id == message_id).order_by(ChatApproval.id)
+    return list((await db.execute(stmt)).scalars())
+
+
+async def pending_approvals(*, db: AsyncSession, session_id: str) -> list[ChatApproval]:
+    stmt = select(ChatApproval).where(ChatApproval.session_id == session_id, ChatApproval.status == "pending")
+    return list((await db.execute(stmt.order_by(ChatApproval.id))).scalars())
+
+
+# --- start-up --------------------------------------------------------------------------------------
+
+
+async def mark_interrupted(*, db: AsyncSession, before: datetime | None = None) -> int:
+    """Runs a previous process left mid-way: their messages become ``interrupted``, sessions idle."""
+    msgs = update(AgentMessage).where(AgentMessage.status == STREAMING).values(
+        status=INTERRUPTED, error="The server restarted while this reply was being written.", updated_at=utcnow()
+    )
+    count = (await db.execute(msgs)).rowcount
+    await db.execute(update(AgentSession).where(AgentSession.status == RUNNING).values(status=IDLE))
+    return int(count or 0)
+
+
+async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[int, tuple[str, str]]:
+    """Slug and name of the given agents, for session lists (one query, not one per row)."""
+    ids = {i for i in agent_ids if i is not None}
+    if not ids:
+        return {}
+    rows = await db.execute(select(Agent.id, Agent.slug, Agent.name).where(Agent.id.in_(ids)))
+    return {r.id: (r.slug, r.name) for r in rows}

@@ -1,0 +1,112 @@
+"""The pydantic-ai toolset a run uses, built from the ``RunTool`` list the tools core hands out.
+
+Only what is in that list exists for the model. Every call goes through ``tools.runner.run_tool`` (input
+validation, time limit, exceptions turned into failed results), so the toolset's own argument validator
+accepts any object. A call that needs approval raises ``ApprovalRequired`` unless pydantic-ai says this
+call was approved on resume; the run then ends with ``DeferredToolRequests`` and the engine pauses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_ai import CustomEvent, RunContext
+from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from agentloft.runtime import Runtime
+from agentloft.tools.base import ToolContext
+from agentloft.tools.runner import RunTool, needs_approval, run_tool
+
+_ANY_ARGS = TypeAdapter(dict[str, Any]).validator
+
+
+@dataclass(kw_only=True)
+class DataEvent(CustomEvent, _register=False):
+    """A ``data-<name>`` chunk a tool sends into its caller's stream (``ToolContext.emit``)."""
+
+    data: Any = None
+
+    def to_payload(self) -> Any:
+        return self.data
+
+
+@dataclass
+class RunScope:
+    """Who runs the tools and where; copied into every ``ToolContext``."""
+
+    runtime: Runtime
+    user_id: int | None
+    user_role: str | None
+    session_id: str | None
+    agent_id: int | None
+    recursion_depth: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class RunToolset(AbstractToolset[Any]):
+    """Exposes the run's tools to pydantic-ai and routes calls through the shared wrapper."""
+
+    def __init__(self, tools: list[RunTool], scope: RunScope) -> None:
+        self._tools = {t.name: t for t in tools}
+        self._scope = scope
+
+    @property
+    def id(self) -> str | None:
+        return "agentloft-tools"
+
+    def _definition(self, tool: RunTool) -> ToolDefinition:
+        return ToolDefinition(
+            name=tool.name,
+            description=tool.description,
+            parameters_json_schema=tool.input_schema,
+            strict=False,  # local OpenAI-compatible servers often refuse strict schemas
+        )
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        return {
+            name: ToolsetTool(toolset=self, tool_def=self._definition(tool), max_retries=2, args_validator=_ANY_ARGS)
+            for name, tool in self._tools.items()
+        }
+
+    def _context(self, tool: RunTool, ctx: RunContext[Any]) -> ToolContext:
+        scope = self._scope
+        return ToolContext(
+            runtime=scope.runtime,
+            tool_id=tool.id,
+            tool_slug=tool.name,
+            user_id=scope.user_id,
+            user_role=scope.user_role,
+            session_id=scope.session_id,
+            agent_id=scope.agent_id,
+            recursion_depth=scope.recursion_depth,
+            approved=ctx.tool_call_approved,
+            tool_call_id=ctx.tool_call_id,
+            emit=_emitter(ctx),
+            extra=dict(scope.extra),
+        )
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        run_tool_ = self._tools[name]
+        tctx = self._context(run_tool_, ctx)
+        if not ctx.tool_call_approved and needs_approval(run_tool_, tool_args, tctx):
+            raise ApprovalRequired()
+        result = await run_tool(run_tool_, tool_args, tctx)
+        if not result.success:
+            # The model sees the failure as such, and the stream carries ``tool-output-error``.
+            raise ToolFailed(result.error or f"tool '{name}' failed")
+        return result.model_dump(mode="json")
+
+
+def _emitter(ctx: RunContext[Any]) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+    async def emit(name: str, data: dict[str, Any]) -> None:
+        await ctx.emit(DataEvent(name=name, data=data))
+
+    return emit

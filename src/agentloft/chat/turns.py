@@ -1,0 +1,124 @@
+"""Starting, resuming and stopping turns on behalf of HTTP callers: the run goes to a background task
+(so a closed browser never stops it) and the caller gets the buffer key to subscribe to.
+
+Each step opens its own short database transaction; nothing here holds a connection while a reply
+streams, which is what lets many chats stream at once on a small pool.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agentloft.agents import service as agents_service
+from agentloft.auth.models import User
+from agentloft.chat import engine, service
+from agentloft.chat.buffers import get_buffers
+from agentloft.chat.models import RUNNING, STOPPED, STREAMING
+from agentloft.chat.runs import get_runs
+from agentloft.errors import Conflict
+from agentloft.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+async def _background(rt: Runtime, turn: engine.PreparedTurn) -> None:
+    try:
+        await engine.drive(rt, turn)
+    except BaseException:  # cancelled at shutdown: drive saved the state already
+        log.debug("background run of %s ended by cancellation", turn.session_id)
+
+
+async def _session_for(rt: Runtime, *, user: User, session_id: str | None, agent_id: int | None,
+                       kind: str, message: str) -> tuple[str, bool]:
+    """The session to continue (owned, same agent) or a new one; returns (id, created)."""
+    async with rt.db.session() as db:
+        if session_id is None:
+            row = await service.create_session(db=db, user_id=user.id, agent_id=agent_id, kind=kind,
+                                               title=message)
+            return row.id, True
+        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        if row.kind != kind or row.agent_id != agent_id:
+            raise Conflict("this session belongs to another chat", code="session_mismatch")
+        return row.id, False
+
+
+async def _drop_new_session(rt: Runtime, session_id: str) -> None:
+    async with rt.db.session() as db:
+        row = await service.get_session_by_id(db=db, session_id=session_id)
+        if row is not None:
+            await db.delete(row)
+
+
+async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message: str,
+                     session_id: str | None) -> str:
+    """Start a turn with an agent (or the plain model when ``agent_slug`` is None); returns the key."""
+    agent = None
+    if agent_slug is not None:
+        async with rt.db.session() as db:
+            agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
+    kind = "agent" if agent is not None else "llm"
+    sid, created = await _session_for(rt, user=user, session_id=session_id,
+                                      agent_id=agent.id if agent else None, kind=kind, message=message)
+    try:
+        turn = await engine.prepare_turn(rt, user_id=user.id, user_role=user.role, agent=agent,
+                                         session_id=sid, user_text=message)
+    except Exception:
+        if created:
+            await _drop_new_session(rt, sid)
+        raise
+    get_runs(rt).spawn(_background(rt, turn))
+    return turn.buffer_key
+
+
+async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str, approved: bool,
+                 reason: str | None) -> tuple[str | None, list[str]]:
+    """Record an answer; when it was the last one, resume the run. Returns (buffer key or None, ids
+    still waiting)."""
+    async with rt.db.session() as db:
+        await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        await service.answer_approval(db=db, session_id=session_id, tool_call_id=tool_call_id,
+                                      approved=approved, reason=reason)
+    async with rt.db.session() as db:
+        waiting = [a.tool_call_id for a in await service.pending_approvals(db=db, session_id=session_id)]
+    if waiting:
+        return None, waiting
+    try:
+        turn = await engine.prepare_resume(rt, session_id=session_id, user_id=user.id, user_role=user.role)
+    except Conflict as exc:
+        if exc.code == "session_busy":  # a concurrent last answer resumed it first: follow that run
+            return session_id, []
+        raise
+    get_runs(rt).spawn(_background(rt, turn))
+    return turn.buffer_key, []
+
+
+async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
+    """Stop the session's run (saving what it produced). A run that no process runs any more (its
+    server died) is closed in the database instead."""
+    async with rt.db.session() as db:
+        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        status = row.status
+    if await get_runs(rt).stop(session_id):
+        return True
+    if status != RUNNING:
+        return False
+    async with rt.db.session() as db:
+        reply = await service.last_assistant_message(db=db, session_id=session_id)
+        if reply is not None and reply.status == STREAMING:
+            await service.update_message(db=db, message_id=reply.id, status=STOPPED)
+        await service.set_session_state(db=db, session_id=session_id, status="idle")
+    await get_buffers(rt).close(session_id)
+    return True
+
+
+async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[str, Any]:
+    async with rt.db.session() as db:
+        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        messages = await service.list_messages(db=db, session_id=session_id)
+        pending = await service.pending_approvals(db=db, session_id=session_id)
+        names = await service.agent_names(db=db, agent_ids=[row.agent_id])
+    active = await get_buffers(rt).is_active(session_id)
+    return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names}
+
+
