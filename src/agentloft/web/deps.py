@@ -1,0 +1,77 @@
+"""Who may see a page, and how a page says no.
+
+API dependencies answer JSON errors; pages must instead redirect a stranger to /login and show an HTML
+error page (same code and message as the API would give). ``PageRoute`` does that translation for
+every page router, so a page function only declares ``PageUser`` or ``AdminPage`` and never checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import RedirectResponse
+from fastapi.routing import APIRoute
+
+from agentloft.auth.dependencies import OptionalUser
+from agentloft.auth.models import User
+from agentloft.errors import AppError, Forbidden
+from agentloft.web.templating import render_page
+
+
+class SignInRequired(Exception):
+    """Raised by ``PageUser`` when nobody is signed in; becomes a redirect to /login."""
+
+
+def safe_next(target: str | None, default: str = "/") -> str:
+    """Only same-site paths are followed after sign-in (no ``//evil`` or absolute URLs)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    return target
+
+
+def error_page(request: Request, err: AppError) -> Response:
+    return render_page(
+        request, "error.html", status=err.status, status_code=err.status, code=err.code, message=err.message
+    )
+
+
+class PageRoute(APIRoute):
+    """Turns page-level refusals into a redirect or an error page instead of JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        handler = super().get_route_handler()
+
+        async def page_handler(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except SignInRequired:
+                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+            except AppError as err:
+                return error_page(request, err)
+
+        return page_handler
+
+
+async def _page_user(user: OptionalUser) -> User:
+    if user is None:
+        raise SignInRequired()
+    return user
+
+
+async def _admin_page(user: Annotated[User, Depends(_page_user)]) -> User:
+    if not user.is_admin:
+        raise Forbidden("administrators only", code="admin_required")
+    return user
+
+
+PageUser = Annotated[User, Depends(_page_user)]
+AdminPage = Annotated[User, Depends(_admin_page)]
+
+
+def page_router() -> APIRouter:
+    """A router for HTML pages: refusals become pages, and pages stay out of the OpenAPI document."""
+    return APIRouter(route_class=PageRoute, include_in_schema=False)

@@ -1,0 +1,69 @@
+// fetch() wrapper for the JSON API: same-origin cookies, the CSRF double-submit header, one error type.
+
+export class ApiError extends Error {
+  constructor(status, code, message, fields) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.fields = fields || {};
+  }
+}
+
+export function cookie(name) {
+  const prefix = `${name}=`;
+  for (const part of document.cookie.split(';')) {
+    const item = part.trim();
+    if (item.startsWith(prefix)) return decodeURIComponent(item.slice(prefix.length));
+  }
+  return '';
+}
+
+/** Headers for a request; writes echo the readable `agentloft_csrf` cookie. */
+export function requestHeaders(method, hasBody, extra = {}) {
+  const headers = { Accept: 'application/json', ...extra };
+  if (hasBody) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = cookie('agentloft_csrf');
+  return headers;
+}
+
+/** Turn a non-2xx response into an ApiError carrying the API's code and (English) message. */
+export async function errorFrom(response) {
+  let body = null;
+  try { body = await response.json(); } catch { /* not JSON */ }
+  const err = body && body.error ? body.error : {};
+  return new ApiError(response.status, err.code || 'http_error',
+    err.message || `${response.status} ${response.statusText}`, err.fields);
+}
+
+export async function api(method, url, body, { signal } = {}) {
+  const hasBody = body !== undefined;
+  const response = await fetch(url, {
+    method,
+    credentials: 'same-origin',
+    headers: requestHeaders(method, hasBody),
+    body: hasBody ? JSON.stringify(body) : undefined,
+    signal,
+  });
+  if (!response.ok) {
+    const error = await errorFrom(response);
+    if (error.status === 401 && error.code === 'not_authenticated') {
+      window.location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+    }
+    throw error;
+  }
+  if (response.status === 204) return null;
+  const text = await response.text();
+  return text ? JSON.parse(text) : null;
+}
+
+/** Every item of a paged list endpoint ({items, hasMore}); admin lists are small. */
+export async function loadAll(url, pageSize = 100) {
+  const items = [];
+  const sep = url.includes('?') ? '&' : '?';
+  for (let page = 1; page < 1000; page += 1) {
+    const data = await api('GET', `${url}${sep}page=${page}&pageSize=${pageSize}`);
+    items.push(...data.items);
+    if (!data.hasMore) break;
+  }
+  return items;
+}

@@ -1,0 +1,96 @@
+// Small DOM helpers shared by the page scripts: element building, forms, errors, dialogs.
+
+/** h('button', {class: 'x', onclick: fn, dataset: {id: 1}}, 'text', child) */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') el.className = value;
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key === 'text') el.textContent = value;
+    else if (key === 'html') el.innerHTML = value; // only for server-sanitised HTML
+    else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+    else if (value === true) el.setAttribute(key, '');
+    else el.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function showError(el, error) {
+  if (!el) return;
+  el.textContent = error ? (error.message || String(error)) : '';
+  el.hidden = !error;
+}
+
+export function clearFieldErrors(form) {
+  form.querySelectorAll('.field-error').forEach((n) => n.remove());
+  form.querySelectorAll('[aria-invalid]').forEach((n) => n.removeAttribute('aria-invalid'));
+}
+
+/** Put each API field message ({"baseUrl": "..."}) under its input; answer the ones without an input. */
+export function showFieldErrors(form, fields = {}) {
+  clearFieldErrors(form);
+  const orphans = {};
+  for (const [path, message] of Object.entries(fields)) {
+    const input = form.querySelector(`[name="${CSS.escape(path)}"]`)
+      || form.querySelector(`[data-field="${CSS.escape(path)}"]`);
+    if (!input) { orphans[path] = message; continue; }
+    input.setAttribute('aria-invalid', 'true');
+    const note = h('small', { class: 'field-error', text: message });
+    (input.closest('.field') || input.closest('label') || input.parentElement).append(note);
+  }
+  return orphans;
+}
+
+/** Show an ApiError on a form: field messages beside inputs, the message in the form's .form-error. */
+export function showFormError(form, error) {
+  showFieldErrors(form, error.fields || {});
+  showError(form.querySelector('.form-error'), error);
+}
+
+export function resetFormErrors(form) {
+  clearFieldErrors(form);
+  showError(form.querySelector('.form-error'), null);
+}
+
+/** Read named controls: checkboxes as booleans, data-type="int" as numbers, "int-or-null" '' as null. */
+export function readForm(form) {
+  const data = {};
+  for (const el of form.elements) {
+    if (!el.name || el.disabled || el.type === 'submit' || el.type === 'button') continue;
+    if (el.type === 'checkbox') data[el.name] = el.checked;
+    else if (el.dataset.type === 'int') data[el.name] = el.value === '' ? undefined : Number(el.value);
+    else if (el.dataset.type === 'int-or-null') data[el.name] = el.value === '' ? null : Number(el.value);
+    else data[el.name] = el.value;
+  }
+  return data;
+}
+
+export function fillForm(form, values) {
+  for (const el of form.elements) {
+    if (!el.name || !(el.name in values)) continue;
+    const value = values[el.name];
+    if (el.type === 'checkbox') el.checked = Boolean(value);
+    else el.value = value === null || value === undefined ? '' : String(value);
+  }
+}
+
+/** Disable a button while an async action runs, so a double click never sends twice. */
+export async function busy(button, action) {
+  if (button) button.disabled = true;
+  try { return await action(); } finally { if (button) button.disabled = false; }
+}
+
+/** Wire a <dialog>: [data-close] buttons close it; returns {open, close}. */
+export function dialog(el) {
+  el.querySelectorAll('[data-close]').forEach((b) => b.addEventListener('click', () => el.close()));
+  return { open: () => el.showModal(), close: () => el.close() };
+}
+
+export function badge(text, kind = '') {
+  return h('span', { class: `badge ${kind}`.trim(), text });
+}

@@ -1,0 +1,97 @@
+// Admin: agents (CRUD). Extra sections of the editor (e.g. the tool picker) plug in through `editorHooks`.
+import { api, loadAll } from '../api.js';
+import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { t } from '../i18n.js';
+
+const tbody = document.querySelector('#agents-table tbody');
+const empty = document.querySelector('.empty');
+const pageError = document.querySelector('.page-error');
+const dlg = document.getElementById('agent-dialog');
+const form = document.getElementById('agent-form');
+const modal = dialog(dlg);
+let editing = null;
+let models = [];
+
+/** Sections added to the editor: {open(agent|null), save(savedAgent)}; save runs after the agent is stored. */
+export const editorHooks = [];
+
+function modelName(id) {
+  if (id === null || id === undefined) return t('admin.agents.defaultModel');
+  const model = models.find((m) => m.id === id);
+  return model ? model.name : `#${id}`;
+}
+
+function row(agent) {
+  return h('tr', { dataset: { slug: agent.slug } },
+    h('td', {}, h('strong', { text: agent.name }), agent.description ? h('div', { class: 'muted small-text', text: agent.description }) : null),
+    h('td', {}, h('code', { text: agent.slug })),
+    h('td', { text: modelName(agent.modelId) }),
+    h('td', {}, agent.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled'))),
+    h('td', {}, agent.a2aCallable ? badge(t('status.yes'), 'accent') : h('span', { class: 'muted', text: '—' })),
+    h('td', { class: 'actions' },
+      h('button', { type: 'button', class: 'small', text: t('action.edit'), onclick: () => openEditor(agent) }),
+      h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, agent) })));
+}
+
+async function refresh() {
+  const agents = await loadAll('/api/admin/agents');
+  tbody.replaceChildren(...agents.map(row));
+  empty.hidden = agents.length > 0;
+}
+
+function fillModels() {
+  const select = form.modelId;
+  select.replaceChildren(h('option', { value: '', text: t('admin.agents.defaultModel') }),
+    ...models.map((m) => h('option', { value: m.id, text: m.enabled ? m.name : `${m.name} (${t('status.disabled')})` })));
+}
+
+async function openEditor(agent) {
+  editing = agent;
+  form.reset();
+  resetFormErrors(form);
+  const title = form.querySelector('h2');
+  title.textContent = agent ? title.dataset.titleEdit : title.dataset.titleNew;
+  fillModels();
+  fillForm(form, agent || { enabled: true, maxSteps: 10, maxOutputTokens: 4096, modelId: null });
+  modal.open();
+  for (const hook of editorHooks) await hook.open(agent);
+}
+
+form.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  resetFormErrors(form);
+  const data = readForm(form);
+  const body = {
+    slug: data.slug.trim(), name: data.name, description: data.description, systemPrompt: data.systemPrompt,
+    modelId: data.modelId, maxSteps: data.maxSteps, maxOutputTokens: data.maxOutputTokens,
+    enabled: data.enabled, a2aCallable: data.a2aCallable,
+  };
+  await busy(form.querySelector('button[type=submit]'), async () => {
+    try {
+      const saved = editing ? await api('PUT', `/api/admin/agents/${editing.id}`, body)
+        : await api('POST', '/api/admin/agents', body);
+      editing = saved;
+      for (const hook of editorHooks) await hook.save(saved);
+      modal.close();
+      await refresh();
+    } catch (error) {
+      showFormError(form, error);
+    }
+  });
+});
+
+async function remove(button, agent) {
+  if (!window.confirm(t('admin.agents.confirmDelete', { name: agent.name }))) return;
+  showError(pageError, null);
+  await busy(button, async () => {
+    try { await api('DELETE', `/api/admin/agents/${agent.id}`); await refresh(); } catch (e) { showError(pageError, e); }
+  });
+}
+
+document.getElementById('new-agent').addEventListener('click', () => openEditor(null));
+
+async function start() {
+  models = await loadAll('/api/admin/models');
+  await refresh();
+}
+start().catch((e) => showError(pageError, e));

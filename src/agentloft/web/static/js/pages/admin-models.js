@@ -1,0 +1,107 @@
+// Admin: model configurations (CRUD) with a Test button. The API key is never shown, only whether one is set.
+import { api, loadAll } from '../api.js';
+import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { t } from '../i18n.js';
+
+const tbody = document.querySelector('#models-table tbody');
+const empty = document.querySelector('.empty');
+const pageError = document.querySelector('.page-error');
+const dlg = document.getElementById('model-dialog');
+const form = document.getElementById('model-form');
+const modal = dialog(dlg);
+let editing = null;
+
+function testCell(model) {
+  const result = h('span', { class: 'test-result', 'aria-live': 'polite' });
+  const button = h('button', { type: 'button', class: 'small', text: t('admin.models.test') });
+  button.addEventListener('click', () => runTest(button, result, model));
+  return h('td', { class: 'test-cell' }, button, ' ', result);
+}
+
+async function runTest(button, result, model) {
+  result.className = 'test-result muted';
+  result.textContent = t('admin.models.testing');
+  await busy(button, async () => {
+    try {
+      const outcome = await api('POST', `/api/admin/models/${model.id}/test`);
+      result.className = `test-result ${outcome.ok ? 'ok' : 'danger'}`;
+      result.textContent = outcome.ok
+        ? t('admin.models.testOk', { ms: outcome.latencyMs })
+        : t('admin.models.testFailed', { error: outcome.error || '' });
+    } catch (error) {
+      result.className = 'test-result danger';
+      result.textContent = error.message;
+    }
+  });
+}
+
+function row(model) {
+  return h('tr', { dataset: { name: model.name } },
+    h('td', {}, h('strong', { text: model.name }), model.isDefault ? [' ', badge(t('admin.models.default'), 'accent')] : null),
+    h('td', { text: model.provider }),
+    h('td', {}, h('code', { text: model.model }), model.baseUrl ? h('div', { class: 'muted small-text', text: model.baseUrl }) : null),
+    h('td', {}, model.hasApiKey ? badge(t('admin.models.keySet'), 'ok') : h('span', { class: 'muted', text: t('admin.models.keyNone') })),
+    h('td', {}, model.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled'))),
+    testCell(model),
+    h('td', { class: 'actions' },
+      h('button', { type: 'button', class: 'small', text: t('action.edit'), onclick: () => openEditor(model) }),
+      h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, model) })));
+}
+
+async function refresh() {
+  const models = await loadAll('/api/admin/models');
+  tbody.replaceChildren(...models.map(row));
+  empty.hidden = models.length > 0;
+}
+
+function openEditor(model) {
+  editing = model;
+  form.reset();
+  resetFormErrors(form);
+  const title = form.querySelector('h2');
+  title.textContent = model ? title.dataset.titleEdit : title.dataset.titleNew;
+  fillForm(form, model || { enabled: true, provider: 'openai' });
+  form.apiKey.value = ''; // never prefilled
+  const keyState = form.querySelector('.key-state');
+  keyState.textContent = model && model.hasApiKey ? keyState.dataset.set : keyState.dataset.unset;
+  form.apiKey.placeholder = model && model.hasApiKey ? t('admin.models.keySet') : '';
+  form.querySelector('.remove-key').hidden = !(model && model.hasApiKey);
+  modal.open();
+}
+
+function payload() {
+  const data = readForm(form);
+  const body = {
+    name: data.name, provider: data.provider, model: data.model,
+    baseUrl: data.baseUrl.trim() || null, enabled: data.enabled, isDefault: data.isDefault,
+  };
+  if (data.apiKey) body.apiKey = data.apiKey;
+  else if (editing && data.removeKey) body.apiKey = '';
+  return body;
+}
+
+form.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  resetFormErrors(form);
+  await busy(form.querySelector('button[type=submit]'), async () => {
+    try {
+      if (editing) await api('PUT', `/api/admin/models/${editing.id}`, payload());
+      else await api('POST', '/api/admin/models', payload());
+      modal.close();
+      await refresh();
+    } catch (error) {
+      showFormError(form, error);
+    }
+  });
+});
+
+async function remove(button, model) {
+  if (!window.confirm(t('admin.models.confirmDelete', { name: model.name }))) return;
+  showError(pageError, null);
+  await busy(button, async () => {
+    try { await api('DELETE', `/api/admin/models/${model.id}`); await refresh(); } catch (e) { showError(pageError, e); }
+  });
+}
+
+document.getElementById('new-model').addEventListener('click', () => openEditor(null));
+refresh().catch((e) => showError(pageError, e));

@@ -1,0 +1,59 @@
+// Admin: create users, change roles, disable and enable accounts.
+import { api, loadAll } from '../api.js';
+import { badge, busy, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { formatDate, t } from '../i18n.js';
+
+const form = document.getElementById('user-form');
+const errorBox = document.querySelector('.form-error');
+const tbody = document.querySelector('#users-table tbody');
+const me = JSON.parse(document.getElementById('current-user').textContent);
+
+function roleSelect(user) {
+  const select = h('select', { 'aria-label': t('field.role'), dataset: { role: user.username } },
+    ...['user', 'admin'].map((role) => h('option', { value: role, selected: user.role === role, text: t(`role.${role}`) })));
+  select.addEventListener('change', () => update(select, user, { role: select.value }));
+  return select;
+}
+
+function row(user) {
+  return h('tr', { dataset: { username: user.username } },
+    h('td', {}, user.username, user.id === me.id ? h('span', { class: 'muted', text: ` (${t('admin.users.you')})` }) : null),
+    h('td', {}, roleSelect(user)),
+    h('td', {}, user.disabled ? badge(t('status.disabled'), 'danger') : badge(t('status.active'), 'ok')),
+    h('td', { text: formatDate(user.createdAt) }),
+    h('td', { class: 'actions' }, h('button', {
+      type: 'button', class: user.disabled ? 'small' : 'small danger',
+      text: user.disabled ? t('action.enable') : t('action.disable'),
+      onclick: (e) => update(e.currentTarget, user, { disabled: !user.disabled }),
+    })));
+}
+
+async function refresh() {
+  tbody.replaceChildren(...(await loadAll('/api/admin/users')).map(row));
+}
+
+async function update(control, user, change) {
+  showError(errorBox, null);
+  await busy(control, async () => {
+    try { await api('PATCH', `/api/admin/users/${user.id}`, change); } catch (e) { showError(errorBox, e); }
+    await refresh();
+  });
+}
+
+form.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  resetFormErrors(form);
+  showError(errorBox, null);
+  await busy(form.querySelector('button[type=submit]'), async () => {
+    try {
+      await api('POST', '/api/admin/users', readForm(form));
+      form.reset();
+      await refresh();
+    } catch (error) {
+      showFormError(form, error);
+      showError(errorBox, error);
+    }
+  });
+});
+
+refresh().catch((e) => showError(errorBox, e));

@@ -1,0 +1,91 @@
+"""Pages over plain HTTP: who is redirected where, the error page, language choice, static files."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support import ApiClient, LiveApp
+
+PAGES = ["/chat", "/tokens", "/admin/users", "/admin/models", "/admin/agents", "/admin/settings"]
+ADMIN_PAGES = [p for p in PAGES if p.startswith("/admin")]
+
+
+def test_strangers_are_sent_to_login_with_next(anon: ApiClient) -> None:
+    for path in PAGES:
+        r = anon.get(path, follow_redirects=False)
+        assert r.status_code == 303, path
+        assert r.headers["location"] == "/login?next=" + path.replace("/", "%2F")
+    assert anon.get("/", follow_redirects=False).headers["location"] == "/login"
+
+
+def test_signed_in_home_goes_to_chat_and_login_page_goes_on(admin: ApiClient) -> None:
+    assert admin.get("/", follow_redirects=False).headers["location"] == "/chat"
+    r = admin.get("/login?next=/admin/models", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/admin/models"
+
+
+def test_login_never_follows_an_offsite_next(anon: ApiClient, admin: ApiClient) -> None:
+    page = anon.get("/login?next=//evil.example/x").text
+    assert 'data-next="/"' in page
+    assert admin.get("/login?next=https://evil.example", follow_redirects=False).headers["location"] == "/"
+
+
+def test_admin_sees_every_page_with_admin_nav(admin: ApiClient) -> None:
+    for path in PAGES:
+        r = admin.get(path)
+        assert r.status_code == 200, path
+        assert 'href="/admin/agents"' in r.text and 'href="/agent-documents"' in r.text
+        assert 'href="/tokens"' in r.text and 'id="sign-out"' in r.text
+
+
+def test_non_admin_gets_a_403_page_without_admin_nav(user: ApiClient) -> None:
+    for path in ADMIN_PAGES:
+        r = user.get(path)
+        assert r.status_code == 403, path
+        assert r.headers["content-type"].startswith("text/html")
+        assert "admin_required" in r.text and "administrators only" in r.text
+    page = user.get("/chat").text
+    assert 'href="/admin/agents"' not in page and 'href="/agent-documents"' in page
+
+
+def test_signup_page_hints_first_account_then_says_closed(app: LiveApp, anon: ApiClient) -> None:
+    page = anon.get("/signup").text
+    assert 'data-testid="first-account-hint"' in page and 'id="signup-form"' in page
+    anon.ok("POST", "/api/auth/signup", json={"username": "root", "password": "password123"})
+    with app.client() as other:
+        page = other.get("/signup").text
+        assert 'data-testid="signup-closed"' in page and 'id="signup-form"' not in page
+
+
+def test_language_from_accept_language_and_cookie(app: LiveApp) -> None:
+    with app.client(headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"}) as c:
+        page = c.get("/login").text
+        assert '<html lang="zh-CN">' in page and "登录" in page
+        r = c.get("/lang/en?next=/login", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/login"
+        assert "agentloft_lang=en" in r.headers["set-cookie"]
+        page = c.get("/login").text
+        assert '<html lang="en">' in page and "Sign in" in page
+    with app.client(headers={"Accept-Language": "fr-FR, en;q=0.5"}) as c:
+        assert '<html lang="en">' in c.get("/login").text
+    with app.client() as c:
+        assert c.get("/lang/xx").status_code == 404
+
+
+def test_strings_for_scripts_are_embedded_safely(anon: ApiClient) -> None:
+    page = anon.get("/login").text
+    blob = re.search(r'<script type="application/json" id="i18n-strings">(.*?)</script>', page, re.S)
+    assert blob and '"login.title": "Sign in"' in blob.group(1)
+
+
+def test_static_files_are_served(anon: ApiClient) -> None:
+    for path in ("/static/css/app.css", "/static/js/api.js", "/static/js/pages/admin-models.js"):
+        r = anon.get(path)
+        assert r.status_code == 200, path
+    assert "javascript" in anon.get("/static/js/api.js").headers["content-type"]
+
+
+def test_pages_stay_out_of_openapi(anon: ApiClient) -> None:
+    paths = anon.get("/openapi.json").json()["paths"]
+    assert "/api/render/markdown" in paths
+    assert "/login" not in paths and "/admin/models" not in paths
