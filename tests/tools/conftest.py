@@ -51,12 +51,13 @@ def call_service(app: LiveApp) -> Iterator[Callable[..., Any]]:
     own (same secret key, registry from the real start-up hook, plus the add-on type)."""
     settings = load_settings(data_dir=app.data_dir, env="test", secret_key="test-secret-key")
 
-    def call(fn: Callable[[AsyncSession, Runtime], Awaitable[T]]) -> T:
+    def call(fn: Callable[[AsyncSession, Runtime], Awaitable[T]], *, with_addon: bool = True) -> T:
         async def main() -> T:
             rt = Runtime(settings=settings, db=Database(settings.resolved_database_url),
                          box=SecretBox("test-secret-key"))
             await lifecycle.startup(rt)
-            registry_of(rt).register(addon.TOOL_TYPE)
+            if with_addon:
+                registry_of(rt).register(addon.TOOL_TYPE)
             try:
                 async with rt.db.session() as db:
                     return await fn(db, rt)
