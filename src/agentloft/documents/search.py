@@ -30,7 +30,7 @@ MIN_TRIGRAM_TERM = 3
 MAX_TERMS = 10
 FTS_TABLE = "agent_documents_fts"
 # bm25 weights, in FTS column order: title, summary, tags, content.
-BM25 = f"bm25({FTS_TABLE}, 10.0, 3.0, 5.0, 1.0)"
+BM25 = f"bm25({FTS_TABLE}, 20.0, 2.0, 4.0, 1.0)"
 # Keep byte-for-byte identical to the index expression in migration 0004.
 PG_SEARCH_EXPR = (
     "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"

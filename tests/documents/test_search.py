@@ -1,0 +1,84 @@
+"""Full-text search through the API: ranked, Chinese and English, short terms, odd characters, kept in
+step with updates and deletes, scoped to the user."""
+
+from __future__ import annotations
+
+from tests.documents.conftest import create_doc
+from tests.support import ApiClient, LiveApp
+
+BASE = "/api/agent-documents"
+
+
+def _titles(client: ApiClient, q: str, **params) -> list[str]:
+    page = client.ok("GET", BASE, params={"q": q, **params})
+    assert page["total"] == len(page["items"]) or page["hasMore"]
+    return [d["title"] for d in page["items"]]
+
+
+def test_english_ranking_puts_title_hits_first(user: ApiClient) -> None:
+    create_doc(user, title="Groceries", content="Buy milk. Also read about the migration later.")
+    create_doc(user, title="Database migration plan", content="Steps for moving to PostgreSQL.")
+    create_doc(user, title="Unrelated", content="Nothing to see.")
+    create_doc(user, title="Tagged", content="something", tags="migration")
+    assert _titles(user, "migration") == ["Database migration plan", "Tagged", "Groceries"]
+    assert _titles(user, "migrat")[0] == "Database migration plan"  # inside a word
+    assert _titles(user, "POSTGRESQL") == ["Database migration plan"]  # any case
+    assert _titles(user, "migration milk") == ["Groceries"]  # every term must match
+
+
+def test_chinese_search_and_ranking(user: ApiClient) -> None:
+    create_doc(user, title="周报", content="本周完成了数据库迁移，下周继续优化搜索。")
+    create_doc(user, title="数据库迁移方案", content="先备份，再执行迁移脚本。")
+    create_doc(user, title="English note", content="database migration in English only")
+    assert _titles(user, "数据库迁移") == ["数据库迁移方案", "周报"]
+    assert _titles(user, "优化搜索") == ["周报"]
+    assert _titles(user, "迁移")[:2] == ["数据库迁移方案", "周报"]  # two characters: below a trigram
+    assert _titles(user, "周") == ["周报"]  # a single character
+    assert _titles(user, "数据库 备份") == ["数据库迁移方案"]
+    assert _titles(user, "迁移 English") == []
+    assert _titles(user, "database 迁移") == []
+    assert _titles(user, "database migration") == ["English note"]
+
+
+def test_short_terms_combine_with_long_ones(user: ApiClient) -> None:
+    create_doc(user, title="Go services", content="We write the API in Go.")
+    create_doc(user, title="AI roadmap", content="Models and evaluation for the API.")
+    assert _titles(user, "AI") == ["AI roadmap", "Go services"]  # "API" contains "ai"; title hits first
+    assert _titles(user, "API Go") == ["Go services"]
+    assert _titles(user, "roadmap AI") == ["AI roadmap"]
+
+
+def test_odd_characters_are_literal(user: ApiClient) -> None:
+    create_doc(user, title="Discount", content="Save 50% today with code \"NEAR\" AND more_stuff")
+    create_doc(user, title="Other", content="Save 50 dollars")
+    for q in ['"NEAR"', "50%", "AND more_stuff", "NEAR*", "(code)", "-save", "col:umn"]:
+        r = user.get(BASE, params={"q": q})
+        assert r.status_code == 200, (q, r.text)
+    assert _titles(user, "50%") == ["Discount"]
+    assert _titles(user, '"NEAR"') == ["Discount"]
+    assert _titles(user, "more_stuff") == ["Discount"]
+    assert _titles(user, "_s") == ["Discount"]  # underscore is not a wildcard
+    assert user.ok("GET", BASE, params={"q": "   "})["total"] == 2  # no terms: plain listing
+
+
+def test_index_follows_updates_and_deletes(app: LiveApp, user: ApiClient) -> None:
+    doc = create_doc(user, title="Kiwi", content="apples and pears")
+    assert _titles(user, "pears") == ["Kiwi"]
+    user.ok("PUT", f"{BASE}/{doc['id']}", json={"content": "bananas only"})
+    assert _titles(user, "pears") == [] and _titles(user, "bananas") == ["Kiwi"]
+    user.ok("PUT", f"{BASE}/{doc['id']}", json={"title": "Mango"})
+    assert _titles(user, "Kiwi") == [] and _titles(user, "mango") == ["Mango"]
+    user.ok("DELETE", f"{BASE}/{doc['id']}", status=204)
+    assert _titles(user, "bananas") == []
+    assert app.sql("SELECT count(*) FROM agent_documents_fts WHERE agent_documents_fts MATCH 'bananas'") == [(0,)]
+
+
+def test_search_is_scoped_to_the_user_with_type_and_paging(user: ApiClient, bob: ApiClient) -> None:
+    for i in range(3):
+        create_doc(user, title=f"launch {i}", content="rocket launch", type="memory" if i else "document")
+    create_doc(bob, title="bob launch", content="rocket launch")
+    page = user.ok("GET", BASE, params={"q": "launch", "pageSize": 2})
+    assert page["total"] == 3 and len(page["items"]) == 2 and page["hasMore"] is True
+    assert all(t.startswith("launch") for t in _titles(user, "rocket"))
+    assert _titles(user, "launch", type="document") == ["launch 0"]
+    assert _titles(bob, "rocket") == ["bob launch"]
