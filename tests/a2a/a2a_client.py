@@ -66,3 +66,38 @@ def task_id_of(events: list[StreamResponse]) -> str:
         if ev.HasField("status_update"):
             return ev.status_update.task_id
     raise AssertionError("no task in the events")
+
+
+async def stream_cancel_and_subscribe(base: str, slug: str, token: str, text: str) -> dict[str, Any]:
+    """Start a streaming task; once its first chunk arrives, follow it from a second connection
+    (SubscribeToTask), then cancel it (CancelTask). Returns what each side saw."""
+    from a2a.types import CancelTaskRequest, SubscribeToTaskRequest
+
+    seen: dict[str, Any] = {"main": [], "subscribed": []}
+    first = asyncio.Event()
+    async with http(token) as hc:
+        config = ClientConfig(streaming=True, httpx_client=hc)
+        client = await create_client(f"{base}/a2a/{slug}/", client_config=config)
+
+        async def main() -> None:
+            async for ev in client.send_message(SendMessageRequest(message=user_message(text))):
+                seen["main"].append(ev)
+                if ev.HasField("artifact_update"):
+                    first.set()
+
+        async def follow(task_id: str) -> None:
+            async for ev in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                seen["subscribed"].append(ev)
+
+        runner = asyncio.create_task(main())
+        await asyncio.wait_for(first.wait(), 20)
+        task_id = task_id_of(seen["main"])
+        follower = asyncio.create_task(follow(task_id))
+        await asyncio.sleep(0.5)
+        seen["canceled"] = await client.cancel_task(CancelTaskRequest(id=task_id))
+        await asyncio.wait({runner, follower}, timeout=10)
+        for t in (runner, follower):
+            t.cancel()
+        seen["task"] = await client.get_task(GetTaskRequest(id=task_id))
+        seen["task_id"] = task_id
+    return seen

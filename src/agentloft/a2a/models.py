@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, Select, String, Text, exists, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.chat.models import AgentMessage
+from agentloft.chat import service as chat_service
+from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.db import Base, TimestampMixin
 
 # Task states, as the A2A protocol names them (lower-case, no prefix).
@@ -47,3 +48,17 @@ class A2ATaskSession(TimestampMixin, Base):
 # are declared here, next to the migration that creates them.
 Index("idx_agent_messages_source", AgentMessage.source)
 Index("ix_agent_messages_a2a_task_id", AgentMessage.a2a_task_id)
+
+
+def hide_task_sessions(stmt: Select[Any]) -> Select[Any]:
+    """Session-list filter (seed 003, 3.1.3): a session that exists for an A2A task stays out of the list
+    unless its task row says ``visible_in_sidebar = 1``. NOT EXISTS rather than the seed's LEFT JOIN,
+    so a session can never be listed twice."""
+    hidden = select(A2ATaskSession.id).where(
+        A2ATaskSession.session_id == AgentSession.id, A2ATaskSession.visible_in_sidebar == 0
+    )
+    return stmt.where(~exists(hidden))
+
+
+if hide_task_sessions not in chat_service.SESSION_LIST_FILTERS:
+    chat_service.SESSION_LIST_FILTERS.append(hide_task_sessions)

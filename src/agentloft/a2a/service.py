@@ -20,10 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
 from agentloft.agents.models import Agent
-from agentloft.chat.models import AgentSession
+from agentloft.chat import service as chat_service
 from agentloft.db import utcnow
 from agentloft.errors import NotFound
-from agentloft.ids import new_id
 from agentloft.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -119,10 +118,9 @@ async def create_task(
     row. Committed at once, so a panel can subscribe and other processes can see it."""
     task_id = task_id or _new_task_id()
     async with rt.db.session() as db:
-        session = AgentSession(id=new_id("as"), user_id=caller.user_id, agent_id=callee.id, kind="agent",
-                               title=f"A2A: {callee.name}"[:200])
-        db.add(session)
-        await db.flush()
+        session = await chat_service.create_session(
+            db=db, user_id=caller.user_id, agent_id=callee.id, title=f"A2A: {callee.name}"
+        )
         row = A2ATaskSession(
             id=task_id,
             session_id=session.id,
@@ -206,7 +204,13 @@ async def run_task(
         await asyncio.gather(running, return_exceptions=True)
         await _update_state(rt, task.id, "failed")
         return TaskOutcome(task_id=task.id, state="failed", text="", error=message)
-    result = running.result()
+    try:
+        result = running.result()
+    except Exception as exc:  # the turn could not start (no model configured, session busy, ...)
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        await fail_buffer(rt, task.id, message)
+        await _update_state(rt, task.id, "failed")
+        return TaskOutcome(task_id=task.id, state="failed", text="", error=message)
     state = {"complete": "completed", "stopped": "canceled"}.get(result.status, "failed")
     error = result.error
     if result.status == "awaiting_approval":
@@ -227,6 +231,17 @@ async def _finish_cancel(rt: Runtime, task_id: str, running: asyncio.Task[Any]) 
 async def _update_state(rt: Runtime, task_id: str, state: str) -> None:
     async with rt.db.session() as db:
         await set_state(db=db, task_id=task_id, state=state)
+
+
+async def fail_buffer(rt: Runtime, task_id: str, message: str) -> None:
+    """A task that failed before the engine opened its buffer still tells its panel why."""
+    from agentloft.chat.buffers import get_buffers
+
+    buffers, key = get_buffers(rt), buffer_key(task_id)
+    if await buffers.meta(key) is None or not await buffers.is_active(key):
+        await buffers.open(key, {"taskId": task_id})
+    await append_error(rt, task_id, message)
+    await buffers.close(key, error=message)
 
 
 async def append_error(rt: Runtime, task_id: str, message: str) -> None:
