@@ -20,12 +20,15 @@ from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object"}
-BLOCK_TAGS = {
-    "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "br", "hr", "tr",
-    "table", "ul", "ol", "dl", "dt", "dd", "blockquote", "pre", "form", "figure", "figcaption", "h1",
-    "h2", "h3", "h4", "h5", "h6", "li", "address", "details", "summary",
+# Paragraph-like elements are set apart by a blank line, line-like ones start a new line.
+PARAGRAPH_TAGS = {
+    "p", "h1", "h2", "h3", "h4", "h5", "h6", "table", "ul", "ol", "dl", "pre", "blockquote", "figure",
+    "section", "article", "header", "footer", "nav", "main", "aside", "form", "details", "hr", "address",
 }
+LINE_TAGS = {"br", "div", "tr", "li", "dt", "dd", "summary", "figcaption"}
 VOID_TAGS = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "wbr"}
+# Markers while collecting: a paragraph break, and spaces/newlines inside <pre> that must survive.
+PARA, PRE_SPACE, PRE_NEWLINE = "\x03", "\x01", "\x02"
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")
 
 
@@ -50,8 +53,7 @@ class _TextExtractor(HTMLParser):
             self._skip += 1
         if self._skip:
             return
-        if tag in BLOCK_TAGS:
-            self.parts.append("\n")
+        self._break(tag)
         if tag == "li":
             self.parts.append("- ")
         elif tag in ("td", "th"):
@@ -80,7 +82,12 @@ class _TextExtractor(HTMLParser):
             if self.keep_links and not self._href.startswith(("javascript:", "mailto:")):
                 self.parts.append(f" ({self._href})")
             self._href = None
-        if tag in BLOCK_TAGS:
+        self._break(tag)
+
+    def _break(self, tag: str) -> None:
+        if tag in PARAGRAPH_TAGS:
+            self.parts.append(PARA)
+        elif tag in LINE_TAGS:
             self.parts.append("\n")
 
     def handle_data(self, data: str) -> None:
@@ -89,15 +96,15 @@ class _TextExtractor(HTMLParser):
             return
         if self._skip:
             return
-        self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
+        if self._pre:
+            self.parts.append(data.replace(" ", PRE_SPACE).replace("\n", PRE_NEWLINE))
+        else:
+            self.parts.append(re.sub(r"\s+", " ", data))
 
     def text(self) -> str:
-        lines = (line.strip() for line in "".join(self.parts).splitlines())
-        out: list[str] = []
-        for line in lines:
-            if line or (out and out[-1]):
-                out.append(line)
-        return "\n".join(out).strip()
+        text = re.sub(r"[ \t]*([\n\x03])[ \t]*", r"\1", "".join(self.parts))
+        text = re.sub(r"[\n\x03]+", lambda m: "\n\n" if PARA in m.group() else "\n", text)
+        return text.replace(PRE_SPACE, " ").replace(PRE_NEWLINE, "\n").strip()
 
 
 def html_to_text(html: str, base_url: str = "", keep_links: bool = True) -> tuple[str, str]:

@@ -26,7 +26,7 @@ class Config(ApiModel):
     categories: str = Field(default="general", description="SearXNG categories, comma-separated.")
     safe_search: Literal[0, 1, 2] = Field(default=1, description="0 off, 1 moderate, 2 strict.")
     timeout_seconds: float = Field(default=15, gt=0, le=120, description="Time limit for a search.")
-    max_snippet_chars: int = Field(default=500, ge=50, le=5_000, description="Longest snippet per result.")
+    max_snippet_chars: int = Field(default=500, ge=20, le=5_000, description="Longest snippet per result.")
 
 
 class Input(ApiModel):
