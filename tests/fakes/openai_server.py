@@ -57,8 +57,8 @@ def text(value: str, **kw: Any) -> Step:
     return Step(text=value, **kw)
 
 
-def call(name: str, args: dict[str, Any] | None = None, **kw: Any) -> Step:
-    return Step(tool_calls=[ToolCall(name, args or {})], **kw)
+def call(name: str, args: dict[str, Any] | None = None, *, id: str | None = None, **kw: Any) -> Step:
+    return Step(tool_calls=[ToolCall(name, args or {}, id=id)], **kw)
 
 
 def _split(step: Step) -> list[str]:
