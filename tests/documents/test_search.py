@@ -41,11 +41,14 @@ def test_chinese_search_and_ranking(user: ApiClient) -> None:
 
 
 def test_short_terms_combine_with_long_ones(user: ApiClient) -> None:
-    create_doc(user, title="Go services", content="We write the API in Go.")
     create_doc(user, title="AI roadmap", content="Models and evaluation for the API.")
-    assert _titles(user, "AI") == ["AI roadmap", "Go services"]  # "API" contains "ai"; title hits first
+    create_doc(user, title="Go services", content="We write the API in Go.")
+    create_doc(user, title="Chat bots", content="Bots that use ai models.")
+    assert _titles(user, "AI") == ["AI roadmap", "Chat bots"]  # title hits first, then newest
     assert _titles(user, "API Go") == ["Go services"]
     assert _titles(user, "roadmap AI") == ["AI roadmap"]
+    assert sorted(_titles(user, "models ai")) == ["AI roadmap", "Chat bots"]
+    assert _titles(user, "bots ai") == ["Chat bots"]
 
 
 def test_odd_characters_are_literal(user: ApiClient) -> None:
