@@ -67,3 +67,11 @@ async def test_unknown_input_keys_are_refused(run: Run, module: str) -> None:
 def test_python_defaults_to_admin_only_with_approval() -> None:
     t = tool_type("python_exec")
     assert t.default_admin_only is True and t.default_needs_approval is True
+
+
+def test_builtin_types_lists_every_module() -> None:
+    from agentloft.tools.types import builtin_types
+
+    slugs = [t.slug for t in builtin_types()]
+    assert len(slugs) == len(BUILTIN_MODULES) == len(set(slugs))
+    assert set(SLUGS.values()) <= set(slugs)

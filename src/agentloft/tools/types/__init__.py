@@ -27,14 +27,5 @@ BUILTIN_MODULES = (
 
 
 def builtin_types() -> list[ToolType]:
-    types: list[ToolType] = []
-    for name in BUILTIN_MODULES:
-        full = f"{__name__}.{name}"
-        try:
-            mod = importlib.import_module(full)
-        except ModuleNotFoundError as exc:  # TEMPORARY while the types are being written
-            if exc.name == full:
-                continue
-            raise
-        types.append(mod.TOOL_TYPE)
-    return types
+    """Every built-in type; a missing module is an error, not a silently smaller tool list."""
+    return [importlib.import_module(f"{__name__}.{name}").TOOL_TYPE for name in BUILTIN_MODULES]
