@@ -364,6 +364,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     return result
 
 
+_INTERRUPTED_NOTE = "The server shut down while this reply was being written."
 _STOP_NOTES = {
     "stopped": "Stopped by the user.",
     "cancelled": "The run was cancelled.",
@@ -398,7 +399,7 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
         message_id=turn.message_id,
         input_tokens=turn.input_tokens + outcome.input_tokens,
         output_tokens=turn.output_tokens + outcome.output_tokens,
-        error=stream.failure_text,
+        error=_INTERRUPTED_NOTE if status == INTERRUPTED else stream.failure_text,
         pending=pending,
     )
     history = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
