@@ -20,7 +20,9 @@ Public interface (stable; other domains call only these):
     A caller that wants the run to outlive its request wraps it in ``service.start_turn`` (a background
     task registered so ``stop`` can cancel it); A2A may simply ``await`` it inside its own task.
 
-``TurnResult``: ``status`` (``complete`` | ``failed`` | ``stopped`` | ``awaiting_approval``),
+``TurnResult``: ``status`` (``complete`` | ``failed`` | ``stopped`` | ``awaiting_approval`` |
+    ``interrupted`` (server shutdown); a cancellation of the caller's task is saved as ``stopped`` and
+    re-raised, only a user's stop through ``POST …/stop`` returns normally),
     ``text`` (the assistant's text of this turn), ``message_id`` (assistant message), ``input_tokens`` /
     ``output_tokens`` (summed over every step and every resumed run of the message), ``error`` (readable
     message or None), ``pending`` (tool calls awaiting approval: ``[{toolCallId, toolName, input}]``).
