@@ -11,6 +11,10 @@ from pydantic import Field
 from agentloft.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
+# Slugs of the tools whose ``execute`` ran, in order: the live server runs in the test process, so a
+# test can tell "refused" from "ran and failed".
+CALLS: list[str] = []
+
 
 class Config(ApiModel):
     endpoint: str = Field(default="https://example.org/api", description="Where the add-on would call.")
@@ -34,6 +38,7 @@ class EchoTool(ToolType[Config, Input]):
         return f"Echo text back (endpoint {config.endpoint})."
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
+        CALLS.append(ctx.tool_slug)
         return ToolResult.ok(
             {
                 "text": input.text,

@@ -31,6 +31,7 @@ def live_runtime(app: LiveApp) -> Runtime:
 def echo_type(app: LiveApp) -> str:
     """Register the add-on type into the running app through the registry, as an add-on would."""
     registry_of(live_runtime(app)).register(addon.TOOL_TYPE)
+    addon.CALLS.clear()
     return addon.TOOL_TYPE.slug
 
 

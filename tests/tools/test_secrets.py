@@ -73,3 +73,16 @@ def test_secrets_do_not_follow_a_type_change(admin: ApiClient, make_tool: Callab
 def test_types_listing_names_secret_fields(admin: ApiClient, echo_type: str) -> None:
     types = {t["slug"]: t for t in admin.ok("GET", "/api/agent-tools/types?pageSize=100")["items"]}
     assert types[echo_type]["secretFields"] == ["apiKey"]
+
+
+def test_builtin_webhook_secrets(app: LiveApp, admin: ApiClient, make_tool: Callable[..., Any]) -> None:
+    url = "https://hooks.example.com/services/T0/B0/tokenXYZ987"
+    tool = make_tool("hook", type="webhook", config={"url": url, "secretHeaders": "Authorization: Bearer abc123"})
+    assert tool["secretsSet"] == ["secretHeaders", "url"]
+    assert "url" not in tool["config"] and "secretHeaders" not in tool["config"]
+    raw = _raw_row(app, tool["id"])
+    assert "tokenXYZ987" not in raw and "abc123" not in raw
+    types = {t["slug"]: t for t in admin.ok("GET", "/api/agent-tools/types?pageSize=100")["items"]}
+    assert sorted(types["webhook"]["secretFields"]) == ["secretHeaders", "url"]
+    cleared = admin.ok("PUT", f"/api/agent-tools/{tool['id']}", json={"config": {"secretHeaders": ""}})
+    assert cleared["secretsSet"] == ["url"]

@@ -24,7 +24,8 @@ Admins only (403 ``admin_required`` for others, 401 when not signed in):
 
 Secrets: a type's ``secretFields`` are stored encrypted and never returned: ``config`` leaves them out and
 ``secretsSet`` names the ones holding a value. On create/update a secret that is absent, null or
-``"•••"`` keeps the stored value, ``""`` removes it, anything else replaces it.
+``"•••"`` keeps the stored value, an empty value (``""``, ``{}``, ``[]``) removes it, anything else
+replaces it.
 
 Any signed-in user:
 

@@ -2,8 +2,8 @@
 
 Secrets: a type's secret config fields are never returned. ``AgentToolRead.config`` leaves them out and
 ``secretsSet`` names the ones that hold a stored value. On create/update a secret field that is absent,
-``null`` or the placeholder ``SECRET_PLACEHOLDER`` keeps the stored value; an empty string removes it; any
-other value replaces it.
+``null`` or the placeholder ``SECRET_PLACEHOLDER`` keeps the stored value; an empty value (``""``, ``{}``,
+``[]``) removes it; any other value replaces it.
 """
 
 from __future__ import annotations

@@ -131,15 +131,15 @@ def _decrypt_kept(box: SecretBox, row: AgentTool) -> dict[str, Any]:
 def _merge_secrets(
     keys: Sequence[str], incoming: dict[str, Any], stored: dict[str, Any]
 ) -> dict[str, Any]:
-    """Secret values after an edit: absent, null or the placeholder keep the stored value; "" removes it;
-    anything else replaces it."""
+    """Secret values after an edit: absent, null or the placeholder keep the stored value; an empty
+    value ("", {} or []) removes it; anything else replaces it."""
     out: dict[str, Any] = {}
     for key in keys:
         value = incoming.get(key)
         if value is None or value == SECRET_PLACEHOLDER:
             if key in stored:
                 out[key] = stored[key]
-        elif value != "":
+        elif value not in ("", {}, []):
             out[key] = value
     return out
 
