@@ -52,3 +52,26 @@ def new_page(browser: Browser, app: LiveApp) -> Iterator[Callable[..., Page]]:
 @pytest.fixture
 def page(new_page: Callable[..., Page]) -> Page:
     return new_page()
+
+
+def csrf_headers(page: Page) -> dict[str, str]:
+    """The header a page script sends on writes: the readable CSRF cookie echoed back."""
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    return {"X-CSRF-Token": cookies.get("agentloft_csrf", "")}
+
+
+def api(page: Page, method: str, url: str, body: Any = None) -> Any:
+    """Call the JSON API as the page's signed-in user (shares the context's cookies)."""
+    page.goto("/login") if not page.url.startswith("http") else None
+    response = page.request.fetch(url, method=method, data=body, headers=csrf_headers(page))
+    assert response.ok, f"{method} {url}: {response.status} {response.text()}"
+    return response.json() if response.body() else None
+
+
+@pytest.fixture
+def admin_page(new_page: Callable[..., Page]) -> Page:
+    """A page signed in as the instance's first account (an admin), created through the API."""
+    page = new_page()
+    page.goto("/login")
+    api(page, "POST", "/api/auth/signup", {"username": "root", "password": "password123"})
+    return page

@@ -6,7 +6,7 @@ import re
 
 from tests.support import ApiClient, LiveApp
 
-PAGES = ["/chat", "/tokens", "/admin/users", "/admin/models", "/admin/agents", "/admin/settings"]
+PAGES = ["/chat", "/tokens", "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools"]
 ADMIN_PAGES = [p for p in PAGES if p.startswith("/admin")]
 
 

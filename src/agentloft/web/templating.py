@@ -22,7 +22,11 @@ STATIC_DIR = WEB_DIR / "static"
 
 
 def static_url(path: str) -> str:
-    """A versioned URL so a new release never runs against yesterday's cached script."""
+    """A versioned URL so a new release never runs against yesterday's cached script.
+
+    Use it for stylesheets and entry scripts only. Modules import each other by plain relative paths: a
+    module reached under two URLs (with and without ``?v=``) would be evaluated twice, as two instances.
+    """
     return f"/static/{path.lstrip('/')}?v={__version__}"
 
 

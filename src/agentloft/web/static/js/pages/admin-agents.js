@@ -1,7 +1,8 @@
-// Admin: agents (CRUD). Extra sections of the editor (e.g. the tool picker) plug in through `editorHooks`.
+// Admin: agents (CRUD). Extra sections of the editor (e.g. the tool picker) plug in through agent-editor-hooks.js.
 import { api, loadAll } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { t } from '../i18n.js';
+import { editorHooks } from './agent-editor-hooks.js';
 
 const tbody = document.querySelector('#agents-table tbody');
 const empty = document.querySelector('.empty');
@@ -12,8 +13,6 @@ const modal = dialog(dlg);
 let editing = null;
 let models = [];
 
-/** Sections added to the editor: {open(agent|null), save(savedAgent)}; save runs after the agent is stored. */
-export const editorHooks = [];
 
 function modelName(id) {
   if (id === null || id === undefined) return t('admin.agents.defaultModel');
@@ -93,5 +92,6 @@ document.getElementById('new-agent').addEventListener('click', () => openEditor(
 async function start() {
   models = await loadAll('/api/admin/models');
   await refresh();
+  document.getElementById('new-agent').disabled = false;
 }
 start().catch((e) => showError(pageError, e));

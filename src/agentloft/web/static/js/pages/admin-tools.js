@@ -1,0 +1,165 @@
+// Admin: tools. Table with the seed's one-click permission toggle, a create/edit dialog whose config form
+// comes from the type's JSON Schema, and a debug panel that runs a tool on JSON input.
+import { api, loadAll } from '../api.js';
+import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { t } from '../i18n.js';
+import { renderSchemaForm, sampleInput } from '../schema-form.js';
+
+const tbody = document.querySelector('#tools-table tbody');
+const empty = document.querySelector('.empty');
+const pageError = document.querySelector('.page-error');
+const form = document.getElementById('tool-form');
+const modal = dialog(document.getElementById('tool-dialog'));
+const debugForm = document.getElementById('debug-form');
+const debugModal = dialog(document.getElementById('debug-dialog'));
+let types = [];
+let editing = null;
+let configForm = null;
+let debugging = null;
+
+const typeOf = (slug) => types.find((ty) => ty.slug === slug);
+
+function permissionToggle(tool) {
+  const label = tool.adminOnly ? t('tools.adminOnly') : t('tools.everyone');
+  return h('button', {
+    type: 'button', class: `toggle ${tool.adminOnly ? 'warn' : 'ok'}`, text: label,
+    title: t('tools.togglePermission'), 'aria-pressed': String(tool.adminOnly), dataset: { testid: 'permission' },
+    onclick: (e) => update(e.currentTarget, tool, { adminOnly: !tool.adminOnly }),
+  });
+}
+
+function row(tool) {
+  const type = typeOf(tool.type);
+  return h('tr', { dataset: { slug: tool.slug } },
+    h('td', {}, h('strong', { text: tool.name }), ' ', h('code', { class: 'muted', text: tool.slug }),
+      tool.description ? h('div', { class: 'muted small-text', text: tool.description }) : null),
+    h('td', { text: type ? type.name : tool.type }),
+    h('td', {}, tool.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled'))),
+    h('td', {}, tool.needsApproval ? badge(t('tools.needsApprovalShort'), 'warn') : h('span', { class: 'muted', text: t('tools.automatic') })),
+    h('td', { class: 'permission' }, permissionToggle(tool)),
+    h('td', { class: 'actions' },
+      h('button', { type: 'button', class: 'small', text: t('tools.debug'), onclick: () => openDebug(tool) }),
+      h('button', { type: 'button', class: 'small', text: t('action.edit'), onclick: () => openEditor(tool) }),
+      h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, tool) })));
+}
+
+async function refresh() {
+  const tools = await loadAll('/api/agent-tools');
+  tbody.replaceChildren(...tools.map(row));
+  empty.hidden = tools.length > 0;
+}
+
+async function update(control, tool, change) {
+  showError(pageError, null);
+  await busy(control, async () => {
+    try { await api('PUT', `/api/agent-tools/${tool.id}`, change); await refresh(); } catch (e) { showError(pageError, e); }
+  });
+}
+
+function renderConfig(type, values, secretsSet = []) {
+  form.querySelector('.type-description').textContent = type ? type.description : '';
+  configForm = renderSchemaForm(form.querySelector('.config-fields'), type ? type.configSchema : {},
+    values, { fields: type ? type.secretFields : [], set: secretsSet });
+}
+
+function openEditor(tool) {
+  editing = tool;
+  form.reset();
+  resetFormErrors(form);
+  const title = form.querySelector('h2');
+  title.textContent = tool ? title.dataset.titleEdit : title.dataset.titleNew;
+  const select = form.type;
+  select.replaceChildren(...types.map((ty) => h('option', { value: ty.slug, text: `${ty.name} (${ty.slug})` })));
+  if (tool) {
+    fillForm(form, tool);
+    renderConfig(typeOf(tool.type), tool.config, tool.secretsSet);
+  } else {
+    applyType(types[0]);
+  }
+  modal.open();
+}
+
+function applyType(type) {
+  if (!type) return;
+  form.type.value = type.slug;
+  form.needsApproval.checked = type.defaultNeedsApproval;
+  form.adminOnly.checked = type.defaultAdminOnly;
+  renderConfig(type, type.defaults);
+}
+
+form.type.addEventListener('change', () => {
+  const type = typeOf(form.type.value);
+  if (editing) renderConfig(type, type.defaults); else applyType(type);
+});
+
+form.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  resetFormErrors(form);
+  let config;
+  try { config = configForm.read(); } catch (error) { showFormError(form, error); return; }
+  const data = readForm(form);
+  const body = {
+    type: data.type, slug: data.slug.trim(), name: data.name, description: data.description,
+    enabled: data.enabled, needsApproval: data.needsApproval, adminOnly: data.adminOnly, config,
+  };
+  await busy(form.querySelector('button[type=submit]'), async () => {
+    try {
+      if (editing) await api('PUT', `/api/agent-tools/${editing.id}`, body);
+      else await api('POST', '/api/agent-tools', body);
+      modal.close();
+      await refresh();
+    } catch (error) {
+      showFormError(form, error);
+    }
+  });
+});
+
+async function remove(button, tool) {
+  if (!window.confirm(t('tools.confirmDelete', { name: tool.name }))) return;
+  showError(pageError, null);
+  await busy(button, async () => {
+    try { await api('DELETE', `/api/agent-tools/${tool.id}`); await refresh(); } catch (e) { showError(pageError, e); }
+  });
+}
+
+function openDebug(tool) {
+  debugging = tool;
+  resetFormErrors(debugForm);
+  debugForm.querySelector('.debug-slug').textContent = tool.slug;
+  debugForm.input.value = JSON.stringify(sampleInput(typeOf(tool.type)?.inputSchema), null, 2);
+  debugForm.querySelector('.debug-result').hidden = true;
+  debugModal.open();
+}
+
+debugForm.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  resetFormErrors(debugForm);
+  let input;
+  try { input = JSON.parse(debugForm.input.value || '{}'); } catch {
+    showFormError(debugForm, { message: t('tools.badJson'), fields: { input: t('tools.badJson') } });
+    return;
+  }
+  await busy(debugForm.querySelector('button[type=submit]'), async () => {
+    try {
+      const result = await api('POST', `/api/agent-tools/${debugging.id}/execute`, { input });
+      const status = debugForm.querySelector('.debug-status');
+      status.className = `badge debug-status ${result.success ? 'ok' : 'danger'}`;
+      status.textContent = result.success ? t('tools.success') : t('tools.failed');
+      const ms = result.metadata?.durationMs;
+      debugForm.querySelector('.debug-duration').textContent = ms === undefined ? '' : `${ms} ms`;
+      debugForm.querySelector('.result-json').textContent = JSON.stringify(result.success ? result.data : result.error, null, 2);
+      debugForm.querySelector('.debug-result').hidden = false;
+    } catch (error) {
+      showFormError(debugForm, error);
+    }
+  });
+});
+
+document.getElementById('new-tool').addEventListener('click', () => openEditor(null));
+
+async function start() {
+  types = await loadAll('/api/agent-tools/types');
+  await refresh();
+  document.getElementById('new-tool').disabled = false;
+}
+start().catch((e) => showError(pageError, e));
