@@ -47,7 +47,7 @@ LIFECYCLE_MODULES = (
 )
 
 
-def _optional_module(name: str):  # noqa: ANN202 - a module or None
+def _optional_module(name: str):
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
