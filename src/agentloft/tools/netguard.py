@@ -59,10 +59,25 @@ class NetTimeout(NetError):
     """The exchange (all redirects included) took longer than allowed."""
 
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for (mapped, NAT64, 6to4, Teredo), if any."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    return ip.teredo[1] if ip.teredo else None
+
+
 def classify(ip: IPAddress) -> str | None:
-    """Why an address is internal (``"a private address"``), or None when it is public."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """Why an address is internal (``"a private address"``), or None when it is public. An IPv6 address
+    that embeds an IPv4 one is judged by that IPv4 address, so ``::ffff:127.0.0.1`` is loopback."""
+    if isinstance(ip, ipaddress.IPv6Address) and (v4 := _embedded_ipv4(ip)) is not None:
+        return classify(v4)
     checks = (
         (ip.is_unspecified, "an unspecified address"),
         (ip.is_loopback, "a loopback address"),

@@ -36,13 +36,15 @@ from tests.tools.types.local_server import LocalWeb
         ("0.0.0.0", "an unspecified address"),
         ("240.0.0.1", "a reserved address"),
         ("100.64.0.1", "a non-public address"),
+        ("64:ff9b::a9fe:a9fe", "a link-local address"),  # NAT64 for 169.254.169.254
+        ("2002:7f00:1::", "a loopback address"),  # 6to4 for 127.0.0.1
     ],
 )
 def test_internal_addresses_are_classified(address: str, reason: str) -> None:
     assert netguard.classify(ipaddress.ip_address(address)) == reason
 
 
-@pytest.mark.parametrize("address", ["93.184.215.14", "1.1.1.1", "2606:4700:4700::1111"])
+@pytest.mark.parametrize("address", ["93.184.215.14", "1.1.1.1", "2606:4700:4700::1111", "64:ff9b::808:808"])
 def test_public_addresses_pass(address: str) -> None:
     assert netguard.classify(ipaddress.ip_address(address)) is None
 
