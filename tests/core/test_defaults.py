@@ -18,7 +18,7 @@ def test_fresh_database_has_defaults(tmp_path: Path, template_db: Path) -> None:
     try:
         with live.client() as admin:
             signup(admin, "root")
-            types = {t["slug"] for t in admin.ok("GET", "/api/agent-tools/types")}
+            types = {t["slug"] for t in admin.ok("GET", "/api/agent-tools/types")["items"]}
             tools = admin.ok("GET", "/api/agent-tools", params={"pageSize": 100})["items"]
             by_type = {t["type"]: t for t in tools}
             assert set(by_type) == types  # one instance of every built-in type
@@ -31,7 +31,7 @@ def test_fresh_database_has_defaults(tmp_path: Path, template_db: Path) -> None:
             assert [a["slug"] for a in agents] == ["assistant"]
             assistant = agents[0]
             assert assistant["name"] == "Assistant" and assistant["modelId"] is None  # the default model
-            links = admin.ok("GET", f"/api/admin/agents/{assistant['id']}/tools")
+            links = admin.ok("GET", f"/api/admin/agents/{assistant['id']}/tools")["items"]
             linked = {next(t["type"] for t in tools if t["id"] == link["toolId"]) for link in links}
             assert linked == {"calculator", "datetime", "document", "fetch"}
     finally:
