@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from agentloft.runtime import Runtime
 from agentloft.tools.types.python_exec import TOOL_TYPE as PY
@@ -92,3 +93,17 @@ async def test_bad_inputs(run: Run) -> None:
     assert not result.success and "code: String should have at least 1 character" in result.error
     syntax = await run(PY, {"code": "def ("})
     assert not syntax.success and "SyntaxError" in syntax.error
+
+
+async def test_writes_outside_the_scratch_directory_are_refused(run: Run, tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    target.write_text("keep")
+    for code in (f"open({str(target)!r}, 'w').write('x')", f"import os; os.remove({str(target)!r})",
+                 f"import os; os.rename({str(target)!r}, 'moved')", f"import os; os.chmod({str(target)!r}, 0)",
+                 "import os; os.symlink('/etc', 'etc'); open('etc/agentloft-probe', 'w')"):
+        result = await run(PY, {"code": code})
+        assert not result.success and "only the scratch directory is writable" in result.error, code
+    assert target.read_text() == "keep"
+    inside = await run(PY, {"code": "import os, tempfile\nos.mkdir('d')\nopen('d/f', 'w').write('1')\n"
+                                    "os.rename('d/f', 'd/g')\nwith tempfile.NamedTemporaryFile() as t: print(t.name)"})
+    assert inside.success, inside.error

@@ -12,7 +12,8 @@ type is admin-only and needs approval by default):
   the child runs inside it; and always, a bootstrap installs an audit hook (``sys.addaudithook``, which
   cannot be removed) that refuses socket creation and connection, starting other programs
   (``subprocess``, ``os.system``/``exec``/``spawn``/``fork``) and loading native code through ``ctypes``,
-  and refuses to open files in the server's data directory;
+  refuses to open files in the server's data directory, and refuses writes (open for writing, remove,
+  rename, chmod, ...) outside the scratch directory;
 - stdout and stderr are read up to a limit and the rest discarded.
 """
 
@@ -37,18 +38,33 @@ from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 BOOTSTRAP = r'''
 import os, sys
-_DENIED_ROOTS = tuple(p for p in sys.argv[2:] if p)
+_SCRATCH = os.path.realpath(sys.argv[2])
+_DENIED_ROOTS = tuple(p for p in sys.argv[3:] if p)
 _BLOCKED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork",
                      "os.forkpty", "os.system", "pty.", "ctypes.", "os.kill", "os.killpg")
-_realpath = os.path.realpath
+_CHANGES = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink",
+            "os.link", "os.truncate", "os.utime", "shutil.rmtree", "os.chflags", "os.setxattr",
+            "os.removexattr"}
+_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_realpath, _fspath, _sep = os.path.realpath, os.fsdecode, os.sep
+def _inside(real, root):
+    return real == root or real.startswith(root + _sep)
+def _writable(path):
+    real = _realpath(path)
+    return _inside(real, _SCRATCH) or real == "/dev/null"
 def _guard(event, args):
     if event.startswith(_BLOCKED_PREFIXES) and event != "socket.gethostname":
         raise PermissionError(f"{event} is not allowed in this sandbox (no network, no processes)")
-    if event == "open" and _DENIED_ROOTS and isinstance(args[0], (str, bytes)):
-        path = args[0].decode() if isinstance(args[0], bytes) else args[0]
-        real = _realpath(path)
-        if any(real == r or real.startswith(r + os.sep) for r in _DENIED_ROOTS):
+    if event == "open" and isinstance(args[0], (str, bytes)):
+        path = _fspath(args[0])
+        if any(_inside(_realpath(path), r) for r in _DENIED_ROOTS):
             raise PermissionError(f"{path} is not readable from this sandbox")
+        if isinstance(args[2], int) and args[2] & _WRITE and not _writable(path):
+            raise PermissionError(f"{path}: only the scratch directory is writable")
+    elif event in _CHANGES:
+        for arg in args:
+            if isinstance(arg, (str, bytes)) and not _writable(_fspath(arg)):
+                raise PermissionError(f"{_fspath(arg)}: only the scratch directory is writable")
 _code_path = sys.argv[1]
 with open(_code_path, encoding="utf-8") as _f:
     _source = _f.read()
@@ -137,8 +153,9 @@ async def run_snippet(code: str, stdin: str, config: Config, denied_roots: list[
     scratch = Path(tempfile.mkdtemp(prefix="agentloft-py-"))
     try:
         (scratch / ".snippet.py").write_text(code, encoding="utf-8")
-        argv = [*network_namespace_prefix(), sys.executable, "-I", "-X", "utf8", "-c", BOOTSTRAP,
-                str(scratch / ".snippet.py"), *denied_roots]
+        prefix = await asyncio.to_thread(network_namespace_prefix)
+        argv = [*prefix, sys.executable, "-I", "-B", "-X", "utf8", "-c",
+                BOOTSTRAP, str(scratch / ".snippet.py"), str(scratch), *denied_roots]
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8",
                "TMPDIR": str(scratch), "PYTHONIOENCODING": "utf-8"}
         proc = await asyncio.create_subprocess_exec(
