@@ -133,3 +133,14 @@ def test_tool_of_an_unregistered_type_is_left_out_not_fatal(
         lambda db, rt: service.get_enabled_tools_for_llm(db, rt, user_id=1, user_role="admin"), with_addon=False
     )
     assert [t.name for t in tools] == ["calc"]
+
+
+def test_chat_tools_for_an_agent(admin: ApiClient, user: ApiClient, agent_id: int) -> None:
+    items = user.ok("GET", "/api/llm/chat/tools?agent=helper")["items"]
+    assert [(t["name"], t["needsApproval"], t["title"]) for t in items] == [("public", True, "Public")]
+    items = admin.ok("GET", "/api/llm/chat/tools?agent=helper")["items"]
+    assert [(t["name"], t["needsApproval"]) for t in items] == [("secret-op", False), ("public", True)]
+    r = user.get("/api/llm/chat/tools?agent=nobody")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found"
+    admin.ok("PUT", f"/api/admin/agents/{agent_id}", json={"enabled": False})
+    assert user.get("/api/llm/chat/tools?agent=helper").status_code == 404

@@ -75,3 +75,20 @@ def test_admin_call_to_admin_only_tool_runs(
     (reply,) = _tool_messages(fake_model)
     result = json.loads(reply)
     assert result["success"] is True and result["data"]["text"] == "hi" and result["data"]["userRole"] == "admin"
+
+
+@pytest.mark.parametrize("who", ["user", "admin"])
+def test_agent_chat_model_sees_exactly_the_agents_listed_tools(
+    request: pytest.FixtureRequest, who: str, admin: ApiClient, model_id: int, fake_model: FakeModel, tools: None
+) -> None:
+    by_slug = {t["slug"]: t["id"] for t in admin.ok("GET", "/api/agent-tools")["items"]}
+    agent = admin.ok("POST", "/api/admin/agents", json={"slug": "helper", "name": "Helper"})
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools",
+             json=[{"toolId": by_slug[s]} for s in ("secret-op", "off", "public")])
+    client: ApiClient = request.getfixturevalue(who)
+    listed = [t["name"] for t in client.ok("GET", "/api/llm/chat/tools?agent=helper")["items"]]
+    fake_model.push(text("ok"))
+    res = client.post("/api/agents/helper/chat", json={"message": "hello"})
+    assert res.status_code == 200 and res.text.rstrip().endswith("data: [DONE]")
+    assert sorted(_sent_tools(fake_model)) == sorted(listed)
+    assert listed == (["public"] if who == "user" else ["secret-op", "public"])

@@ -30,13 +30,18 @@ replaces it.
 Any signed-in user:
 
 - ``GET /api/llm/chat/tools`` – exactly the tools the caller's model sees in plain LLM chat: ``name``
-  (the tool slug, the function name), ``description``, ``inputSchema``. Disabled tools never appear;
-  admin-only tools appear for admins only (seed 001).
+  (the tool slug, the function name), ``description``, ``inputSchema``, plus ``id``, ``title`` (the
+  tool's name for people) and ``needsApproval``. Disabled tools never appear; admin-only tools appear for
+  admins only (seed 001). ``?agent=<slug>`` lists what the model sees when the caller chats with that
+  enabled agent instead (its tools, in its order, with its approval overrides; 404 for an unknown or
+  disabled agent).
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.db import DbSession
@@ -70,9 +75,17 @@ def _whole(items: list[AgentToolLinkRead]) -> Page[AgentToolLinkRead]:
 
 
 @router.get("/api/llm/chat/tools", response_model=Page[LlmToolRead])
-async def chat_tools(user: CurrentUser, rt: Rt, db: DbSession, paging: Paging) -> Page[LlmToolRead]:
-    tools = await service.get_enabled_tools_for_llm(db, rt, user_id=user.id, user_role=user.role)
-    items = [LlmToolRead(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools]
+async def chat_tools(
+    user: CurrentUser, rt: Rt, db: DbSession, paging: Paging, agent: Annotated[str | None, Query()] = None
+) -> Page[LlmToolRead]:
+    tools = await service.tools_for_chat(db, rt, user_id=user.id, user_role=user.role, agent_slug=agent)
+    items = [
+        LlmToolRead(
+            name=t.name, description=t.description, input_schema=t.input_schema,
+            id=t.id, title=t.title, needs_approval=t.needs_approval,
+        )
+        for t in tools
+    ]
     return Page[LlmToolRead].of(_slice(items, paging), len(items), paging)
 
 

@@ -96,11 +96,15 @@ class ToolInfo(ApiModel):
 
 
 class LlmToolRead(ApiModel):
-    """One tool exactly as the model sees it."""
+    """One tool exactly as the model sees it (``name``, ``description``, ``inputSchema``), plus what a chat
+    page shows next to it: the tool id, its human title and whether its calls wait for approval."""
 
     name: str
     description: str
     input_schema: dict[str, Any]
+    id: str
+    title: str
+    needs_approval: bool
 
 
 class AgentToolLinkIn(ApiModel):

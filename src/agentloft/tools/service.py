@@ -395,6 +395,17 @@ async def load_tools_for_agent(
     return [t for t in tools if t is not None]
 
 
+async def tools_for_chat(
+    db: AsyncSession, rt: Runtime, *, user_id: int, user_role: str | None, agent_slug: str | None = None
+) -> list[RunTool]:
+    """What the caller's model is given: the plain LLM chat's tools, or those of the enabled agent named
+    by ``agent_slug`` (NotFound when there is no such enabled agent)."""
+    if agent_slug is None:
+        return await get_enabled_tools_for_llm(db, rt, user_id=user_id, user_role=user_role)
+    agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
+    return await load_tools_for_agent(db, rt, agent_id=agent.id, user_role=user_role)
+
+
 async def execute_tool(
     *, db: AsyncSession, rt: Runtime, tool_id: str, user_id: int, user_role: str, input: dict[str, Any]
 ) -> ToolResult:
