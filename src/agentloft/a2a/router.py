@@ -39,10 +39,7 @@ async def a2a_stream(
     if not task_id:
         raise Invalid("taskId is required", code="task_id_required", status=400)
     await service.get_panel_task(db=db, task_id=task_id, user_id=user.id)
-    from agentloft.chat.buffers import get_buffers
-
-    key = service.buffer_key(task_id)
-    if await get_buffers(rt).meta(key) is None:
+    if not await service.wait_for_buffer(rt=rt, task_id=task_id):
         return JSONResponse({"active": False, "reason": "no-buffer"})
     return StreamingResponse(_panel_frames(rt, task_id), media_type="text/event-stream", headers=SSE_HEADERS)
 

@@ -233,6 +233,22 @@ async def _update_state(rt: Runtime, task_id: str, state: str) -> None:
         await set_state(db=db, task_id=task_id, state=state)
 
 
+async def wait_for_buffer(*, rt: Runtime, task_id: str, limit_s: float = 10.0) -> bool:
+    """Whether the task has a buffer to follow. The panel learns the task id just before the engine opens
+    the buffer, so for a task that is still starting, wait (briefly) for it to appear."""
+    from agentloft.chat.buffers import get_buffers
+
+    buffers, key = get_buffers(rt), buffer_key(task_id)
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while await buffers.meta(key) is None:
+        async with rt.db.session() as db:
+            row = await db.get(A2ATaskSession, task_id)
+        if row is None or is_terminal(row.state) or asyncio.get_running_loop().time() > deadline:
+            return await buffers.meta(key) is not None
+        await asyncio.sleep(0.02)
+    return True
+
+
 async def fail_buffer(rt: Runtime, task_id: str, message: str) -> None:
     """A task that failed before the engine opened its buffer still tells its panel why."""
     from agentloft.chat.buffers import get_buffers
