@@ -262,8 +262,12 @@ async def request(
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
     allowed_domains: Iterable[str] | None = None,
     truncate: bool = False,
+    verify: ssl.SSLContext | None = None,
 ) -> GuardedResponse:
-    """Send one request through the guard, following redirects by hand. Raises :class:`NetError`."""
+    """Send one request through the guard, following redirects by hand. Raises :class:`NetError`.
+
+    ``verify`` replaces the system CA bundle (for a private CA); certificates are always checked against
+    the URL's host name, never the pinned address."""
     allow = allow or AllowList()
     try:
         current = httpx.URL(url, params=params) if params else httpx.URL(url)
@@ -275,7 +279,7 @@ async def request(
     redirects: list[str] = []
     try:
         async with asyncio.timeout(timeout_s), httpx.AsyncClient(
-            trust_env=False, follow_redirects=False, verify=_ssl_context(), timeout=timeout_s
+            trust_env=False, follow_redirects=False, verify=verify or _ssl_context(), timeout=timeout_s
         ) as client:
             while True:
                 ip = await check_url(current, allow, allowed_domains)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
@@ -38,9 +40,15 @@ ATOM = """<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2
 
 
 class LocalWeb:
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        """``tls=(certfile, keyfile)`` serves HTTPS instead of HTTP."""
         self.requests: list[dict[str, Any]] = []
         self.server = ThreadedServer(self._app())
+        if tls:
+            config = self.server.server.config
+            config.ssl_certfile, config.ssl_keyfile = tls
+            self.server.server = uvicorn.Server(config)
+            self.server.thread = threading.Thread(target=self.server.server.run, daemon=True)
 
     @property
     def url(self) -> str:
