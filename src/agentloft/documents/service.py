@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, delete, func, select
+from sqlalchemy import Row, Select, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -155,16 +155,19 @@ async def list_documents(
 ) -> DocumentPage:
     """Newest first, or ranked by relevance when ``q`` has terms. ``offset`` (if given) wins over
     ``page`` so a caller can resume exactly where a token budget cut a page short."""
-    base = select(AgentDocument).where(AgentDocument.user_id == user_id)
-    if type is not None:
-        base = base.where(AgentDocument.type == _check_type(type))
-    stmt = search.search_select(base, dialect=db.bind.dialect.name, q=q) if q else None
+    def scoped(stmt: Select[Any]) -> Select[Any]:
+        stmt = stmt.where(AgentDocument.user_id == user_id)
+        return stmt.where(AgentDocument.type == _check_type(type)) if type is not None else stmt
+
+    dialect = db.bind.dialect.name
+    stmt = search.search_select(scoped(select(AgentDocument)), dialect=dialect, q=q) if q else None
+    # The count is built the same way but selects no columns, so it never reads the rows' text.
+    count_base = scoped(select(func.count()).select_from(AgentDocument))
+    count = search.search_select(count_base, dialect=dialect, q=q) if stmt is not None else count_base
     if stmt is None:
-        stmt = base.order_by(AgentDocument.created_at.desc(), AgentDocument.id.desc())
+        stmt = scoped(select(AgentDocument)).order_by(AgentDocument.created_at.desc(), AgentDocument.id.desc())
     start = offset if offset is not None else (page - 1) * page_size
-    total = int(
-        (await db.execute(select(func.count()).select_from(stmt.order_by(None).subquery()))).scalar_one()
-    )
+    total = int((await db.execute(count.order_by(None))).scalar_one())
     items = list((await db.execute(stmt.offset(start).limit(page_size))).scalars())
     return DocumentPage(
         items=items,
