@@ -1,0 +1,59 @@
+"""In the browser: open a document, edit it with the live preview, save, find it by search (Chinese and
+English), and restore the earlier version."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api
+
+
+def test_edit_a_document_and_find_it_by_search(admin_page: Page) -> None:
+    page = admin_page
+    doc = api(page, "POST", "/api/agent-documents", {"title": "Release plan", "content": "draft", "type": "document"})
+    api(page, "POST", "/api/agent-documents", {"title": "Other notes", "content": "nothing here", "type": "document"})
+
+    page.goto("/agent-documents?type=document")
+    expect(page.get_by_test_id("tab-document")).to_have_attribute("aria-selected", "true")
+    page.get_by_role("link", name="Release plan").click()
+    expect(page.get_by_test_id("doc-body")).to_have_text("draft")
+
+    page.get_by_test_id("edit-doc").click()
+    page.get_by_test_id("edit-title").fill("Release plan v2")
+    page.get_by_test_id("edit-content").fill("# Rollout\n\nThe **蓝鲸迁移** ships on Friday with zero-downtime.")
+    expect(page.get_by_test_id("edit-preview").locator("h1")).to_have_text("Rollout")
+    expect(page.get_by_test_id("edit-preview").locator("strong")).to_have_text("蓝鲸迁移")
+    page.get_by_test_id("save-doc").click()
+
+    expect(page.get_by_test_id("doc-title")).to_have_text("Release plan v2")
+    expect(page.get_by_test_id("doc-body").locator("h1")).to_have_text("Rollout")
+    expect(page.locator("[data-testid=versions] tbody tr")).to_have_count(1)
+
+    for query in ("蓝鲸迁移", "downtime"):
+        page.goto("/agent-documents?type=document")
+        page.get_by_test_id("doc-search").fill(query)
+        page.get_by_test_id("doc-search").press("Enter")
+        expect(page.get_by_test_id("doc-total")).to_have_text("1 found")
+        expect(page.get_by_test_id("doc-items").get_by_role("link")).to_have_text(["Release plan v2"])
+
+    page.get_by_role("link", name="Release plan v2").click()
+    page.once("dialog", lambda d: d.accept())
+    page.locator("[data-restore-version='1']").click()
+    expect(page.get_by_test_id("doc-title")).to_have_text("Release plan")
+    expect(page.get_by_test_id("doc-body")).to_have_text("draft")
+    assert api(page, "GET", f"/api/agent-documents/{doc['id']}")["content"] == "draft"
+
+
+def test_create_and_delete_from_the_pages(admin_page: Page) -> None:
+    page = admin_page
+    page.goto("/agent-documents")
+    expect(page.get_by_test_id("doc-empty")).to_be_visible()
+    page.get_by_role("button", name="New document").click()
+    page.locator("#new-form [name=title]").fill("记住这个")
+    page.locator("#new-form [name=content]").fill("用户喜欢简短的回答")
+    page.locator("#new-form button[type=submit]").click()
+    expect(page.get_by_test_id("doc-title")).to_have_text("记住这个")
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_test_id("delete-doc").click()
+    expect(page.get_by_test_id("doc-empty")).to_be_visible()
+    assert api(page, "GET", "/api/agent-documents")["total"] == 0
