@@ -62,6 +62,7 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service
 from agentloft.chat.buffers import get_buffers
+from agentloft.chat.lean_openai import build_chat_model
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
 from agentloft.chat.runs import current_stop_reason, get_runs
@@ -70,7 +71,6 @@ from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.errors import AppError, Conflict, NotFound
 from agentloft.llm import service as llm_service
 from agentloft.llm.models import ModelConfig
-from agentloft.llm.providers import build_model
 from agentloft.runtime import Runtime
 from agentloft.tools import service as tools_service
 from agentloft.tools.runner import RunTool
@@ -132,6 +132,21 @@ def _http_client(rt: Runtime) -> httpx.AsyncClient:
     return client
 
 
+MODELS_KEY = "chat_models"
+
+
+def _model(rt: Runtime, spec: Any) -> Model:
+    """Models are reusable across runs; building one (provider, SDK client) costs about a millisecond
+    per turn otherwise. Keyed by the whole spec, so a changed key or URL gets a fresh one."""
+    cache: dict[Any, Model] = rt.extras.setdefault(MODELS_KEY, {})
+    model = cache.get(spec)
+    if model is None:
+        if len(cache) > 64:
+            cache.clear()
+        model = cache[spec] = build_chat_model(spec, http_client=_http_client(rt))
+    return model
+
+
 async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
     if agent is not None and agent.model_id is not None:
         try:
@@ -182,31 +197,28 @@ async def prepare_turn(
     message_extra: dict[str, Any] | None = None,
     recursion_depth: int = 0,
     tool_extra: dict[str, Any] | None = None,
+    create: service.NewSession | None = None,
 ) -> PreparedTurn:
-    """Claim the session, save the user message and an empty assistant message, open the buffer."""
-    async with rt.db.session() as db:
+    """Claim the session (or create it with ``create``), save the user message and an empty assistant
+    message, open the buffer."""
+    async with rt.db.session() as db:  # reads only
         model_row = await _model_row(db, agent)
         tools = await _tools(db, rt, agent, user_id, user_role)
-        session = await service.get_session_by_id(db=db, session_id=session_id)
-        if session is None:
-            raise NotFound("session not found", code="session_not_found")
-        await service.claim_session(db=db, session_id=session_id, from_status=IDLE)
-        if not session.title:
-            session.title = service.title_from(user_text)
-        await service.save_message(db=db, session_id=session_id, role="user", content=user_text,
-                                   extra=message_extra)
-        reply = await service.save_message(db=db, session_id=session_id, role="assistant", status=STREAMING,
-                                           parts=[], model_id=model_row.id, extra=message_extra)
-        history = _history(session.model_history)
-        model = build_model(llm_service.spec_of(model_row, rt.box), http_client=_http_client(rt))
+        spec = llm_service.spec_of(model_row, rt.box)
+    async with rt.db.session() as db:  # one short write transaction
+        reply_id, raw_history = await service.begin_turn(
+            db=db, session_id=session_id, user_text=user_text, model_id=model_row.id, extra=message_extra,
+            create=create,
+        )
+    history = _history(raw_history)
     turn = PreparedTurn(
         session_id=session_id,
         buffer_key=buffer_key or session_id,
-        message_id=reply.id,
+        message_id=reply_id,
         scope=RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                        agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
                        extra=dict(tool_extra or {})),
-        model=model,
+        model=_model(rt, spec),
         model_config_id=model_row.id,
         system_prompt=agent.system_prompt if agent else "",
         max_steps=agent.max_steps if agent else 10,
@@ -215,7 +227,7 @@ async def prepare_turn(
         history=history,
         prompt=user_text,
     )
-    await get_buffers(rt).open(turn.buffer_key, {"sessionId": session_id, "messageId": reply.id})
+    await get_buffers(rt).open(turn.buffer_key, {"sessionId": session_id, "messageId": reply_id})
     return turn
 
 
@@ -252,7 +264,7 @@ async def prepare_resume(
         collector = PartsCollector(reply.parts)
         for a in approvals:
             collector.mark_approval(a.tool_call_id, a.status == "approved", a.reason)
-        model = build_model(llm_service.spec_of(model_row, rt.box), http_client=_http_client(rt))
+        model = _model(rt, llm_service.spec_of(model_row, rt.box))
     turn = PreparedTurn(
         session_id=session_id,
         buffer_key=buffer_key or session_id,

@@ -7,7 +7,7 @@ import logging
 
 from agentloft.chat import service
 from agentloft.chat.buffers import BUFFERS_KEY, MemoryStreamBuffers
-from agentloft.chat.engine import HTTP_CLIENT_KEY
+from agentloft.chat.engine import HTTP_CLIENT_KEY, MODELS_KEY
 from agentloft.chat.runs import get_runs
 from agentloft.runtime import Runtime
 
@@ -25,6 +25,7 @@ async def startup(rt: Runtime) -> None:
 
 async def shutdown(rt: Runtime) -> None:
     await get_runs(rt).shutdown()
+    rt.extras.pop(MODELS_KEY, None)
     client = rt.extras.pop(HTTP_CLIENT_KEY, None)
     if client is not None:
         await client.aclose()

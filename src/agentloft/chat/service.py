@@ -8,10 +8,11 @@ Turns themselves run in ``chat.engine``; the functions at the bottom (``start_tu
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, case, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
@@ -110,10 +111,69 @@ async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) 
         .values(status=RUNNING, updated_at=utcnow())
     )
     if (await db.execute(stmt)).rowcount != 1:
-        row = await db.get(AgentSession, session_id)
-        if row is not None and row.status == AWAITING_APPROVAL:
-            raise Conflict("answer the pending tool approval first", code="approval_pending")
-        raise Conflict("a reply is still being written in this session", code="session_busy")
+        await _refuse_claim(db, session_id)
+
+
+@dataclass
+class NewSession:
+    """A session to create together with its first turn (one write transaction instead of two)."""
+
+    user_id: int
+    agent_id: int | None
+    kind: str
+
+
+async def begin_turn(
+    *,
+    db: AsyncSession,
+    session_id: str,
+    user_text: str,
+    model_id: int | None,
+    extra: dict[str, Any] | None,
+    create: NewSession | None = None,
+) -> tuple[str, str | None]:
+    """Claim the idle session (or create it, running) and add the user message plus an empty assistant
+    message; returns (assistant message id, model history). Few statements on purpose: under load every
+    statement inside a write transaction is an event-loop round trip while SQLite's write lock is held."""
+    now = utcnow()
+    history: str | None = None
+    first = 0
+    if create is not None:
+        db.add(AgentSession(id=session_id, user_id=create.user_id, agent_id=create.agent_id, kind=create.kind,
+                            title=title_from(user_text), status=RUNNING, created_at=now, updated_at=now))
+        await db.flush()
+    else:
+        claim = (
+            update(AgentSession)
+            .where(AgentSession.id == session_id, AgentSession.status == IDLE)
+            .values(status=RUNNING, updated_at=now,
+                    title=case((AgentSession.title == "", title_from(user_text)), else_=AgentSession.title))
+            .returning(AgentSession.model_history)
+        )
+        claimed = (await db.execute(claim)).first()
+        if claimed is None:
+            await _refuse_claim(db, session_id)
+        history = claimed[0] if claimed else None
+        first = await next_sort_order(db=db, session_id=session_id)
+    reply_id = new_id("am")
+    common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
+              "output_tokens": None, "error": None, **(extra or {})}
+    await db.execute(insert(AgentMessage), [
+        {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
+         "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first},
+        {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
+         "model_id": model_id, "sort_order": first + 1},
+    ])
+    return reply_id, history
+
+
+async def _refuse_claim(db: AsyncSession, session_id: str) -> None:
+    row = await db.get(AgentSession, session_id)
+    if row is None:
+        raise NotFound("session not found", code="session_not_found")
+    if row.status == AWAITING_APPROVAL:
+        raise Conflict("answer the pending tool approval first", code="approval_pending")
+    raise Conflict("a reply is still being written in this session", code="session_busy")
 
 
 async def set_session_state(

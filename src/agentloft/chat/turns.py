@@ -17,6 +17,7 @@ from agentloft.chat.buffers import get_buffers
 from agentloft.chat.models import RUNNING, STOPPED, STREAMING
 from agentloft.chat.runs import get_runs
 from agentloft.errors import Conflict
+from agentloft.ids import new_id
 from agentloft.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -29,44 +30,26 @@ async def _background(rt: Runtime, turn: engine.PreparedTurn) -> None:
         log.debug("background run of %s ended by cancellation", turn.session_id)
 
 
-async def _session_for(rt: Runtime, *, user: User, session_id: str | None, agent_id: int | None,
-                       kind: str, message: str) -> tuple[str, bool]:
-    """The session to continue (owned, same agent) or a new one; returns (id, created)."""
-    async with rt.db.session() as db:
-        if session_id is None:
-            row = await service.create_session(db=db, user_id=user.id, agent_id=agent_id, kind=kind,
-                                               title=message)
-            return row.id, True
-        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
-        if row.kind != kind or row.agent_id != agent_id:
-            raise Conflict("this session belongs to another chat", code="session_mismatch")
-        return row.id, False
-
-
-async def _drop_new_session(rt: Runtime, session_id: str) -> None:
-    async with rt.db.session() as db:
-        row = await service.get_session_by_id(db=db, session_id=session_id)
-        if row is not None:
-            await db.delete(row)
-
-
 async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message: str,
                      session_id: str | None) -> str:
-    """Start a turn with an agent (or the plain model when ``agent_slug`` is None); returns the key."""
+    """Start a turn with an agent (or the plain model when ``agent_slug`` is None); returns the key.
+    A new session is created in the same transaction as its first turn, so a turn that cannot start
+    (no model configured) leaves no empty session behind."""
     agent = None
-    if agent_slug is not None:
-        async with rt.db.session() as db:
+    async with rt.db.session() as db:
+        if agent_slug is not None:
             agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
-    kind = "agent" if agent is not None else "llm"
-    sid, created = await _session_for(rt, user=user, session_id=session_id,
-                                      agent_id=agent.id if agent else None, kind=kind, message=message)
-    try:
-        turn = await engine.prepare_turn(rt, user_id=user.id, user_role=user.role, agent=agent,
-                                         session_id=sid, user_text=message)
-    except Exception:
-        if created:
-            await _drop_new_session(rt, sid)
-        raise
+        agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
+        if session_id is not None:
+            row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+            if row.kind != kind or row.agent_id != agent_id:
+                raise Conflict("this session belongs to another chat", code="session_mismatch")
+    create = None
+    if session_id is None:
+        session_id = new_id("as")
+        create = service.NewSession(user_id=user.id, agent_id=agent_id, kind=kind)
+    turn = await engine.prepare_turn(rt, user_id=user.id, user_role=user.role, agent=agent,
+                                     session_id=session_id, user_text=message, create=create)
     get_runs(rt).spawn(_background(rt, turn))
     return turn.buffer_key
 
