@@ -142,7 +142,8 @@ class InvokePanel {
   }
 
   scheduleRender() {
-    this.body.textContent = this.text; // immediate plain text, then markdown when it settles
+    this.body.classList.add('plain'); // immediate plain text, then markdown when it settles
+    this.body.textContent = this.text;
     if (this.renderTimer) return;
     this.renderTimer = setTimeout(() => { this.renderTimer = null; this.renderMarkdown(); }, 150);
   }
@@ -153,11 +154,13 @@ class InvokePanel {
       const response = await fetch(RENDER_URL, {
         method: 'POST', credentials: 'same-origin',
         headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': csrf() },
-        body: JSON.stringify({ text, markdown: text }),
+        body: JSON.stringify({ text }),
       });
       if (!response.ok) return;
       const data = await response.json();
-      if (text === this.text && typeof data.html === 'string') this.body.innerHTML = data.html; // sanitised server-side
+      if (text !== this.text || typeof data.html !== 'string') return;
+      this.body.classList.remove('plain');
+      this.body.innerHTML = data.html; // sanitised by the server (markdown-it + nh3)
     } catch { /* keep the plain text */ }
   }
 
@@ -180,20 +183,21 @@ class InvokePanel {
   }
 }
 
-/** Create the panel stack inside `host` (or a fixed stack on the page) and return the chunk handler. */
+/** Create the panel stack inside `host` (the chat page's side panel), or a floating stack on the page
+ * when there is none, and return the chunk handler. `host.hidden` follows whether any panel is open. */
 export function attachA2APanels(host) {
   ensureStyles();
-  let stack = host;
-  if (!stack) {
-    stack = document.querySelector('.a2a-panels') || el('aside', 'a2a-panels');
-    if (!stack.isConnected) document.body.append(stack);
-  }
-  stack.classList.add('a2a-panels');
+  const stack = el('div', 'a2a-panels');
+  if (host) host.append(stack);
+  else { stack.classList.add('floating'); document.body.append(stack); }
   const panels = [];
-  const remove = (panel) => { panels.splice(panels.indexOf(panel), 1); };
+  const showHost = () => { if (host) host.hidden = panels.length === 0; };
+  const remove = (panel) => { panels.splice(panels.indexOf(panel), 1); showHost(); };
   const open = (toolCallId, agentSlug) => {
     const panel = new InvokePanel(stack, { toolCallId, agentSlug, onClose: remove });
     panels.push(panel);
+    showHost();
+    panel.root.scrollIntoView({ block: 'nearest' });
     return panel;
   };
 

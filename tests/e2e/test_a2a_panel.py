@@ -1,0 +1,96 @@
+"""Issue 6 point 7 in a real browser: when the agent hands a sub-task to another agent, a side panel
+opens, fills with the called agent's reply while the caller's reply is still going, shows done, closes on
+request; two calls in one reply get two stacked panels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, callee_step, caller_step
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
+
+pytestmark = pytest.mark.e2e
+
+
+def setup_pair(page: Page, server: FakeModelServer) -> dict[str, Any]:
+    api(page, "POST", "/api/admin/models",
+        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    caller = api(page, "POST", "/api/admin/agents", {"slug": "general", "name": "General",
+                                                     "systemPrompt": CALLER_PROMPT})
+    api(page, "POST", "/api/admin/agents", {"slug": "coder", "name": "Coder", "systemPrompt": CALLEE_PROMPT,
+                                            "a2aCallable": True})
+    tool = api(page, "POST", "/api/agent-tools", {"slug": "ask-agent", "name": "Ask agent", "type": "agent-invoke"})
+    api(page, "PUT", f"/api/admin/agents/{caller['id']}/tools", [{"toolId": tool["id"]}])
+    return caller
+
+
+def send(page: Page, message: str) -> None:
+    page.get_by_label("Message").fill(message)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_panel_opens_and_fills_while_the_reply_goes_on(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_pair(page, fake_model_server)
+    words = " ".join(f"word{i}" for i in range(40))
+    fake_model.push(
+        caller_step(call("ask-agent", {"agentSlug": "coder", "input": "write it"})),
+        callee_step(Step(text=f"**Bold** start {words} end.", delay=0.08)),
+        caller_step(text("The coder has answered.")),
+    )
+    page.goto("/chat?agent=general")
+    send(page, "ask the coder")
+
+    panel = page.locator("#chat-side-panel .a2a-panel")
+    expect(panel).to_have_count(1)
+    expect(page.locator("#chat-side-panel")).to_be_visible()
+    expect(panel.locator(".a2a-panel-name")).to_have_text("Coder")
+    # Filling while the caller's reply is still streaming (its Stop button is shown, Send is not).
+    expect(panel.locator(".a2a-panel-body")).to_contain_text("word3")
+    expect(panel).to_have_attribute("data-state", "generating")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    expect(page.locator(".message.assistant").last).not_to_contain_text("The coder has answered.")
+    page.screenshot(path="/tmp/agentloft-a2a-panel-generating.png")
+
+    expect(panel).to_have_attribute("data-state", "done", timeout=20_000)
+    expect(panel.locator(".a2a-panel-body strong")).to_have_text("Bold")  # rendered as markdown
+    expect(panel.locator(".a2a-panel-body")).to_contain_text("word39 end.")
+    expect(page.locator(".message.assistant").last).to_contain_text("The coder has answered.")
+    page.screenshot(path="/tmp/agentloft-a2a-panel-done.png")
+
+    panel.get_by_role("button", name="Close").click()
+    expect(panel).to_have_count(0)
+    expect(page.locator("#chat-side-panel")).to_be_hidden()
+
+
+def test_two_calls_stack_and_a_failure_shows(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_pair(page, fake_model_server)
+    fake_model.push(
+        caller_step(call("ask-agent", {"agentSlug": "coder", "input": "first"})),
+        callee_step(text("first answer")),
+        caller_step(call("ask-agent", {"agentSlug": "coder", "input": "second"})),
+        callee_step(Step(error_status=400, error_message="coder model broke")),
+        caller_step(text("Both calls are done.")),
+    )
+    page.goto("/chat?agent=general")
+    send(page, "ask twice")
+    panels = page.locator("#chat-side-panel .a2a-panel")
+    expect(panels).to_have_count(2)
+    expect(panels.nth(0)).to_have_attribute("data-state", "done")
+    expect(panels.nth(0).locator(".a2a-panel-body")).to_contain_text("first answer")
+    expect(panels.nth(1)).to_have_attribute("data-state", "error")
+    expect(panels.nth(1).locator(".a2a-panel-error")).to_contain_text("coder model broke")
+    expect(page.locator(".message.assistant").last).to_contain_text("Both calls are done.")
+    page.screenshot(path="/tmp/agentloft-a2a-panels-stacked.png")
+    panels.nth(0).get_by_role("button", name="Close").click()
+    expect(panels).to_have_count(1)
+    expect(page.locator("#chat-side-panel")).to_be_visible()
