@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tests.fakes.openai_server import FakeModel, text
 from tests.support import ApiClient, LiveApp
 
 PAGES = ["/chat", "/tokens", "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools"]
@@ -89,3 +90,25 @@ def test_pages_stay_out_of_openapi(anon: ApiClient) -> None:
     paths = anon.get("/openapi.json").json()["paths"]
     assert "/api/render/markdown" in paths
     assert "/login" not in paths and "/admin/models" not in paths
+
+
+def test_chat_session_page_is_for_its_owner_only(
+    admin: ApiClient, user: ApiClient, model_id: int, fake_model: FakeModel
+) -> None:
+    admin.ok("POST", "/api/admin/agents", json={"slug": "helper", "name": "Helper"})
+    fake_model.push(text("hi"))
+    r = user.post("/api/agents/helper/chat", json={"message": "hello"})
+    assert r.status_code == 200
+    session_id = r.headers["x-session-id"]
+    page = user.get(f"/chat/{session_id}")
+    assert page.status_code == 200 and f'data-session-id="{session_id}"' in page.text
+    other = admin.get(f"/chat/{session_id}")
+    assert other.status_code == 404 and "session_not_found" in other.text
+
+
+def test_chat_page_lists_enabled_agents_and_the_plain_model(admin: ApiClient, user: ApiClient) -> None:
+    admin.ok("POST", "/api/admin/agents", json={"slug": "helper", "name": "Helper"})
+    admin.ok("POST", "/api/admin/agents", json={"slug": "hidden", "name": "Hidden", "enabled": False})
+    page = user.get("/chat").text
+    assert '<option value="helper" selected' in page and 'value="hidden"' not in page
+    assert '<option value="" selected' in user.get("/chat?agent=").text

@@ -122,7 +122,6 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.settings.allowedInternalHosts": "Internal hosts tools may reach",
         "admin.settings.allowedInternalHostsHint": "One host name or CIDR per line, e.g. a local "
         "SearXNG or Ollama. Everything else private or loopback stays blocked.",
-        "chat.comingSoon": "Pick an agent to start chatting.",
     },
     "zh-CN": {
         "nav.main": "主导航",
@@ -242,6 +241,5 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.settings.allowedInternalHosts": "工具可访问的内网主机",
         "admin.settings.allowedInternalHostsHint": "每行一个主机名或 CIDR，例如本地的 SearXNG 或 Ollama。"
         "其余私有或回环地址仍被阻止。",
-        "chat.comingSoon": "选择一个智能体开始对话。",
     },
 }

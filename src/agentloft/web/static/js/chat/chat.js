@@ -1,0 +1,275 @@
+// The chat page: agent picker, session sidebar, streaming replies, tool approvals, stop, and resuming a
+// reply that is still running when the page (re)loads.
+import { api, errorFrom, loadAll, requestHeaders } from '../api.js';
+import { h, showError } from '../dom.js';
+import { t } from '../i18n.js';
+import { applyChunk, MessageView, newMessage } from './message.js';
+import { readUIStream } from './stream.js';
+
+const root = document.getElementById('chat');
+const list = document.getElementById('messages');
+const scroller = document.getElementById('chat-scroll');
+const emptyHint = document.getElementById('chat-empty');
+const errorBox = document.querySelector('.chat-error');
+const form = document.getElementById('composer');
+const input = document.getElementById('message-input');
+const sendButton = document.getElementById('send');
+const stopButton = document.getElementById('stop');
+const agentSelect = document.getElementById('agent-select');
+const sessionList = document.getElementById('session-list');
+const sidePanel = document.getElementById('chat-side-panel');
+
+const state = {
+  sessionId: root.dataset.sessionId || null,
+  kind: agentSelect.value ? 'agent' : 'llm',
+  agentSlug: agentSelect.value || null,
+  views: new Map(), // message id -> MessageView
+  streaming: false,
+};
+
+// --- rendering -------------------------------------------------------------------------------------
+
+function nearBottom() {
+  return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120;
+}
+
+function scrollDown(force = false) {
+  if (force || nearBottom()) scroller.scrollTop = scroller.scrollHeight;
+}
+
+const actions = { answer: (part, approved, reason, buttons) => answerApproval(part, approved, reason, buttons) };
+
+function addMessage(message) {
+  const stick = nearBottom();
+  const view = new MessageView(message, { actions, dataContext: { panel: sidePanel, sessionId: state.sessionId } });
+  state.views.set(message.id, view);
+  list.append(view.el);
+  emptyHint.hidden = true;
+  scrollDown(stick);
+  return view;
+}
+
+function setStreaming(on) {
+  state.streaming = on;
+  sendButton.hidden = on;
+  stopButton.hidden = !on;
+  stopButton.disabled = false;
+  input.disabled = false;
+  root.dataset.streaming = on ? 'true' : 'false';
+}
+
+function setHeader(title, agentName) {
+  document.getElementById('chat-title').textContent = title || t('chat.newChat');
+  document.getElementById('chat-agent').textContent = agentName || '';
+}
+
+// --- streams ---------------------------------------------------------------------------------------
+
+/** Follow a UI-message stream; chunks go to the message named by its `start` chunk (new or existing). */
+async function follow(response) {
+  setStreaming(true);
+  let view = null;
+  let frame = 0;
+  const repaint = () => {
+    frame = 0;
+    if (!view) return;
+    const stick = nearBottom();
+    view.update();
+    scrollDown(stick);
+  };
+  try {
+    await readUIStream(response, (chunk) => {
+      if (chunk.type === 'start' || !view) {
+        const id = chunk.messageId || `local-${Date.now()}`;
+        view = state.views.get(id) || addMessage(newMessage(id, 'assistant', [], 'streaming'));
+      }
+      applyChunk(view.message, chunk);
+      if (!frame) frame = requestAnimationFrame(repaint);
+    });
+    if (view && view.message.status === 'streaming') view.message.status = 'complete';
+  } catch (error) {
+    if (view) { view.message.error = error.message; view.message.status = 'failed'; }
+  } finally {
+    if (frame) cancelAnimationFrame(frame);
+    repaint();
+    setStreaming(false);
+    refreshSessions();
+  }
+}
+
+// A run's last chunk reaches the browser a moment before the server has stored the run's end (the
+// pending approval, the idle session). An answer or a message sent in that moment is refused with one of
+// these codes; trying again shortly is what the person would do, so the page does it for them.
+const SETTLING = new Set(['approval_not_found', 'session_busy', 'nothing_to_resume']);
+
+async function post(url, body) {
+  for (let attempt = 0; ; attempt += 1) {
+    const response = await fetch(url, {
+      method: 'POST', credentials: 'same-origin',
+      headers: requestHeaders('POST', true, { Accept: 'text/event-stream' }), body: JSON.stringify(body),
+    });
+    if (response.ok || attempt >= 15 || (response.status !== 404 && response.status !== 409)) return response;
+    const error = await errorFrom(response.clone());
+    if (!SETTLING.has(error.code)) return response;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function send(text) {
+  showError(errorBox, null);
+  const url = state.kind === 'llm' ? '/api/llm/chat' : `/api/agents/${encodeURIComponent(state.agentSlug)}/chat`;
+  const body = { message: text };
+  if (state.sessionId) body.sessionId = state.sessionId;
+  setStreaming(true);
+  let response;
+  try {
+    response = await post(url, body);
+  } catch (error) {
+    setStreaming(false);
+    showError(errorBox, error);
+    return;
+  }
+  if (!response.ok) {
+    setStreaming(false);
+    showError(errorBox, await errorFrom(response));
+    return;
+  }
+  input.value = '';
+  addMessage(newMessage(`local-user-${Date.now()}`, 'user', [{ type: 'text', text }]));
+  scrollDown(true);
+  const sessionId = response.headers.get('X-Session-Id');
+  if (sessionId && sessionId !== state.sessionId) {
+    state.sessionId = sessionId;
+    history.pushState({}, '', `/chat/${sessionId}`);
+    agentSelect.disabled = true;
+    setHeader(text.slice(0, 80), agentSelect.selectedOptions[0]?.textContent);
+  }
+  await follow(response);
+}
+
+async function answerApproval(part, approved, reason, buttons) {
+  showError(errorBox, null);
+  buttons.forEach((b) => { b.disabled = true; });
+  const body = { toolCallId: part.toolCallId, approved };
+  if (reason) body.reason = reason;
+  let response;
+  try {
+    response = await post(`/api/agent-sessions/${state.sessionId}/approvals`, body);
+  } catch (error) {
+    buttons.forEach((b) => { b.disabled = false; });
+    showError(errorBox, error);
+    return;
+  }
+  if (!response.ok) {
+    buttons.forEach((b) => { b.disabled = false; });
+    showError(errorBox, await errorFrom(response));
+    return;
+  }
+  part.state = 'approval-responded';
+  part.approval = { ...(part.approval || {}), approved, ...(reason ? { reason } : {}) };
+  for (const view of state.views.values()) if (view.message.parts.includes(part)) view.update();
+  if (response.status === 202) return; // other calls of this step still wait for an answer
+  await follow(response);
+}
+
+async function stop() {
+  if (!state.sessionId) return;
+  stopButton.disabled = true;
+  try { await api('POST', `/api/agent-sessions/${state.sessionId}/stop`); } catch (error) { showError(errorBox, error); }
+}
+
+// --- sessions --------------------------------------------------------------------------------------
+
+async function refreshSessions() {
+  let sessions;
+  try { sessions = await loadAll('/api/agent-sessions', 100); } catch { return; }
+  document.querySelector('.sessions-empty').hidden = sessions.length > 0;
+  sessionList.replaceChildren(...sessions.map((s) => h('li', { class: s.id === state.sessionId ? 'current' : '' },
+    h('a', { href: `/chat/${s.id}`, 'aria-current': s.id === state.sessionId ? 'page' : null, dataset: { sessionId: s.id } },
+      h('span', { class: 'session-title', text: s.title }),
+      h('span', { class: 'muted small-text', text: s.agentName || t('chat.plainModel') })),
+    h('button', { type: 'button', class: 'linklike delete-session', title: t('action.delete'), 'aria-label': t('action.delete'), text: '×',
+      onclick: () => removeSession(s) }))));
+}
+
+async function removeSession(session) {
+  if (!window.confirm(t('chat.confirmDelete', { title: session.title }))) return;
+  try {
+    await api('DELETE', `/api/agent-sessions/${session.id}`);
+    if (session.id === state.sessionId) window.location.assign('/chat');
+    else refreshSessions();
+  } catch (error) { showError(errorBox, error); }
+}
+
+async function loadSession(id) {
+  const detail = await api('GET', `/api/agent-sessions/${id}`);
+  state.kind = detail.kind;
+  state.agentSlug = detail.agentSlug;
+  if (detail.agentSlug) agentSelect.value = detail.agentSlug;
+  else agentSelect.value = '';
+  agentSelect.disabled = true;
+  setHeader(detail.title, detail.agentName || t('chat.plainModel'));
+  list.replaceChildren();
+  state.views.clear();
+  for (const m of detail.messages) {
+    addMessage(newMessage(m.id, m.role, m.parts, m.status, m.error));
+  }
+  scrollDown(true);
+  if (detail.active) await resume(id);
+}
+
+/** Pick up a reply that is still streaming: replay its run from the start, then follow live. */
+async function resume(id) {
+  const response = await fetch(`/api/agent-sessions/${id}/stream`, {
+    credentials: 'same-origin', headers: { Accept: 'text/event-stream' },
+  });
+  if (!response.ok) { showError(errorBox, await errorFrom(response)); return; }
+  if ((response.headers.get('content-type') || '').includes('application/json')) {
+    const body = await response.json();
+    if (body.active === false) return loadSession(id); // finished meanwhile: show what was saved
+    return undefined;
+  }
+  // The saved message holds what was there before this run (nothing, or the parts up to an approval);
+  // the replay adds the run's chunks on top, in order.
+  await follow(response);
+}
+
+// --- wiring ----------------------------------------------------------------------------------------
+
+form.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const text = input.value.trim();
+  if (!text || state.streaming) return;
+  if (state.kind === 'agent' && !state.agentSlug) { showError(errorBox, new Error(t('chat.pickAgent'))); return; }
+  send(text);
+});
+
+input.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    form.requestSubmit();
+  }
+});
+
+stopButton.addEventListener('click', stop);
+
+agentSelect.addEventListener('change', () => {
+  state.agentSlug = agentSelect.value || null;
+  state.kind = agentSelect.value ? 'agent' : 'llm';
+});
+
+document.getElementById('new-chat').addEventListener('click', () => {
+  const slug = agentSelect.value;
+  window.location.assign(slug ? `/chat?agent=${encodeURIComponent(slug)}` : '/chat?agent=');
+});
+
+window.addEventListener('popstate', () => window.location.reload());
+
+async function start() {
+  refreshSessions();
+  if (state.sessionId) {
+    try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
+  }
+  input.focus();
+}
+start();

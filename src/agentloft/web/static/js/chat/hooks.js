@@ -1,0 +1,29 @@
+// Extension points of the chat page.
+//
+// `data-*` chunks (custom events from tools) are shown by handlers registered here by chunk type.
+// Every module in static/js/chat/extensions/ is loaded by the chat page (the page route lists that
+// folder), so an extension is one new file there and no edit elsewhere. The A2A side panel (issue 6)
+// plugs in like this, e.g. in static/js/chat/extensions/a2a-panel.js:
+//
+//   import { dataHandlers } from '../hooks.js';
+//   dataHandlers['data-a2a-task-started'] = (data, ctx) => {
+//     // data.taskId: subscribe to `/api/agents/a2a/stream?taskId=${data.taskId}` (readUIStream in
+//     // ../stream.js parses it; ../message.js applyChunk + MessageView render it) and render into ctx.panel (the <aside id="chat-side-panel">, hidden until
+//     // shown). ctx.live is false when the chunk comes from saved history on page load.
+//   };
+//
+// A handler may return a DOM node to show inline in the message instead of the default notice line.
+
+export const dataHandlers = {};
+
+/** Run the handler for a data part; answer what to show inline (a node, or null for the default). */
+export function handleData(part, ctx) {
+  const handler = dataHandlers[part.type];
+  if (!handler) return null;
+  try {
+    return handler(part.data, ctx) || null;
+  } catch (error) {
+    console.error(`chat extension for ${part.type} failed`, error);
+    return null;
+  }
+}

@@ -1,0 +1,151 @@
+"""Issue 4 point 7 in a real browser: a reply streams in with markdown; a tool call that needs approval
+shows a card with Approve/Reject and the run continues after the answer; a page reloaded mid-reply picks
+the stream up; Stop ends a reply."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
+from tests.support import LiveApp
+
+pytestmark = pytest.mark.e2e
+
+
+def setup_agent(page: Page, server: FakeModelServer, *, approval: bool = True) -> dict[str, Any]:
+    api(page, "POST", "/api/admin/models",
+        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "math", "name": "Math", "description": "Counts"})
+    tool = api(page, "POST", "/api/agent-tools",
+               {"slug": "calc", "name": "Calc", "type": "calculator", "needsApproval": approval})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
+    return agent
+
+
+def saved_reply(app: LiveApp, session_id: str, done: Callable[[tuple[Any, ...]], bool]) -> tuple[Any, ...]:
+    """The stored assistant reply once ``done`` says so: the stream ends a moment before the row is saved."""
+    deadline = time.monotonic() + 10
+    while True:
+        rows = app.sql("SELECT status, content FROM agent_messages WHERE session_id=? AND role='assistant'",
+                       (session_id,))
+        if (rows and done(rows[0])) or time.monotonic() > deadline:
+            return rows[0]
+        time.sleep(0.1)
+
+
+def send(page: Page, message: str) -> None:
+    page.get_by_label("Message").fill(message)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_approve_a_tool_call_and_the_answer_streams_in(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_agent(page, fake_model_server)
+    fake_model.push(call("calc", {"expression": "6*7"}), text("The answer is **42**.", delay=0.02))
+    page.goto("/chat")
+    expect(page.get_by_label("Agent")).to_have_value("math")
+    send(page, "What is 6*7?")
+
+    card = page.locator(".tool-card[data-tool='calc']")
+    expect(card.get_by_test_id("tool-state")).to_have_text("Waiting for approval")
+    expect(card).to_contain_text("6*7")
+    expect(page).to_have_url(re.compile(r"/chat/as_"))
+    page.screenshot(path="/tmp/agentloft-chat-approval.png")
+
+    # Answered at once, before the server has finished storing the pause: the page copes.
+    card.get_by_role("button", name="Approve").click()
+    expect(card.get_by_test_id("tool-state")).to_have_text("Done")
+    expect(card.get_by_test_id("tool-output")).to_contain_text("42")
+    answer = page.locator(".message.assistant .md").last
+    expect(answer.locator("strong")).to_have_text("42")
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    expect(page.locator("#session-list")).to_contain_text("What is 6*7?")
+    page.screenshot(path="/tmp/agentloft-chat.png")
+
+    # Reloaded, the conversation renders from what was saved.
+    page.reload()
+    expect(page.locator(".message.user")).to_have_text("What is 6*7?")
+    expect(page.locator(".tool-card[data-tool='calc']").get_by_test_id("tool-state")).to_have_text("Done")
+    expect(page.locator(".message.assistant .md strong")).to_have_text("42")
+
+
+def test_reject_a_tool_call_with_a_reason(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_agent(page, fake_model_server)
+    fake_model.push(call("calc", {"expression": "2**10"}), text("Fine, I will not compute it."))
+    page.goto("/chat")
+    send(page, "Compute 2**10")
+    card = page.locator(".tool-card[data-tool='calc']")
+    card.get_by_label("Reason").fill("not now")
+    card.get_by_role("button", name="Reject").click()
+    expect(card.get_by_test_id("tool-state")).to_have_text("Rejected")
+    expect(page.locator(".message.assistant .md").last).to_contain_text("Fine, I will not compute it.")
+    sent = fake_model.requests[-1]["messages"]
+    assert any("not now" in str(m.get("content")) for m in sent)
+
+
+def test_reload_mid_reply_resumes_the_stream(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_agent(page, fake_model_server, approval=False)
+    words = " ".join(f"word{i}" for i in range(40))
+    fake_model.push(text(words + " END", delay=0.1))
+    page.goto("/chat")
+    send(page, "Talk slowly")
+    answer = page.locator(".message.assistant .md").last
+    expect(answer).to_contain_text("word3")
+    page.reload()
+    # The replay brings back what streamed before the reload, then it follows live to the end.
+    answer = page.locator(".message.assistant .md").last
+    expect(answer).to_contain_text("word1 word2")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    expect(answer).to_contain_text("word39 END", timeout=15_000)
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    assert answer.inner_text().count("word10 ") == 1
+    status, content = saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: row[0] != "streaming")
+    assert status == "complete" and content.endswith("END")
+
+
+def test_stop_ends_a_reply_and_keeps_what_came(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_agent(page, fake_model_server, approval=False)
+    fake_model.push(text(" ".join(f"w{i}" for i in range(200)), delay=0.1))
+    page.goto("/chat")
+    send(page, "Go on forever")
+    answer = page.locator(".message.assistant .md").last
+    expect(answer).to_contain_text("w2")
+    page.get_by_role("button", name="Stop").click()
+    expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
+    expect(page.get_by_test_id("message-status")).to_have_text("Stopped")
+    status, content = saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: row[0] != "streaming")
+    assert status == "stopped" and "w2" in content and "w199" not in content
+
+
+def test_a_model_failure_shows_a_readable_error_and_chat_goes_on(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_agent(page, fake_model_server, approval=False)
+    fake_model.push(Step(error_status=400, error_message="model exploded"))
+    page.goto("/chat")
+    send(page, "Hello?")
+    expect(page.locator(".message-error")).to_contain_text("model exploded")
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    fake_model.push(text("Back again."))
+    send(page, "Try again")
+    expect(page.locator(".message.assistant .md").last).to_have_text("Back again.")
+    expect(page.locator(".message.user")).to_have_count(2)
