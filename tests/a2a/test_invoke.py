@@ -8,12 +8,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from tests.a2a.conftest import CALLEE_PROMPT, callee_step, caller_step, system_prompt_of
+from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, callee_step, caller_step, system_prompt_of
 from tests.chat.helpers import Streamed, chat, parse_sse
-from tests.fakes.openai_server import FakeModel, Step, call, text
-from tests.support import ApiClient, LiveApp
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
+from tests.support import ApiClient, LiveApp, start_app
 
 Agents = tuple[dict[str, Any], dict[str, Any]]
 
@@ -139,9 +140,27 @@ def test_panel_follows_live(app: LiveApp, user: ApiClient, pair: Agents, fake_mo
     assert done["reply"].text == "ok"
 
 
-def test_no_buffer(app: LiveApp, user: ApiClient, pair: Agents, fake_model: FakeModel) -> None:
-    fake_model.push(ask("coder", "q"), callee_step(text("a")), caller_step(text("ok")))
-    task_id = chat(user, "general", "go").of("data-a2a-task-started")[0]["data"]["taskId"]
-    buffers = app.server.server.config.app.state.runtime.extras["chat_stream_buffers"]
-    buffers._drop(f"a2a_{task_id}", buffers._buffers[f"a2a_{task_id}"])  # as after the grace period
-    assert user.ok("GET", f"/api/agents/a2a/stream?taskId={task_id}") == {"active": False, "reason": "no-buffer"}
+def test_no_buffer_once_the_reply_is_gone(
+    tmp_path: Path, template_db: Path, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    """After the buffer's grace period the panel stream says so instead of hanging."""
+    live = start_app(tmp_path / "short-grace", template_db, stream_grace_seconds=0.2)
+    try:
+        with live.client() as c:
+            c.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
+            c.ok("POST", "/api/admin/models", json={"name": "Fake", "provider": "openai", "isDefault": True,
+                                                    "baseUrl": fake_model_server.base_url, "model": "fake"})
+            caller = c.ok("POST", "/api/admin/agents", json={"slug": "general", "name": "General",
+                                                             "systemPrompt": CALLER_PROMPT})
+            c.ok("POST", "/api/admin/agents", json={"slug": "coder", "name": "Coder", "a2aCallable": True,
+                                                    "systemPrompt": CALLEE_PROMPT})
+            tool = c.ok("POST", "/api/agent-tools", json={"slug": "ask-agent", "name": "Ask",
+                                                          "type": "agent-invoke"})
+            c.ok("PUT", f"/api/admin/agents/{caller['id']}/tools", json=[{"toolId": tool["id"]}])
+            fake_model.push(ask("coder", "q"), callee_step(text("a")), caller_step(text("ok")))
+            task_id = chat(c, "general", "go").of("data-a2a-task-started")[0]["data"]["taskId"]
+            time.sleep(0.6)
+            assert c.ok("GET", f"/api/agents/a2a/stream?taskId={task_id}") == {"active": False,
+                                                                               "reason": "no-buffer"}
+    finally:
+        live.stop()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from a2a.client import A2AClientError
 
 from tests.a2a import a2a_client as ac
-from tests.support import ApiClient, LiveApp
+from tests.support import ApiClient, LiveApp, start_app
 
 RPC_GET_TASK = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
 
@@ -63,3 +66,29 @@ def test_panel_stream_requires_task_and_owner(app: LiveApp, user: ApiClient, ano
     assert r.status_code == 400 and r.json()["error"]["code"] == "task_id_required"
     assert user.get("/api/agents/a2a/stream?taskId=unknown").status_code == 404
     assert anon.get("/api/agents/a2a/stream?taskId=unknown").status_code == 401
+
+
+def test_restart_fails_tasks_left_running(tmp_path: Path, template_db: Path) -> None:
+    """A task's run lives in its process; after a restart a 'working' task can never end, so it fails."""
+    data = tmp_path / "data"
+    first = start_app(data, template_db)
+    with first.client() as c:
+        c.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
+    con = sqlite3.connect(first.db_path)
+    with con:
+        con.execute(
+            "INSERT INTO a2a_task_sessions (id, user_id, state, visible_in_sidebar, task_data, created_at, "
+            "updated_at) VALUES ('t-run', 1, 'working', 0, ?, '2026-01-01', '2026-01-01'), "
+            "('t-done', 1, 'completed', 0, NULL, '2026-01-01', '2026-01-01')",
+            (json.dumps({"id": "t-run", "status": {"state": "TASK_STATE_WORKING"}}),),
+        )
+    con.close()
+    first.stop()
+    second = start_app(data)
+    try:
+        rows = dict((r[0], (r[1], r[2])) for r in second.sql("SELECT id, state, task_data FROM a2a_task_sessions"))
+        assert rows["t-done"][0] == "completed"
+        assert rows["t-run"][0] == "failed"
+        assert json.loads(rows["t-run"][1])["status"]["state"] == "TASK_STATE_FAILED"
+    finally:
+        second.stop()

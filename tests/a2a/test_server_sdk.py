@@ -73,6 +73,7 @@ def test_model_error_fails_the_task(app: LiveApp, coder: dict[str, Any], token: 
     events = ac.run(ac.stream(app.url, "coder", token, "hi"))
     last = events[-1]
     assert last.status_update.status.state == TaskState.TASK_STATE_FAILED
+    assert "model exploded" in last.status_update.status.message.parts[0].text
     assert app.sql("SELECT state FROM a2a_task_sessions") == [("failed",)]
 
 

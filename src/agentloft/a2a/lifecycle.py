@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from sqlalchemy import update
+import logging
+
+from sqlalchemy import select
 
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.server import SERVERS_KEY, A2AServers
-from agentloft.db import utcnow
 from agentloft.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 
 async def startup(rt: Runtime) -> None:
     rt.extras[SERVERS_KEY] = A2AServers(rt)
-    # A task's run lives in the process that started it; one still 'working' after a restart never ends.
+    # A task's run lives in the process that started it (as chat runs do); one still 'working' after a
+    # restart will never end, so it is failed, in our state and in the protocol's copy A2A clients read.
     async with rt.db.session() as db:
-        await db.execute(
-            update(A2ATaskSession)
-            .where(A2ATaskSession.state.in_(("submitted", "working")))
-            .values(state="failed", updated_at=utcnow())
-        )
+        stmt = select(A2ATaskSession).where(A2ATaskSession.state.in_(("submitted", "working")))
+        rows = list((await db.execute(stmt)).scalars())
+        for row in rows:
+            row.state = "failed"
+            if row.task_data:
+                status = dict(row.task_data.get("status") or {})
+                status["state"] = "TASK_STATE_FAILED"
+                row.task_data = {**row.task_data, "status": status}
+    if rows:
+        log.warning("%d A2A tasks were cut off by the last shutdown; marked failed", len(rows))
 
 
 async def shutdown(rt: Runtime) -> None:
