@@ -7,6 +7,8 @@
 //   GET /api/agents/a2a/stream?taskId=… and renders the reply (markdown) as it arrives;
 // - the panel shows generating / done / error and closes on request. Several calls stack.
 
+import { t } from './js/i18n.js';
+
 const STYLE_URL = new URL('./a2a_panel.css', import.meta.url).href;
 const RENDER_URL = '/api/render/markdown';
 
@@ -64,11 +66,11 @@ class InvokePanel {
     this.root.dataset.state = 'waiting';
     const header = el('header', 'a2a-panel-header');
     this.nameEl = el('strong', 'a2a-panel-name', this.agentSlug || 'agent');
-    this.statusEl = el('span', 'a2a-panel-status', 'waiting…');
+    this.statusEl = el('span', 'a2a-panel-status', t('a2a.panel.waiting'));
     const close = el('button', 'a2a-panel-close', '×');
     close.type = 'button';
-    close.title = 'Close';
-    close.setAttribute('aria-label', 'Close');
+    close.title = t('a2a.panel.close');
+    close.setAttribute('aria-label', t('a2a.panel.close'));
     close.addEventListener('click', () => this.close());
     header.append(this.nameEl, this.statusEl, close);
     this.body = el('div', 'a2a-panel-body markdown');
@@ -89,7 +91,7 @@ class InvokePanel {
     this.taskId = taskId;
     this.root.dataset.taskId = taskId;
     if (name) this.nameEl.textContent = name;
-    this.setState('generating', 'generating…');
+    this.setState('generating', t('a2a.panel.generating'));
     this.subscribe();
   }
 
@@ -101,10 +103,10 @@ class InvokePanel {
         credentials: 'same-origin', headers: { Accept: 'text/event-stream' }, signal: this.controller.signal,
       });
     } catch (err) {
-      if (err.name !== 'AbortError') this.fail('connection lost');
+      if (err.name !== 'AbortError') this.fail(t('a2a.panel.connectionLost'));
       return;
     }
-    if (!response.ok) { this.fail(`stream unavailable (${response.status})`); return; }
+    if (!response.ok) { this.fail(t('a2a.panel.unavailable', { status: response.status })); return; }
     if ((response.headers.get('content-type') || '').includes('application/json')) {
       this.finish(); // no buffer any more: the reply ended before we subscribed
       return;
@@ -121,7 +123,7 @@ class InvokePanel {
         payloads.forEach((p) => this.handle(p));
       }
     } catch (err) {
-      if (err.name !== 'AbortError' && this.state === 'generating') this.fail('connection lost');
+      if (err.name !== 'AbortError' && this.state === 'generating') this.fail(t('a2a.panel.connectionLost'));
       return;
     }
     if (this.state === 'generating') this.finish();
@@ -135,7 +137,7 @@ class InvokePanel {
       this.text += chunk.delta || chunk.textDelta || '';
       this.scheduleRender();
     } else if (chunk.type === 'error') {
-      this.fail(chunk.errorText || 'the called agent failed');
+      this.fail(chunk.errorText || t('a2a.panel.failed'));
     } else if (chunk.type === 'finish' && this.state === 'generating') {
       this.finish();
     }
@@ -165,13 +167,13 @@ class InvokePanel {
   }
 
   finish() {
-    this.setState('done', 'done');
+    this.setState('done', t('a2a.panel.done'));
     if (this.renderTimer) { clearTimeout(this.renderTimer); this.renderTimer = null; }
     if (this.text) this.renderMarkdown();
   }
 
   fail(message) {
-    this.setState('error', 'error');
+    this.setState('error', t('a2a.panel.error'));
     this.errorEl.textContent = message;
     this.errorEl.hidden = false;
   }
