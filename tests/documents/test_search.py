@@ -3,6 +3,9 @@ step with updates and deletes, scoped to the user."""
 
 from __future__ import annotations
 
+import pytest
+
+from agentloft.documents import search
 from tests.documents.conftest import create_doc
 from tests.support import ApiClient, LiveApp
 
@@ -85,3 +88,24 @@ def test_search_is_scoped_to_the_user_with_type_and_paging(user: ApiClient, bob:
     assert all(t.startswith("launch") for t in _titles(user, "rocket"))
     assert _titles(user, "launch", type="document") == ["launch 0"]
     assert _titles(bob, "rocket") == ["bob launch"]
+
+
+def test_paging_through_many_matches_ranks_the_newest_window(
+    user: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A small window makes the boundary visible: the newest 3 matches are ranked, older ones follow.
+    monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    titles = ["plain 0", "kiwi in title 1", "plain 2", "plain 3", "kiwi in title 4", "plain 5", "plain 6"]
+    for i, title in enumerate(titles):
+        create_doc(user, title=title, content=f"kiwi fruit number {i}", type="memory" if i % 2 else "document")
+    seen: list[str] = []
+    for page in (1, 2, 3):
+        got = user.ok("GET", BASE, params={"q": "kiwi", "pageSize": 3, "page": page})
+        assert got["total"] == 7
+        seen += [d["title"] for d in got["items"]]
+    assert seen == ["kiwi in title 4", "plain 6", "plain 5", "plain 3", "plain 2", "kiwi in title 1", "plain 0"]
+    memory = user.ok("GET", BASE, params={"q": "kiwi", "type": "memory", "pageSize": 2})
+    assert memory["total"] == 3 and [d["title"] for d in memory["items"]] == ["kiwi in title 1", "plain 5"]
+    rest = user.ok("GET", BASE, params={"q": "kiwi", "type": "memory", "pageSize": 2, "page": 2})
+    assert [d["title"] for d in rest["items"]] == ["plain 3"]
+    assert user.ok("GET", BASE, params={"q": "kiwi", "page": 9})["items"] == []

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, delete, func, select
+from sqlalchemy import Row, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -155,20 +155,23 @@ async def list_documents(
 ) -> DocumentPage:
     """Newest first, or ranked by relevance when ``q`` has terms. ``offset`` (if given) wins over
     ``page`` so a caller can resume exactly where a token budget cut a page short."""
-    def scoped(stmt: Select[Any]) -> Select[Any]:
-        stmt = stmt.where(AgentDocument.user_id == user_id)
-        return stmt.where(AgentDocument.type == _check_type(type)) if type is not None else stmt
-
-    dialect = db.bind.dialect.name
-    stmt = search.search_select(scoped(select(AgentDocument)), dialect=dialect, q=q) if q else None
-    # The count is built the same way but selects no columns, so it never reads the rows' text.
-    count_base = scoped(select(func.count()).select_from(AgentDocument))
-    count = search.search_select(count_base, dialect=dialect, q=q) if stmt is not None else count_base
-    if stmt is None:
-        stmt = scoped(select(AgentDocument)).order_by(AgentDocument.created_at.desc(), AgentDocument.id.desc())
+    if type is not None:
+        _check_type(type)
     start = offset if offset is not None else (page - 1) * page_size
-    total = int((await db.execute(count.order_by(None))).scalar_one())
-    items = list((await db.execute(stmt.offset(start).limit(page_size))).scalars())
+    found = await search.search_documents(
+        db=db, user_id=user_id, type=type, q=q or "", offset=start, limit=page_size
+    )
+    if found is None:  # no search terms: newest first
+        scoped = select(AgentDocument).where(AgentDocument.user_id == user_id)
+        counted = select(func.count()).select_from(AgentDocument).where(AgentDocument.user_id == user_id)
+        if type is not None:
+            scoped = scoped.where(AgentDocument.type == type)
+            counted = counted.where(AgentDocument.type == type)
+        stmt = scoped.order_by(AgentDocument.created_at.desc(), AgentDocument.id.desc())
+        total = int((await db.execute(counted)).scalar_one())
+        items = list((await db.execute(stmt.offset(start).limit(page_size))).scalars())
+    else:
+        items, total = found.items, found.total
     return DocumentPage(
         items=items,
         total=total,

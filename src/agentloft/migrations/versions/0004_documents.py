@@ -6,8 +6,8 @@ Revises: 0003_chat
 ``agent_documents`` is seed 000's table with its three indexes. ``session_id`` has no foreign key on
 purpose: a memory must outlive the conversation that wrote it, and the column only records where it came
 from. The full-text index depends on the dialect:
-- SQLite: FTS5 external-content table with the ``trigram`` tokenizer (substring matching, so Chinese
-  needs no segmentation) and three triggers that keep it in step with the table;
+- SQLite: a contentless FTS5 table with the ``trigram`` tokenizer (substring matching, so Chinese needs
+  no segmentation; the text is not stored twice) and three triggers that keep it in step with the table;
 - PostgreSQL: the ``pg_trgm`` extension and a GIN index on the concatenated text, which serves
   ``ILIKE '%term%'`` (creating the extension needs a role allowed to do so).
 """
@@ -30,26 +30,32 @@ PG_SEARCH_EXPR = (
     "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"
 )
 
+# The index row of a document is ``(user_id << 32) + rowid``: one user's entries form one rowid range, so
+# a search reads only that user's part of each term's list (FTS5 seeks by rowid), whoever else has data.
+FTS_ROWID_NEW = "(new.user_id << 32) + new.rowid"
+FTS_ROWID_OLD = "(old.user_id << 32) + old.rowid"
+
 SQLITE_FTS = [
     f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
-        title, summary, tags, content,
-        content='agent_documents', content_rowid='rowid', tokenize='trigram'
+        title, summary, tags, content, content='', tokenize='trigram'
     )""",
     f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON agent_documents BEGIN
         INSERT INTO {FTS}(rowid, title, summary, tags, content)
-        VALUES (new.rowid, new.title, new.summary, new.tags, new.content);
+        VALUES ({FTS_ROWID_NEW}, new.title, new.summary, new.tags, new.content);
     END""",
     f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON agent_documents BEGIN
         INSERT INTO {FTS}({FTS}, rowid, title, summary, tags, content)
-        VALUES ('delete', old.rowid, old.title, old.summary, old.tags, old.content);
+        VALUES ('delete', {FTS_ROWID_OLD}, old.title, old.summary, old.tags, old.content);
     END""",
-    f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF title, summary, tags, content ON agent_documents BEGIN
+    f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF user_id, title, summary, tags, content ON agent_documents
+    BEGIN
         INSERT INTO {FTS}({FTS}, rowid, title, summary, tags, content)
-        VALUES ('delete', old.rowid, old.title, old.summary, old.tags, old.content);
+        VALUES ('delete', {FTS_ROWID_OLD}, old.title, old.summary, old.tags, old.content);
         INSERT INTO {FTS}(rowid, title, summary, tags, content)
-        VALUES (new.rowid, new.title, new.summary, new.tags, new.content);
+        VALUES ({FTS_ROWID_NEW}, new.title, new.summary, new.tags, new.content);
     END""",
-    f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
+    f"""INSERT INTO {FTS}(rowid, title, summary, tags, content)
+        SELECT (user_id << 32) + rowid, title, summary, tags, content FROM agent_documents""",
 ]
 
 POSTGRES_FTS = [
