@@ -72,7 +72,7 @@ def test_tool_with_list_and_secret_fields(admin_page: Page, app: LiveApp) -> Non
     dialog.get_by_label("Type").select_option("webhook")
     dialog.get_by_label("Name").fill("Team room")
     dialog.get_by_label("Slug").fill("team-room")
-    dialog.get_by_label("Url", exact=True).fill("https://hooks.example.com/T0KEN")
+    dialog.get_by_label("URL", exact=True).fill("https://hooks.example.com/T0KEN")
     dialog.get_by_label("Headers", exact=True).fill("X-Team: core")
     dialog.get_by_role("button", name="Save").click()
     expect(dialog).to_be_hidden()
@@ -82,7 +82,7 @@ def test_tool_with_list_and_secret_fields(admin_page: Page, app: LiveApp) -> Non
 
     # Editing never shows the secret; saving without touching it keeps it.
     page.locator("#tools-table tr[data-slug='team-room']").get_by_role("button", name="Edit").click()
-    url_input = dialog.get_by_label("Url", exact=True)
+    url_input = dialog.get_by_label("URL", exact=True)
     expect(url_input).to_have_value("")
     expect(url_input).to_have_attribute("placeholder", "••• stored — leave empty to keep")
     dialog.get_by_label("Name").fill("Team room 2")

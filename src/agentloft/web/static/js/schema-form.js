@@ -6,10 +6,14 @@
 import { h } from './dom.js';
 import { t } from './i18n.js';
 
-/** "maxRedirects" → "Max redirects" (schema titles generated from camelCase read badly). */
+const ACRONYMS = new Set(['url', 'urls', 'api', 'id', 'ms', 'mb', 'json', 'sql', 'rss', 'http', 'uuid', 'a2a']);
+
+/** "maxRedirects" → "Max redirects", "baseUrl" → "Base URL" (generated schema titles read badly). */
 export function humanize(key) {
-  const words = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[-_]+/g, ' ').toLowerCase();
-  return words.charAt(0).toUpperCase() + words.slice(1);
+  const words = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[-_]+/g, ' ').toLowerCase().split(' ')
+    .map((w) => (ACRONYMS.has(w) ? (w === 'ms' ? w : w.toUpperCase()) : w));
+  const text = words.join(' ');
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function resolve(schema, root) {
