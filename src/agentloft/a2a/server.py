@@ -45,6 +45,7 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict, ParseDict
 from sqlalchemy import select
 from starlette.requests import Request
@@ -184,21 +185,24 @@ class AgentloftExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         user = context.call_context.user
         assert isinstance(user, A2AUser)  # the router refuses anonymous calls
-        task_id, context_id = context.task_id or service._new_task_id(), context.context_id or ""
+        task_id, context_id = context.task_id or service.new_task_id(), context.context_id or ""
         updater = TaskUpdater(event_queue, task_id, context_id)
         text = context.get_user_input()
         async with self.rt.db.session() as db:
             callee = await db.get(Agent, self.agent_id)
+        if callee is None:  # deleted since the request was routed; the SDK fails the task
+            raise TaskNotFoundError(message="this agent no longer exists")
         caller = service.Caller(user_id=user.user_id, user_role=user.role,
                                 context={"via": "a2a", "contextId": context_id})
         if context.current_task is None:
+            # Our row first, then the protocol's Task: the task store keeps the Task on that row.
             await service.create_task(rt=self.rt, callee=callee, caller=caller, task_id=task_id)
             history = [context.message] if context.message else []
             await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=history,
                                                  status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
         await updater.start_work()
-        if callee is None or not text.strip():
-            await updater.failed(self._message(updater, "empty message" if callee else "agent not found"))
+        if not text.strip():
+            await updater.failed(self._message(updater, "the message has no text"))
             return
         async with self.rt.db.session() as db:
             row = await service.get_task_row(db=db, task_id=task_id, user_id=user.user_id)

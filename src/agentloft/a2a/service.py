@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,12 @@ class Caller:
     recursion_depth: int = 0
     chain: list[int] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict)
+
+    def path(self) -> list[int]:
+        """The agents this call came through, the calling agent last (cycle detection)."""
+        if self.chain:
+            return [*self.chain]
+        return [self.agent_id] if self.agent_id is not None else []
 
 
 @dataclass
@@ -104,8 +111,7 @@ def check_invocation(
     """Refuse calls that must not start: a slug the tool may not call, a cycle, too deep a chain."""
     if allowed and callee.slug not in allowed:
         raise InvocationError(f"this tool may not call agent '{callee.slug}'")
-    chain = [*caller.chain] or ([caller.agent_id] if caller.agent_id is not None else [])
-    if callee.id in chain:
+    if callee.id in caller.path():
         raise InvocationError(f"agent '{callee.slug}' is already in this call chain (a cycle)")
     if caller.recursion_depth + 1 > max_depth:
         raise InvocationError(f"recursion depth {caller.recursion_depth + 1} exceeds the limit of {max_depth}")
@@ -116,7 +122,7 @@ async def create_task(
 ) -> A2ATaskSession:
     """Create the callee's session (owned by the calling user, hidden from the session list) and the task
     row. Committed at once, so a panel can subscribe and other processes can see it."""
-    task_id = task_id or _new_task_id()
+    task_id = task_id or new_task_id()
     async with rt.db.session() as db:
         session = await chat_service.create_session(
             db=db, user_id=caller.user_id, agent_id=callee.id, title=f"A2A: {callee.name}"
@@ -137,9 +143,8 @@ async def create_task(
     return row
 
 
-def _new_task_id() -> str:
-    import uuid
-
+def new_task_id() -> str:
+    """A2A task ids are UUIDs, as the protocol's own clients and servers make them."""
     return str(uuid.uuid4())
 
 
@@ -176,7 +181,7 @@ async def run_task(
         "caller_agent_id": caller.agent_id,
         "caller_session_id": caller.session_id,
     }
-    chain = [*(caller.chain or ([caller.agent_id] if caller.agent_id is not None else [])), callee.id]
+    chain = [*caller.path(), callee.id]
     turn = engine.run_turn(
         rt,
         user_id=caller.user_id,
