@@ -101,3 +101,11 @@ async def stream_cancel_and_subscribe(base: str, slug: str, token: str, text: st
         seen["task"] = await client.get_task(GetTaskRequest(id=task_id))
         seen["task_id"] = task_id
     return seen
+
+
+async def list_tasks(base: str, slug: str, token: str, context_id: str = "") -> list[Task]:
+    from a2a.types import ListTasksRequest
+
+    async with http(token) as hc:
+        client = await create_client(f"{base}/a2a/{slug}/", client_config=ClientConfig(httpx_client=hc))
+        return list((await client.list_tasks(ListTasksRequest(context_id=context_id))).tasks)

@@ -35,6 +35,10 @@ def test_stream_reply_then_get_task(app: LiveApp, coder: dict[str, Any], token: 
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert "".join(p.text for a in task.artifacts for p in a.parts) == "def add(a, b): return a + b"
     assert fake_model.requests[-1]["messages"][-1]["content"] == "write add()"
+    listed = ac.run(ac.list_tasks(app.url, "coder", token))
+    assert [t.id for t in listed] == [task_id]
+    assert [t.id for t in ac.run(ac.list_tasks(app.url, "coder", token, task.context_id))] == [task_id]
+    assert ac.run(ac.list_tasks(app.url, "coder", token, "another-context")) == []
 
     # Same persistence as the internal path: both messages, marked as A2A, in a hidden callee session.
     rows = app.sql("SELECT role, content, source, a2a_task_id, caller_agent_id FROM agent_messages "
