@@ -8,31 +8,21 @@ The tool type module (``tools/types/agent_invoke.py``) keeps its Config and Inpu
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from agentloft.a2a import service
 from agentloft.tools.base import ToolContext, ToolResult
+from agentloft.tools.types.agent_invoke import Config
 
 log = logging.getLogger(__name__)
 
 
-def _config_value(config: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        value = getattr(config, name, None)
-        if value is not None:
-            return value
-    return default
-
-
-def options_from(config: Any) -> service.InvokeOptions:
-    """Read the tool's Config (``maxRecursionDepth``, ``timeoutMs``, ``maxOutputTokens``,
-    ``allowedAgents``) whatever the Python spelling of its fields."""
-    timeout_ms = _config_value(config, "timeout_ms", "timeoutMs", default=120_000)
+def options_from(config: Config) -> service.InvokeOptions:
+    """The tool's Config (``maxRecursionDepth``, ``timeoutMs``, ``maxOutputTokens``, ``allowedAgents``)."""
     return service.InvokeOptions(
-        max_recursion_depth=int(_config_value(config, "max_recursion_depth", "maxRecursionDepth", default=3)),
-        timeout_s=float(timeout_ms) / 1000.0,
-        max_output_tokens=_config_value(config, "max_output_tokens", "maxOutputTokens", default=2000),
-        allowed_agents=list(_config_value(config, "allowed_agents", "allowedAgents", default=[]) or []),
+        max_recursion_depth=config.max_recursion_depth,
+        timeout_s=config.timeout_ms / 1000.0,
+        max_output_tokens=config.max_output_tokens,
+        allowed_agents=list(config.allowed_agents),
     )
 
 
@@ -49,7 +39,7 @@ def caller_from(ctx: ToolContext) -> service.Caller:
     )
 
 
-async def execute(agent_slug: str, input_text: str, config: Any, ctx: ToolContext) -> ToolResult:
+async def execute(agent_slug: str, input_text: str, config: Config, ctx: ToolContext) -> ToolResult:
     """Run the sub-task and return the callee's reply; ``metadata.taskId`` names the task (and panel)."""
     if ctx.user_id is None:
         return ToolResult.fail("agent-invoke needs a signed-in user", agentSlug=agent_slug)
