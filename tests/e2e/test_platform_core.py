@@ -33,7 +33,7 @@ def test_first_admin_sets_up_a_model_and_an_agent(
     page.get_by_label("Password", exact=True).fill("password123")
     page.get_by_label("Repeat password").fill("password123")
     page.get_by_role("button", name="Create account").click()
-    expect(page).to_have_url(f"{app.url}/chat")
+    expect(page).to_have_url(f"{app.url}/setup")  # no model yet: the first-run setup page
     expect(page.get_by_test_id("user-menu")).to_contain_text("root")
 
     # A model pointing at the fake model server; the Test button shows success.
@@ -115,7 +115,7 @@ def test_admin_manages_users_tokens_and_settings(page: Page, app: LiveApp, new_p
     page.get_by_label("Password", exact=True).fill("password123")
     page.get_by_label("Repeat password").fill("password123")
     page.get_by_role("button", name="Create account").click()
-    expect(page).to_have_url(f"{app.url}/chat")
+    expect(page).to_have_url(f"{app.url}/setup")
 
     page.goto("/admin/users")
     form = page.locator("#user-form")

@@ -31,7 +31,7 @@ def test_login_never_follows_an_offsite_next(anon: ApiClient, admin: ApiClient) 
     assert admin.get("/login?next=https://evil.example", follow_redirects=False).headers["location"] == "/"
 
 
-def test_admin_sees_every_page_with_admin_nav(admin: ApiClient) -> None:
+def test_admin_sees_every_page_with_admin_nav(admin: ApiClient, model_id: int) -> None:
     for path in PAGES:
         r = admin.get(path)
         assert r.status_code == 200, path
@@ -106,7 +106,9 @@ def test_chat_session_page_is_for_its_owner_only(
     assert other.status_code == 404 and "session_not_found" in other.text
 
 
-def test_chat_page_lists_enabled_agents_and_the_plain_model(admin: ApiClient, user: ApiClient) -> None:
+def test_chat_page_lists_enabled_agents_and_the_plain_model(
+    admin: ApiClient, user: ApiClient, model_id: int
+) -> None:
     admin.ok("POST", "/api/admin/agents", json={"slug": "helper", "name": "Helper"})
     admin.ok("POST", "/api/admin/agents", json={"slug": "hidden", "name": "Hidden", "enabled": False})
     page = user.get("/chat").text

@@ -21,6 +21,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "admin",
     "admin_tools",
     "chat",
+    "setup",
     "documents",
     "render",
     "language",

@@ -4,12 +4,17 @@ streams, approvals and stopping go through the chat API from ``static/js/chat/``
 from __future__ import annotations
 
 from fastapi import Request, Response
+from fastapi.responses import RedirectResponse
 
 from agentloft.agents import service as agents_service
+from agentloft.agents.models import Agent
+from agentloft.auth.models import User
 from agentloft.chat import service as chat_service
 from agentloft.db import DbSession
+from agentloft.llm import service as llm_service
 from agentloft.schemas import PageParams
 from agentloft.web.deps import PageUser, page_router
+from agentloft.web.pages.setup import SETUP_PATH, no_model_notice
 from agentloft.web.templating import STATIC_DIR, render_page
 
 router = page_router()
@@ -27,25 +32,37 @@ def extension_scripts() -> list[str]:
     return [f"js/chat/extensions/{p.name}" for p in sorted(EXTENSIONS_DIR.glob("*.js"))]
 
 
-async def _chat(request: Request, db: DbSession, *, session_id: str | None, agent: str | None) -> Response:
+def _first_agent(agents: list[Agent]) -> str:
+    """The agent a new chat opens on: the default Assistant when it is enabled, else the first one."""
+    slugs = [a.slug for a in agents]
+    return "assistant" if "assistant" in slugs else (slugs[0] if slugs else "")
+
+
+async def _chat(
+    request: Request, db: DbSession, *, user: User, session_id: str | None, agent: str | None
+) -> Response:
+    # First run: without an enabled model nothing here could answer. Admins go to the setup page; everyone
+    # else reads a notice instead of a chat that fails on the first message.
+    if not await llm_service.has_enabled_model(db=db):
+        return RedirectResponse(SETUP_PATH, status_code=303) if user.is_admin else no_model_notice(request)
     agents, _ = await agents_service.list_agents(db=db, page=PageParams(page=1, page_size=100), enabled_only=True)
     return render_page(
         request,
         "chat/chat.html",
         agents=agents,
         session_id=session_id,
-        # ``?agent=`` (empty) picks the plain model chat; no parameter picks the first agent.
+        # ``?agent=`` (empty) picks the plain model chat; no parameter picks the Assistant (else the first).
         extension_scripts=extension_scripts(),
-        selected_agent=agent if agent is not None else (agents[0].slug if agents else ""),
+        selected_agent=agent if agent is not None else _first_agent(agents),
     )
 
 
 @router.get("/chat")
-async def chat_page(request: Request, _: PageUser, db: DbSession, agent: str | None = None) -> Response:
-    return await _chat(request, db, session_id=None, agent=agent)
+async def chat_page(request: Request, user: PageUser, db: DbSession, agent: str | None = None) -> Response:
+    return await _chat(request, db, user=user, session_id=None, agent=agent)
 
 
 @router.get("/chat/{session_id}")
 async def chat_session_page(request: Request, user: PageUser, db: DbSession, session_id: str) -> Response:
     session = await chat_service.get_session(db=db, session_id=session_id, user_id=user.id)  # 404 if not own
-    return await _chat(request, db, session_id=session.id, agent=None)
+    return await _chat(request, db, user=user, session_id=session.id, agent=None)

@@ -10,6 +10,8 @@ const dlg = document.getElementById('model-dialog');
 const form = document.getElementById('model-form');
 const modal = dialog(dlg);
 let editing = null;
+let presets = [];
+const presetSelect = document.getElementById('model-preset');
 
 function testCell(model) {
   const result = h('span', { class: 'test-result', 'aria-live': 'polite' });
@@ -54,6 +56,28 @@ async function refresh() {
   empty.hidden = models.length > 0;
 }
 
+// Presets fill the provider and base URL, suggest a model name, and hide the key field when none is needed.
+async function loadPresets() {
+  presets = await api('GET', '/api/admin/models/presets');
+  presetSelect.append(...presets.map((p) => h('option', { value: p.id, text: p.label })));
+}
+
+function showKeyField(needed) {
+  form.querySelector('.key-field').hidden = !needed;
+  form.querySelector('.no-key-needed').hidden = needed;
+  if (!needed) form.apiKey.value = '';
+}
+
+function applyPreset() {
+  const preset = presets.find((p) => p.id === presetSelect.value);
+  form.model.placeholder = preset ? preset.modelHint : 'gpt-4o-mini';
+  showKeyField(!preset || preset.needsApiKey || Boolean(editing && editing.hasApiKey));
+  if (!preset) return;
+  form.provider.value = preset.provider;
+  form.baseUrl.value = preset.baseUrl || '';
+  if (!form.name.value.trim()) form.name.value = preset.label;
+}
+
 function openEditor(model) {
   editing = model;
   form.reset();
@@ -66,6 +90,7 @@ function openEditor(model) {
   keyState.textContent = model && model.hasApiKey ? keyState.dataset.set : keyState.dataset.unset;
   form.apiKey.placeholder = model && model.hasApiKey ? t('admin.models.keySet') : '';
   form.querySelector('.remove-key').hidden = !(model && model.hasApiKey);
+  applyPreset(); // the form reset picked "Custom": every field shows
   modal.open();
 }
 
@@ -104,4 +129,6 @@ async function remove(button, model) {
 }
 
 document.getElementById('new-model').addEventListener('click', () => openEditor(null));
+presetSelect.addEventListener('change', applyPreset);
+loadPresets().catch((e) => showError(pageError, e));
 refresh().catch((e) => showError(pageError, e));
