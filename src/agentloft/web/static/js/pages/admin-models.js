@@ -75,7 +75,8 @@ function applyPreset() {
   if (!preset) return;
   form.provider.value = preset.provider;
   form.baseUrl.value = preset.baseUrl || '';
-  if (!form.name.value.trim()) form.name.value = preset.label;
+  const autoNamed = presets.some((p) => p.label === form.name.value);
+  if (!form.name.value.trim() || autoNamed) form.name.value = preset.label;
 }
 
 function openEditor(model) {

@@ -80,6 +80,7 @@ async function test() {
   else showResult('failed', t('setup.testFailed', { error: outcome.error || '' }), t('setup.testFailedHint'));
   doneButton.hidden = false;
   doneButton.classList.toggle('primary', outcome.ok);
+  saveButton.classList.toggle('primary', !outcome.ok); // one main action at a time
   if (outcome.ok) doneButton.focus();
 }
 
