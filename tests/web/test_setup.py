@@ -99,3 +99,28 @@ def test_bootstrap_model_is_the_default_and_serves_the_assistant(
             assert len(fake_model.requests) == 1 and fake_model.requests[0]["model"] == "fake-model"
     finally:
         live.stop()
+
+
+def test_bootstrap_model_takes_over_as_default_on_restart(
+    tmp_path: Path, template_db: Path, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    live = start_app(tmp_path / "data", template_db, create_defaults=True)
+    try:
+        with live.client() as admin:
+            signup(admin, "root")
+            admin.ok("POST", "/api/admin/models", json={"name": "Earlier", "provider": "openai", "isDefault": True,
+                                                        "baseUrl": fake_model_server.base_url, "model": "earlier"})
+    finally:
+        live.stop()
+    live = start_app(tmp_path / "data", None, create_defaults=True,
+                     openai_base_url=fake_model_server.base_url, default_model="fake-model")
+    try:
+        with live.client() as admin:
+            admin.ok("POST", "/api/auth/login", json={"username": "root", "password": "password123"})
+            defaults = [m["model"] for m in admin.ok("GET", "/api/admin/models")["items"] if m["isDefault"]]
+            assert defaults == ["fake-model"]
+            fake_model.push(text("From the environment's model."))
+            assert chat(admin, "assistant", "hi").text == "From the environment's model."
+            assert fake_model.requests[-1]["model"] == "fake-model"
+    finally:
+        live.stop()
