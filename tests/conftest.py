@@ -1,5 +1,6 @@
-"""Shared fixtures: a fresh live server per test (on a copy of a migrated SQLite file), the scripted fake
-model server, and signed-in clients for an admin and for plain users."""
+"""Shared fixtures: a fresh live server per test (on a copy of a migrated SQLite file, or with
+``AGENTLOFT_TEST_POSTGRES_URL`` set, on its own PostgreSQL database cloned from a migrated template), the
+scripted fake model server, and signed-in clients for an admin and for plain users."""
 
 from __future__ import annotations
 
@@ -11,16 +12,67 @@ import pytest
 
 from agentloft import migrate
 from tests.fakes.openai_server import FakeModel, FakeModelServer
+from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, start_app
 
 _counter = itertools.count()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): tests SQLite itself (PRAGMAs, FTS5); skipped only in the PostgreSQL pass"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the PostgreSQL pass, skip what only makes sense on SQLite, saying why; on SQLite everything runs."""
+    if not pg.server_url():
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "SQLite only")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
 @pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def pg_template() -> Iterator[str | None]:
+    """On PostgreSQL: a database migrated once, cloned for every test. None on SQLite."""
+    if not pg.server_url():
+        yield None
+        return
+    name = pg.new_name("template")
+    url = pg.create_database(name)
+    try:
+        migrate.upgrade(url)
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory: pytest.TempPathFactory, pg_template: str | None) -> Path:
     path = tmp_path_factory.mktemp("template") / "agentloft.db"
     migrate.upgrade(f"sqlite+aiosqlite:///{path}")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _pg_databases(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """On PostgreSQL, give the test its own databases (see ``tests.pg.database.TestDatabases``) and drop
+    them afterwards. Does nothing on SQLite."""
+    if not pg.server_url():
+        yield
+        return
+    template = request.getfixturevalue("pg_template") if "template_db" in request.fixturenames else None
+    pg.current = pg.TestDatabases(template)
+    if template:
+        monkeypatch.setenv("AGENTLOFT_DATABASE_URL", pg.current.create_main())
+    try:
+        yield
+    finally:
+        databases, pg.current = pg.current, None
+        databases.drop_all()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""Test helpers: a live agentloft server on real SQLite, and an HTTP client that behaves like the pages
-(keeps cookies, echoes the CSRF cookie in ``X-CSRF-Token`` on writes)."""
+"""Test helpers: a live agentloft server on real SQLite (or PostgreSQL when ``AGENTLOFT_TEST_POSTGRES_URL`` is
+set, see ``tests/pg``), and an HTTP client that behaves like the pages (keeps cookies, echoes the CSRF
+cookie in ``X-CSRF-Token`` on writes)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import httpx
 from agentloft.app import create_app
 from agentloft.config import load_settings
 from tests.fakes.openai_server import ThreadedServer
+from tests.pg import database as pg
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -45,6 +47,7 @@ class LiveApp:
     url: str
     data_dir: Path
     server: ThreadedServer
+    database_url: str | None = None  # set when the server runs on PostgreSQL
 
     @property
     def db_path(self) -> Path:
@@ -56,10 +59,14 @@ class LiveApp:
         return c
 
     def sql(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Read the database directly (to check what was stored, not what the API says)."""
+        """Read the database directly (to check what was stored, not what the API says), or write to it
+        (committed) to set up a state the API cannot reach. Placeholders are ``?`` on both databases."""
+        if pg.is_postgres(self.database_url):
+            return pg.query(self.database_url or "", query, params)
         con = sqlite3.connect(self.db_path)
         try:
-            return con.execute(query, params).fetchall()
+            with con:
+                return con.execute(query, params).fetchall()
         finally:
             con.close()
 
@@ -69,6 +76,8 @@ class LiveApp:
 
 def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) -> LiveApp:
     data_dir.mkdir(parents=True, exist_ok=True)
+    if pg.current is not None and "database_url" not in settings:
+        settings["database_url"] = pg.current.for_dir(data_dir, empty=template_db is None)
     if template_db is not None and not (data_dir / "agentloft.db").exists():
         shutil.copy(template_db, data_dir / "agentloft.db")
     # Defaults (tools, the Assistant) are off unless a test asks for them, so counts in tests stay exact.
@@ -78,7 +87,7 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
     values.update(settings)
     app = create_app(load_settings(**values))
     server = ThreadedServer(app).start()
-    return LiveApp(url=server.url, data_dir=data_dir, server=server)
+    return LiveApp(url=server.url, data_dir=data_dir, server=server, database_url=settings.get("database_url"))
 
 
 def signup(client: ApiClient, username: str, password: str = "password123") -> dict[str, Any]:

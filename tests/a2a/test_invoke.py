@@ -4,7 +4,6 @@ callee agent; the callee's reply streams into the panel's buffer and is stored w
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -107,10 +106,7 @@ def test_visible_task_session_is_listed(app: LiveApp, user: ApiClient, pair: Age
     assert user.ok("GET", "/api/agent-sessions")["total"] == 1
     # Hidden by the task row's flag, not by the messages' source: flip it and the session shows.
     (task_session,), = app.sql("SELECT session_id FROM a2a_task_sessions")
-    con = sqlite3.connect(app.db_path)
-    with con:
-        con.execute("UPDATE a2a_task_sessions SET visible_in_sidebar = 1")
-    con.close()
+    app.sql("UPDATE a2a_task_sessions SET visible_in_sidebar = 1")
     ids = [s["id"] for s in user.ok("GET", "/api/agent-sessions")["items"]]
     assert task_session in ids and len(ids) == 2
 

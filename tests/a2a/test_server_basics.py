@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,15 +73,12 @@ def test_restart_fails_tasks_left_running(tmp_path: Path, template_db: Path) -> 
     first = start_app(data, template_db)
     with first.client() as c:
         c.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
-    con = sqlite3.connect(first.db_path)
-    with con:
-        con.execute(
-            "INSERT INTO a2a_task_sessions (id, user_id, state, visible_in_sidebar, task_data, created_at, "
-            "updated_at) VALUES ('t-run', 1, 'working', 0, ?, '2026-01-01', '2026-01-01'), "
-            "('t-done', 1, 'completed', 0, NULL, '2026-01-01', '2026-01-01')",
-            (json.dumps({"id": "t-run", "status": {"state": "TASK_STATE_WORKING"}}),),
-        )
-    con.close()
+    first.sql(
+        "INSERT INTO a2a_task_sessions (id, user_id, state, visible_in_sidebar, task_data, created_at, "
+        "updated_at) VALUES ('t-run', 1, 'working', 0, ?, '2026-01-01', '2026-01-01'), "
+        "('t-done', 1, 'completed', 0, NULL, '2026-01-01', '2026-01-01')",
+        (json.dumps({"id": "t-run", "status": {"state": "TASK_STATE_WORKING"}}),),
+    )
     first.stop()
     second = start_app(data)
     try:

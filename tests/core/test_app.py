@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentloft.config import ConfigError, load_settings
+from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, login, start_app
 
 
@@ -35,12 +36,15 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert s.resolved_database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'agentloft.db'}"
 
 
+@pytest.mark.sqlite_only(reason="reads SQLite's journal mode")
 def test_sqlite_runs_in_wal_mode(app: LiveApp, admin: ApiClient) -> None:
     assert app.sql("PRAGMA journal_mode")[0][0] == "wal"
 
 
 def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENTLOFT_DATA_DIR": str(data_dir)}
+    if pg.current is not None:  # PostgreSQL pass: the same database a server on this data dir will use
+        env["AGENTLOFT_DATABASE_URL"] = pg.current.for_dir(data_dir, empty=True)
     return subprocess.run([sys.executable, "-m", "agentloft.cli", *args], env=env, capture_output=True,
                           text=True, timeout=120)
 

@@ -148,13 +148,17 @@ def test_deleting_a_user_deletes_their_documents_and_index(app: LiveApp, make_us
     carol = make_user("carol")
     doc = create_doc(carol, content="carol wrote this")
     carol.ok("PUT", f"{BASE}/{doc['id']}", json={"content": "carol wrote that"})
-    con = sqlite3.connect(app.db_path)
-    try:
-        con.execute("PRAGMA foreign_keys=ON")
-        con.execute("DELETE FROM users WHERE username = 'carol'")
-        con.commit()
-    finally:
-        con.close()
+    if app.database_url:  # PostgreSQL: foreign keys are always on
+        app.sql("DELETE FROM users WHERE username = 'carol'")
+    else:
+        con = sqlite3.connect(app.db_path)
+        try:
+            con.execute("PRAGMA foreign_keys=ON")
+            con.execute("DELETE FROM users WHERE username = 'carol'")
+            con.commit()
+        finally:
+            con.close()
     assert app.sql("SELECT count(*) FROM agent_documents") == [(0,)]
     assert app.sql("SELECT count(*) FROM agent_document_versions") == [(0,)]
-    assert app.sql("SELECT count(*) FROM agent_documents_fts WHERE agent_documents_fts MATCH 'carol'") == [(0,)]
+    if not app.database_url:  # the SQLite full-text index (PostgreSQL indexes the table itself)
+        assert app.sql("SELECT count(*) FROM agent_documents_fts WHERE agent_documents_fts MATCH 'carol'") == [(0,)]

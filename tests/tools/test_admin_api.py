@@ -95,7 +95,8 @@ def test_admin_only_is_boolean_in_json_and_0_1_in_db(
     assert everyone["adminOnly"] is False and hidden["adminOnly"] is True
     rows = dict(app.sql("SELECT slug, admin_only FROM agent_tools"))
     assert rows == {"calc": 0, "calc-admin": 1}
-    assert app.sql("SELECT typeof(admin_only) FROM agent_tools") == [("integer",), ("integer",)]
+    typeof = "pg_typeof(admin_only)::text" if app.database_url else "typeof(admin_only)"
+    assert app.sql(f"SELECT {typeof} FROM agent_tools") == [("integer",), ("integer",)]
 
     flipped = admin.ok("PUT", f"/api/agent-tools/{hidden['id']}", json={"adminOnly": False})
     assert flipped["adminOnly"] is False
@@ -107,6 +108,11 @@ def test_admin_only_is_boolean_in_json_and_0_1_in_db(
 
 
 def test_admin_only_column_defaults_to_0_in_sql(app: LiveApp, admin: ApiClient) -> None:
+    if app.database_url:  # PostgreSQL
+        default = app.sql("SELECT column_default, is_nullable = 'NO' FROM information_schema.columns "
+                          "WHERE table_name = 'agent_tools' AND column_name = 'admin_only'")
+        assert default == [("0", True)]
+        return
     default = app.sql("SELECT dflt_value, \"notnull\" FROM pragma_table_info('agent_tools') "
                       "WHERE name = 'admin_only'")
     assert default == [("0", 1)]
