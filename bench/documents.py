@@ -52,7 +52,7 @@ def _cum_weights(n: int) -> list[float]:
 
 
 def _rows(total: int, mine: int, rng: random.Random) -> Iterator[tuple[object, ...]]:
-    english, chinese = _vocab(rng)
+    english, chinese = _vocab(rng)  # first draws of the seeded generator: see ``load_terms``
     we, wc = _cum_weights(len(english)), _cum_weights(len(chinese))
     start = datetime(2025, 1, 1, tzinfo=UTC)
     every = max(total // mine, 1)
@@ -67,10 +67,16 @@ def _rows(total: int, mine: int, rng: random.Random) -> Iterator[tuple[object, .
         stamp = (start + timedelta(seconds=i * 7)).strftime("%Y-%m-%d %H:%M:%S.000000")
         yield (f"ad_b{i:07d}", owner, "memory" if i % 3 else "document", title, content, content[:200],
                None, stamp, stamp)
-    bench_terms.update(english=english, chinese=chinese)
 
 
 bench_terms: dict[str, list[str]] = {}
+SEED = 7
+
+
+def load_terms() -> None:
+    """The vocabulary the rows were drawn from (the same seeded draws), to pick queries by frequency."""
+    english, chinese = _vocab(random.Random(SEED))
+    bench_terms.update(english=english, chinese=chinese)
 
 
 def build(path: Path, total: int, mine: int) -> float:
@@ -92,7 +98,7 @@ def build(path: Path, total: int, mine: int) -> float:
     con.executemany(
         "INSERT INTO agent_documents (id, user_id, type, title, content, summary, tags, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _rows(total, mine, random.Random(7)),
+        _rows(total, mine, random.Random(SEED)),
     )
     con.commit()
     loaded = time.perf_counter()
@@ -196,12 +202,15 @@ def main() -> None:
     ap.add_argument("--total", type=int, default=500_000)
     ap.add_argument("--mine", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--db", type=Path, help="keep the generated database here and reuse it when it exists")
     args = ap.parse_args()
+    load_terms()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.db"
-        secs = build(path, args.total, args.mine)
-        size = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
-        print(f"built {args.total} documents ({args.mine} for user 1) in {secs:.1f} s, {size:.0f} MB")
+        path = args.db or Path(tmp) / "bench.db"
+        if not path.exists():
+            secs = build(path, args.total, args.mine)
+            size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
+            print(f"built {args.total} documents ({args.mine} for user 1) in {secs:.1f} s, {size:.0f} MB")
         results = asyncio.run(run(path, args.runs))
     print(f"{'query (user with 100k of 500k documents)':46} {'p50 ms':>8} {'p95 ms':>8} {'hits':>8}")
     for name, p50, p95, hits in results:

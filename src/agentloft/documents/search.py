@@ -155,28 +155,26 @@ async def _fts_count(db: AsyncSession, params: dict[str, Any], type: str | None)
     return int((await db.execute(text(sql), params)).scalar_one())
 
 
-async def _fts_rowids(db: AsyncSession, params: dict[str, Any], type: str | None, offset: int,
-                      limit: int) -> list[int]:
-    """Document rowids of one page: the newest RANK_WINDOW matches by bm25, then the rest newest first."""
+async def _fts_window(db: AsyncSession, params: dict[str, Any], type: str | None) -> list[tuple[int, float]]:
+    """The newest RANK_WINDOW matches as (index rowid, bm25 score), best first."""
     join, cond = _type_filter(type)
-    out: list[int] = []
-    if offset < RANK_WINDOW:
-        window = (
-            f"SELECT {FTS_TABLE}.rowid AS r, {BM25} AS score FROM {FTS_TABLE} {join} "
-            f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid DESC LIMIT {RANK_WINDOW}"
-        )
-        sql = f"SELECT r FROM ({window}) ORDER BY score, r DESC LIMIT :lim OFFSET :off"
-        page = await db.execute(text(sql), {**params, "lim": limit, "off": offset})
-        out = [r & ROWID_MASK for (r,) in page]
-    rest = limit - len(out)
-    if rest > 0 and offset + len(out) >= RANK_WINDOW:
-        sql = (
-            f"SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond} "
-            f"ORDER BY {FTS_TABLE}.rowid DESC LIMIT :lim OFFSET :off"
-        )
-        tail = await db.execute(text(sql), {**params, "lim": rest, "off": max(offset, RANK_WINDOW)})
-        out += [r & ROWID_MASK for (r,) in tail]
-    return out
+    sql = (
+        f"SELECT {FTS_TABLE}.rowid, {BM25} FROM {FTS_TABLE} {join} "
+        f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid DESC LIMIT {RANK_WINDOW}"
+    )
+    hits = [(int(r), float(score)) for r, score in await db.execute(text(sql), params)]
+    return sorted(hits, key=lambda h: (h[1], -h[0]))
+
+
+async def _fts_older(db: AsyncSession, params: dict[str, Any], type: str | None, offset: int,
+                     limit: int) -> list[int]:
+    """Matches past the ranked window, newest first (``offset`` counts from the newest match)."""
+    join, cond = _type_filter(type)
+    sql = (
+        f"SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond} "
+        f"ORDER BY {FTS_TABLE}.rowid DESC LIMIT :lim OFFSET :off"
+    )
+    return [int(r) for (r,) in await db.execute(text(sql), {**params, "lim": limit, "off": offset})]
 
 
 async def _load_in_order(db: AsyncSession, user_id: int, rowids: list[int]) -> list[AgentDocument]:
@@ -214,11 +212,15 @@ async def _sqlite(db: AsyncSession, user_id: int, type: str | None, query: Query
     params = {**_fts_params(user_id, query), "t": type}
     if query.short_terms:
         return await _fts_with_short_terms(db, user_id, type, query, params, offset, limit)
-    total = await _fts_count(db, params, type)
-    if offset >= total:
-        return Found([], total)
-    rowids = await _fts_rowids(db, params, type, offset, limit)
-    return Found(await _load_in_order(db, user_id, rowids), total)
+    # One pass over the index answers the usual case: under RANK_WINDOW matches the window is all of
+    # them, so it also gives the total; only a full window needs the separate count.
+    window = await _fts_window(db, params, type)
+    total = len(window) if len(window) < RANK_WINDOW else await _fts_count(db, params, type)
+    rowids = [r for r, _ in window[offset:offset + limit]]
+    if len(rowids) < limit and offset + len(rowids) < total:
+        start = max(offset, RANK_WINDOW)
+        rowids += await _fts_older(db, params, type, start, limit - len(rowids))
+    return Found(await _load_in_order(db, user_id, [r & ROWID_MASK for r in rowids]), total)
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------
