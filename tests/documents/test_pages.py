@@ -50,3 +50,11 @@ def test_someone_elses_document_is_a_404_page(user: ApiClient, bob: ApiClient) -
     doc = create_doc(user, title="Private")
     r = bob.get(f"/agent-documents/{doc['id']}")
     assert r.status_code == 404 and "document not found or no access" in r.text and "Private" not in r.text
+
+
+def test_summary_box_only_for_a_summary_of_its_own(user: ApiClient) -> None:
+    cut = create_doc(user, title="Cut", content="A long text " * 40)
+    own = create_doc(user, title="Own", content="A long text " * 40, summary="The gist in one line")
+    assert 'data-testid="doc-summary"' not in user.get(f"/agent-documents/{cut['id']}").text
+    html = user.get(f"/agent-documents/{own['id']}").text
+    assert 'data-testid="doc-summary"' in html and "The gist in one line" in html

@@ -48,6 +48,13 @@ async def documents_page(
     )
 
 
+def _written_summary(summary: str | None, content: str) -> bool:
+    """Whether the summary says something of its own (not just the start of the content, cut)."""
+    if not summary:
+        return False
+    return not " ".join(content.split()).startswith(summary.rstrip("…").rstrip())
+
+
 @router.get("/agent-documents/{document_id}")
 async def document_page(request: Request, user: PageUser, db: DbSession, document_id: str) -> Response:
     doc = await documents_service.get_document_by_id(db=db, user_id=user.id, document_id=document_id)
@@ -59,6 +66,7 @@ async def document_page(request: Request, user: PageUser, db: DbSession, documen
         "documents/detail.html",
         doc=doc,
         html=Markup(render(doc.content)),  # safe: markdown-it (html off), then the nh3 allow-list
+        show_summary=_written_summary(doc.summary, doc.content),
         versions=versions,
         total_versions=total_versions,
         editable={"title": doc.title, "type": doc.type, "tags": doc.tags or "", "summary": doc.summary or "",
