@@ -13,12 +13,13 @@ Public interface (stable; other domains call only these):
       the tools ``tools.service.get_enabled_tools_for_llm`` returns for the user).
     - ``message_extra``: extra column values written on BOTH messages of the turn (A2A passes
       ``{"source": "a2a", "a2a_task_id": ..., "caller_agent_id": ..., "caller_session_id": ...}``
-      once its migration adds those columns). Unknown keys raise ``TypeError``.
+      once its migration adds those columns). Unknown column names are an error, never dropped.
     - ``recursion_depth`` / ``tool_extra`` are handed to every tool in ``ToolContext``.
     - Raises ``errors.Conflict`` (code ``session_busy``) when the session already runs a turn or waits
       for an approval. Never raises for model or tool failures: they end up in the result.
-    A caller that wants the run to outlive its request wraps it in ``service.start_turn`` (a background
-    task registered so ``stop`` can cancel it); A2A may simply ``await`` it inside its own task.
+    The chat endpoints use ``prepare_turn`` in the request (bad input is a clean HTTP error) and ``drive``
+    in a background task (``chat.turns``), so the run outlives the request; A2A simply awaits
+    ``run_turn`` inside its own task. Either way the run registers its task, so ``POST …/stop`` works.
 
 ``TurnResult``: ``status`` (``complete`` | ``failed`` | ``stopped`` | ``awaiting_approval`` |
     ``interrupted`` (server shutdown); a cancellation of the caller's task is saved as ``stopped`` and
@@ -29,7 +30,7 @@ Public interface (stable; other domains call only these):
 
 ``await resume_turn(rt, *, session_id, user_id, user_role, buffer_key=None, ...) -> TurnResult``
     Continue a session paused on approvals once every pending call is answered (``service`` records
-    the answers; the approvals endpoint calls this through ``service.start_resume``).
+    the answers; the approvals endpoint goes through ``chat.turns.answer``).
 
 Buffers (``chat.buffers``): ``get_buffers(rt)`` returns the app's ``StreamBuffers``; keys are plain
 strings (a session id, or ``a2a_<taskId>``). ``subscribe(key)`` replays the current run's chunks then
@@ -62,6 +63,7 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service
 from agentloft.chat.buffers import get_buffers
+from agentloft.chat.lean_http import LeanTransport
 from agentloft.chat.lean_openai import build_chat_model
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
@@ -128,7 +130,8 @@ def _http_client(rt: Runtime) -> httpx.AsyncClient:
     if client is None or client.is_closed:
         timeout = httpx.Timeout(rt.settings.model_timeout_seconds, connect=10.0)
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-        client = rt.extras[HTTP_CLIENT_KEY] = httpx.AsyncClient(timeout=timeout, limits=limits)
+        transport = LeanTransport(httpx.AsyncHTTPTransport(limits=limits))
+        client = rt.extras[HTTP_CLIENT_KEY] = httpx.AsyncClient(timeout=timeout, transport=transport)
     return client
 
 
