@@ -24,8 +24,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _uses_browser(item: pytest.Item) -> bool:
+    return item.get_closest_marker("e2e") is not None or "browser" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In the PostgreSQL pass, skip what only makes sense on SQLite, saying why; on SQLite everything runs."""
+    """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread until
+    the session ends, and async tests after it could not start their own. In the PostgreSQL pass, skip
+    what only makes sense on SQLite, saying why; on SQLite everything runs."""
+    items.sort(key=_uses_browser)  # stable: the order is otherwise kept
     if not pg.server_url():
         return
     for item in items:

@@ -74,13 +74,25 @@ def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, .
     return _run(main)
 
 
-def _admin(statement: str) -> None:
+# An autovacuum worker may be visiting the template (CREATE fails) or a test database (DROP … FORCE may not
+# end it without superuser rights); it is gone within moments, so these statements are retried.
+_BUSY = (asyncpg.exceptions.ObjectInUseError, asyncpg.exceptions.InsufficientPrivilegeError)
+
+
+def _admin(statement: str, attempts: int = 50) -> None:
     """A statement that cannot run inside a transaction (CREATE/DROP DATABASE), on the admin database."""
 
     async def main() -> None:
         conn = await asyncpg.connect(**_connect_kwargs(server_url() or ""))
         try:
-            await conn.execute(statement)
+            for attempt in range(attempts):
+                try:
+                    await conn.execute(statement)
+                    return
+                except _BUSY:
+                    if attempt == attempts - 1:
+                        raise
+                    await asyncio.sleep(0.1)
         finally:
             await conn.close()
 
