@@ -3,9 +3,12 @@ English), and restore the earlier version."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import api
+
+pytestmark = pytest.mark.e2e
 
 
 def test_edit_a_document_and_find_it_by_search(admin_page: Page) -> None:
