@@ -27,7 +27,7 @@ from sqlalchemy import Select, func, or_, select
 
 from agentloft import migrate
 from agentloft.db import Database
-from agentloft.documents import service
+from agentloft.documents import search, service
 from agentloft.documents.models import AgentDocument
 
 PAGE = 20
@@ -104,7 +104,7 @@ def build(path: Path, total: int, mine: int) -> float:
     loaded = time.perf_counter()
     con.execute(
         "INSERT INTO agent_documents_fts(rowid, title, summary, tags, content) "
-        "SELECT (user_id << 32) + rowid, title, summary, tags, content FROM agent_documents"
+        f"SELECT {search.fts_rowid_sql()}, title, summary, tags, content FROM agent_documents"
     )
     con.execute(trigger_sql)
     con.commit()

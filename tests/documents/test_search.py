@@ -29,6 +29,21 @@ def test_english_ranking_puts_title_hits_first(user: ApiClient) -> None:
     assert _titles(user, "migration milk") == ["Groceries"]  # every term must match
 
 
+def test_ranking_title_terms_then_column_hits_then_newest(user: ApiClient) -> None:
+    create_doc(user, title="Diary", content="a kiwi and a plum", summary="nothing to see")
+    create_doc(user, title="Older list", content="kiwi, plum")  # the summary defaults to the content
+    create_doc(user, title="Kiwi plum tart", content="baking")
+    create_doc(user, title="Kiwi jam", content="with plum")
+    create_doc(user, title="Pantry", content="plum only", tags="kiwi")
+    create_doc(user, title="Shopping", content="kiwi, plum")
+    assert _titles(user, "kiwi plum") == [
+        "Kiwi plum tart", "Kiwi jam",  # both terms in the title, then one
+        "Pantry",  # one term in the tags, one in the summary
+        "Shopping", "Older list",  # both in the summary: newest first
+        "Diary",  # in the content only
+    ]
+
+
 def test_chinese_search_and_ranking(user: ApiClient) -> None:
     create_doc(user, title="周报", content="本周完成了数据库迁移，下周继续优化搜索。")
     create_doc(user, title="数据库迁移方案", content="先备份，再执行迁移脚本。")

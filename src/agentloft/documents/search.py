@@ -3,13 +3,17 @@
 SQLite: a contentless FTS5 table ``agent_documents_fts`` (title, summary, tags, content; ``trigram``
 tokenizer) kept in sync by triggers. Trigrams match any substring of three or more characters, so
 Chinese needs no word segmentation and English matches inside words ("migrat" finds "migration").
-Each document's index rowid is ``(user_id << 32) + rowid``, so one user's entries are one rowid range
-and FTS5 reads only that slice of each term's list: a search costs what the user's own matches cost,
-not what the whole instance holds.
+Each document's index rowid is ``(user_id << 32) + (2**32 - 1 - rowid)``, so one user's entries are one
+rowid range and FTS5 reads only that slice of each term's list: a search costs what the user's own
+matches cost, not what the whole instance holds. Within the range newer documents come first, as FTS5
+walks a list ascending two to three times faster than descending.
 
-Ranking is bm25 with the title weighted highest. To keep a search fast when a term matches thousands
-of the user's documents, bm25 ranks the newest ``RANK_WINDOW`` matches; older matches follow, newest
-first. Under that many matches the ranking is exact; the total is always exact.
+Ranking (SQLite): more query terms in the title first, then more weighted column hits (each term
+found in the title, tags or summary adds ``RANK_WEIGHTS``, as on PostgreSQL), then newest. It is
+computed on the newest ``RANK_WINDOW`` matches; older matches follow, newest first. Under that many
+matches the ranking is exact; the total is always exact. FTS5's own bm25 is not used: its IDF walks
+each term's match list over every user's documents on every query, which made common words miss the
+latency goal (docs/benchmarks.md).
 
 Terms shorter than three characters (one or two Chinese characters, "AI", "Go") cannot use trigrams:
 next to longer terms they filter the rows those select (``LIKE``); on their own they become a ``LIKE``
@@ -33,13 +37,11 @@ from sqlalchemy import (
     Select,
     and_,
     case,
-    column,
     func,
     literal,
     literal_column,
     or_,
     select,
-    table,
     text,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -48,12 +50,26 @@ from agentloft.documents.models import AgentDocument
 
 MIN_TRIGRAM_TERM = 3
 MAX_TERMS = 10
-RANK_WINDOW = 1000
+RANK_WINDOW = 500
 FTS_TABLE = "agent_documents_fts"
-# bm25 weights, in FTS column order: title, summary, tags, content.
-BM25 = f"bm25({FTS_TABLE}, 20.0, 2.0, 4.0, 1.0)"
+# What a term found in each column adds to the SQLite rank (the PostgreSQL rank uses the same weights).
+RANK_WEIGHTS = {"title": 8, "tags": 4, "summary": 2}
 ROWID_BITS = 32
 ROWID_MASK = (1 << ROWID_BITS) - 1
+
+
+def fts_rowid_sql(user_id: str = "user_id", rowid: str = "rowid") -> str:
+    """The index rowid of a document, as SQL; migration 0004's triggers write the same expression."""
+    return f"({user_id} << {ROWID_BITS}) + ({ROWID_MASK} - {rowid})"
+
+
+def _doc_rowid_sql(fts_rowid: str) -> str:
+    """The table rowid behind an index rowid, as SQL (the inverse of ``fts_rowid_sql``)."""
+    return f"({ROWID_MASK} - ({fts_rowid} & {ROWID_MASK}))"
+
+
+def _doc_rowid(fts_rowid: int) -> int:
+    return ROWID_MASK - (fts_rowid & ROWID_MASK)
 # Keep byte-for-byte identical to the index expression in migration 0004.
 PG_SEARCH_EXPR = (
     "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"
@@ -133,46 +149,85 @@ async def _like_only(db: AsyncSession, user_id: int, type: str | None, query: Qu
 
 
 # --- SQLite FTS5 -------------------------------------------------------------------------------------
+#
+# The index finds the user's newest RANK_WINDOW matches (the table is joined there only to filter by
+# type or short terms); the rank then reads those rows' title, tags and summary. FTS5's own bm25 was
+# the first choice but costs too much for common words: its IDF walks each term's match list over
+# every user's documents on each query (see docs/benchmarks.md).
 
 
-def _fts_params(user_id: int, query: Query) -> dict[str, Any]:
+def _fts_params(user_id: int, query: Query, type: str | None) -> dict[str, Any]:
     lo = user_id << ROWID_BITS
-    return {"m": fts5_match(query.long_terms), "lo": lo, "hi": lo + ROWID_MASK, "u": user_id}
+    params: dict[str, Any] = {"m": fts5_match(query.long_terms), "lo": lo, "hi": lo + ROWID_MASK, "u": user_id}
+    params |= {f"s{i}": _pattern(t) for i, t in enumerate(query.short_terms)}
+    return params | ({"t": type} if type else {})
 
 
-_DOC_JOIN = f"JOIN agent_documents d ON d.rowid = ({FTS_TABLE}.rowid & {ROWID_MASK})"
+_DOC_JOIN = f"JOIN agent_documents d ON d.rowid = {_doc_rowid_sql(FTS_TABLE + '.rowid')}"
 _FTS_WHERE = f"{FTS_TABLE} MATCH :m AND {FTS_TABLE}.rowid BETWEEN :lo AND :hi"
 
 
-def _type_filter(type: str | None) -> tuple[str, str]:
-    """(join, condition) that keep one type; the join also re-checks the owner."""
-    return (_DOC_JOIN, " AND d.user_id = :u AND d.type = :t") if type else ("", "")
+def _filters(query: Query, type: str | None) -> tuple[str, str]:
+    """(join, conditions) that keep one type and rows holding the short terms; the join also re-checks
+    the owner. Empty when neither applies, so the query stays on the index."""
+    if not type and not query.short_terms:
+        return "", ""
+    cond = " AND d.user_id = :u" + (" AND d.type = :t" if type else "")
+    for i in range(len(query.short_terms)):
+        cond += " AND (" + " OR ".join(
+            f"d.{c} LIKE :s{i} ESCAPE '\\'" for c in ("title", "summary", "tags", "content")
+        ) + ")"
+    return _DOC_JOIN, cond
 
 
-async def _fts_count(db: AsyncSession, params: dict[str, Any], type: str | None) -> int:
-    join, cond = _type_filter(type)
+def _holds(col: str, i: int) -> str:
+    """1 if ``col`` of the row ``d`` contains term ``i`` (any ASCII case), else 0."""
+    return f"(instr(lower(coalesce(d.{col}, '')), lower(:r{i})) > 0)"
+
+
+def _rank_sql(n_terms: int) -> tuple[str, str]:
+    """(how many terms the title holds, weighted column hits) for the row ``d``."""
+    in_title = " + ".join(_holds("title", i) for i in range(n_terms))
+    weighted = " + ".join(
+        f"{weight} * {_holds(col, i)}" for i in range(n_terms) for col, weight in RANK_WEIGHTS.items()
+    )
+    return in_title, weighted
+
+
+async def _fts_ranked(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None, offset: int,
+                      limit: int) -> tuple[list[int], int | None]:
+    """One page of the newest RANK_WINDOW matches, best first: more terms in the title, then more
+    weighted column hits (``RANK_WEIGHTS``, each term once per column, as on PostgreSQL), then newest;
+    and how many matches the window holds (None when the page is past it). One statement, so only the
+    page leaves SQLite; the rank reads the short title, tags and summary, never the content."""
+    join, cond = _filters(query, type)
+    terms = query.long_terms + query.short_terms
+    params = dict(params, lim=limit, off=offset) | {f"r{i}": t for i, t in enumerate(terms)}
+    in_title, weighted = _rank_sql(len(terms))
+    sql = (
+        f"WITH w(r) AS MATERIALIZED (SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} "
+        f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid LIMIT {RANK_WINDOW}) "
+        f"SELECT w.r, (SELECT count(*) FROM w) FROM w CROSS JOIN agent_documents d "
+        f"ON d.rowid = {_doc_rowid_sql('w.r')} AND d.user_id = :u "
+        f"ORDER BY {in_title} DESC, {weighted} DESC, w.r LIMIT :lim OFFSET :off"
+    )
+    rows = (await db.execute(text(sql), params)).all()
+    return [int(r) for r, _ in rows], (int(rows[0][1]) if rows else None)
+
+
+async def _fts_count(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None) -> int:
+    join, cond = _filters(query, type)
     sql = f"SELECT count(*) FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond}"
     return int((await db.execute(text(sql), params)).scalar_one())
 
 
-async def _fts_window(db: AsyncSession, params: dict[str, Any], type: str | None) -> list[tuple[int, float]]:
-    """The newest RANK_WINDOW matches as (index rowid, bm25 score), best first."""
-    join, cond = _type_filter(type)
-    sql = (
-        f"SELECT {FTS_TABLE}.rowid, {BM25} FROM {FTS_TABLE} {join} "
-        f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid DESC LIMIT {RANK_WINDOW}"
-    )
-    hits = [(int(r), float(score)) for r, score in await db.execute(text(sql), params)]
-    return sorted(hits, key=lambda h: (h[1], -h[0]))
-
-
-async def _fts_older(db: AsyncSession, params: dict[str, Any], type: str | None, offset: int,
+async def _fts_older(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None, offset: int,
                      limit: int) -> list[int]:
     """Matches past the ranked window, newest first (``offset`` counts from the newest match)."""
-    join, cond = _type_filter(type)
+    join, cond = _filters(query, type)
     sql = (
         f"SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond} "
-        f"ORDER BY {FTS_TABLE}.rowid DESC LIMIT :lim OFFSET :off"
+        f"ORDER BY {FTS_TABLE}.rowid LIMIT :lim OFFSET :off"
     )
     return [int(r) for (r,) in await db.execute(text(sql), {**params, "lim": limit, "off": offset})]
 
@@ -186,41 +241,20 @@ async def _load_in_order(db: AsyncSession, user_id: int, rowids: list[int]) -> l
     return [by_rowid[r] for r in rowids if r in by_rowid]
 
 
-async def _fts_with_short_terms(db: AsyncSession, user_id: int, type: str | None, query: Query,
-                                params: dict[str, Any], offset: int, limit: int) -> Found:
-    """Long terms select through the index, short ones filter those rows; ranked by bm25."""
-    join = text(f"{FTS_TABLE} MATCH :m AND {FTS_TABLE}.rowid BETWEEN :lo AND :hi").bindparams(
-        m=params["m"], lo=params["lo"], hi=params["hi"]
-    )
-    on = literal_column("agent_documents.rowid") == literal_column(f"({FTS_TABLE}.rowid & {ROWID_MASK})")
-    conds = [_contains_any_column(t) for t in query.short_terms]
-    fts = table(FTS_TABLE, column("rowid"))
-
-    def base(stmt: Select[Any]) -> Select[Any]:
-        return _scoped(stmt.select_from(fts).join(AgentDocument, on), user_id, type).where(join, *conds)
-
-    rows = base(select(AgentDocument)).order_by(
-        literal_column(BM25), AgentDocument.created_at.desc(), AgentDocument.id.desc()
-    )
-    return await _run(db, rows, base(select(func.count())), offset, limit)
-
-
 async def _sqlite(db: AsyncSession, user_id: int, type: str | None, query: Query, offset: int,
                   limit: int) -> Found:
     if not query.long_terms:
         return await _like_only(db, user_id, type, query, offset, limit)
-    params = {**_fts_params(user_id, query), "t": type}
-    if query.short_terms:
-        return await _fts_with_short_terms(db, user_id, type, query, params, offset, limit)
-    # One pass over the index answers the usual case: under RANK_WINDOW matches the window is all of
-    # them, so it also gives the total; only a full window needs the separate count.
-    window = await _fts_window(db, params, type)
-    total = len(window) if len(window) < RANK_WINDOW else await _fts_count(db, params, type)
-    rowids = [r for r, _ in window[offset:offset + limit]]
+    params = _fts_params(user_id, query, type)
+    rowids, in_window = await _fts_ranked(db, params, query, type, offset, limit)
+    if in_window is None:  # past the window (or no match at all)
+        total = await _fts_count(db, params, query, type) if offset else 0
+    else:  # under RANK_WINDOW matches, the window is all of them
+        total = in_window if in_window < RANK_WINDOW else await _fts_count(db, params, query, type)
     if len(rowids) < limit and offset + len(rowids) < total:
         start = max(offset, RANK_WINDOW)
-        rowids += await _fts_older(db, params, type, start, limit - len(rowids))
-    return Found(await _load_in_order(db, user_id, [r & ROWID_MASK for r in rowids]), total)
+        rowids += await _fts_older(db, params, query, type, start, limit - len(rowids))
+    return Found(await _load_in_order(db, user_id, [_doc_rowid(r) for r in rowids]), total)
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------
@@ -276,5 +310,5 @@ async def rebuild_index(*, db: AsyncSession) -> None:
     await db.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"))
     await db.execute(text(
         f"INSERT INTO {FTS_TABLE}(rowid, title, summary, tags, content) "
-        f"SELECT (user_id << {ROWID_BITS}) + rowid, title, summary, tags, content FROM agent_documents"
+        f"SELECT {fts_rowid_sql()}, title, summary, tags, content FROM agent_documents"
     ))

@@ -30,10 +30,12 @@ PG_SEARCH_EXPR = (
     "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"
 )
 
-# The index row of a document is ``(user_id << 32) + rowid``: one user's entries form one rowid range, so
-# a search reads only that user's part of each term's list (FTS5 seeks by rowid), whoever else has data.
-FTS_ROWID_NEW = "(new.user_id << 32) + new.rowid"
-FTS_ROWID_OLD = "(old.user_id << 32) + old.rowid"
+# The index row of a document is ``(user_id << 32) + (4294967295 - rowid)``: one user's entries form one
+# rowid range, so a search reads only that user's part of each term's list (FTS5 seeks by rowid), whoever
+# else has data; and within it newer documents come first in ascending order, which FTS5 walks 2-3 times
+# faster than descending. Keep identical to agentloft.documents.search.fts_rowid_sql.
+FTS_ROWID_NEW = "(new.user_id << 32) + (4294967295 - new.rowid)"
+FTS_ROWID_OLD = "(old.user_id << 32) + (4294967295 - old.rowid)"
 
 SQLITE_FTS = [
     f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
@@ -55,7 +57,7 @@ SQLITE_FTS = [
         VALUES ({FTS_ROWID_NEW}, new.title, new.summary, new.tags, new.content);
     END""",
     f"""INSERT INTO {FTS}(rowid, title, summary, tags, content)
-        SELECT (user_id << 32) + rowid, title, summary, tags, content FROM agent_documents""",
+        SELECT (user_id << 32) + (4294967295 - rowid), title, summary, tags, content FROM agent_documents""",
 ]
 
 POSTGRES_FTS = [
