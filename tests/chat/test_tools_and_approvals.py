@@ -216,3 +216,25 @@ def test_pending_approval_survives_a_server_restart(
             assert text_of(chunks) == "after restart"
     finally:
         second.stop()
+
+
+def test_the_finish_chunk_comes_after_the_turn_is_saved(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    """A client acts on ``finish`` at once (answers the approval, sends the next message): by the time it
+    sees that chunk, the pending approval and the session's state must already be stored."""
+    _wire(admin, agent, ("guard", "test-guarded", {"needsApproval": True}))
+    fake_model.push(call("guard", {"action": "now"}, id="f1"))
+    with user.stream("POST", "/api/agents/helper/chat", json={"message": "go"}) as resp:
+        session_id = resp.headers["x-session-id"]
+        for line in resp.iter_lines():
+            if line.startswith("data: {") and '"type":"finish"' in line.replace(" ", ""):
+                # read the database before the rest of the stream: the save must be done already
+                assert session_status(app, session_id) == "awaiting_approval"
+                pending = app.sql("SELECT tool_call_id, status FROM chat_approvals WHERE session_id = ?",
+                                  (session_id,))
+                assert pending == [("f1", "pending")]
+                break
+        else:
+            raise AssertionError("no finish chunk")

@@ -56,7 +56,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, BaseChunk, DoneChunk
+from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, DoneChunk, FinishChunk
 from pydantic_ai.usage import UsageLimits
 
 from agentloft.agents import service as agents_service
@@ -300,6 +300,10 @@ class _Outcome:
     output_tokens: int = 0
     output: Any = None
     stopped: str | None = None  # "stopped" | "interrupted"
+    # The closing chunks (``finish``, ``[DONE]``): held back until the turn is saved, because a client
+    # acts on ``finish`` at once (answers an approval, sends the next message) and must find the saved
+    # state (pending approvals, an idle session) when it does.
+    closing: list[str] = field(default_factory=list)
 
 
 def _settings(rt: Runtime, turn: PreparedTurn) -> ModelSettings:
@@ -327,7 +331,11 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
         try:
             async for chunk in stream.transform_stream(events):
                 collector.feed(chunk)
-                await buffers.append(key, stream.encode_event(chunk))
+                frame = stream.encode_event(chunk)
+                if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
+                    outcome.closing.append(frame)
+                else:
+                    await buffers.append(key, frame)
         finally:
             _capture(events, outcome)
 
@@ -365,7 +373,9 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     except asyncio.CancelledError as exc:
         cancelled = exc
         outcome.stopped = current_stop_reason(rt, turn.session_id)
-        await _append_end(rt, turn, [AbortChunk(reason=_STOP_NOTES[outcome.stopped]), DoneChunk()], stream)
+        if not outcome.closing:
+            ending = [AbortChunk(reason=_STOP_NOTES[outcome.stopped]), DoneChunk()]
+            outcome.closing = [stream.encode_event(chunk) for chunk in ending]
     except Exception as exc:  # a bug of ours, not a model failure (those end up in the stream)
         log.exception("chat run of session %s crashed", turn.session_id)
         stream.failure_text = stream.failure_text or f"Internal error: {type(exc).__name__}"
@@ -387,12 +397,6 @@ _STOP_NOTES = {
     "cancelled": "The run was cancelled.",
     "interrupted": "The server is shutting down.",
 }
-
-
-async def _append_end(rt: Runtime, turn: PreparedTurn, chunks: list[BaseChunk], stream: EngineEventStream) -> None:
-    buffers = get_buffers(rt)
-    for chunk in chunks:
-        await buffers.append(turn.buffer_key, stream.encode_event(chunk))
 
 
 def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]]) -> str:
@@ -420,10 +424,13 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
         pending=pending,
     )
     history = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
+    buffers = get_buffers(rt)
     try:
         await asyncio.shield(_save(rt, turn, collector, result, history))
     finally:
-        await get_buffers(rt).close(turn.buffer_key, error=result.error)
+        for frame in outcome.closing:
+            await buffers.append(turn.buffer_key, frame)
+        await buffers.close(turn.buffer_key, error=result.error)
     return result
 
 
