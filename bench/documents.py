@@ -163,7 +163,8 @@ def query_classes() -> dict[str, list[str]]:
         "en common word": [en[i] for i in range(20, 25)],
         "en two words": [f"{en[i]} {en[i + 50]}" for i in range(100, 105)],
         "en word start": [en[i][:4] for i in range(500, 505) if len(en[i]) >= 4][:5] or [en[500]],
-        "zh 4 chars": [zh[i] + zh[i + 1] for i in range(150, 155)],
+        "zh 4 chars": [zh[i] + zh[i + 1] for i in range(150, 155)],  # two rarer words: ~no document
+        "zh 4 chars, two common words": [zh[i] + zh[i + 1] for i in range(10, 15)],
         "zh 3 chars": [(zh[i] + zh[i + 1])[:3] for i in range(30, 35)],
         "zh common 3 chars": [(zh[i] + zh[i + 1])[:3] for i in range(2, 7)],
     }

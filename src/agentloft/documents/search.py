@@ -34,9 +34,11 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Select,
     and_,
     case,
+    column,
     func,
     literal,
     literal_column,
@@ -194,31 +196,39 @@ def _rank_sql(n_terms: int) -> tuple[str, str]:
     return in_title, weighted
 
 
+def _count_sql(query: Query, type: str | None) -> str:
+    join, cond = _filters(query, type)
+    return f"SELECT count(*) FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond}"
+
+
 async def _fts_ranked(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None, offset: int,
-                      limit: int) -> tuple[list[int], int | None]:
+                      limit: int) -> tuple[list[AgentDocument], int | None]:
     """One page of the newest RANK_WINDOW matches, best first: more terms in the title, then more
     weighted column hits (``RANK_WEIGHTS``, each term once per column, as on PostgreSQL), then newest;
-    and how many matches the window holds (None when the page is past it). One statement, so only the
-    page leaves SQLite; the rank reads the short title, tags and summary, never the content."""
+    and the total (None when the page is past the window). One statement: the rank reads only the
+    short title, tags and summary of the window's rows, only the page's documents leave SQLite, and all
+    matches are counted only when the window is full."""
     join, cond = _filters(query, type)
     terms = query.long_terms + query.short_terms
     params = dict(params, lim=limit, off=offset) | {f"r{i}": t for i, t in enumerate(terms)}
     in_title, weighted = _rank_sql(len(terms))
+    cols = AgentDocument.__table__.columns
     sql = (
         f"WITH w(r) AS MATERIALIZED (SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} "
-        f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid LIMIT {RANK_WINDOW}) "
-        f"SELECT w.r, (SELECT count(*) FROM w) FROM w CROSS JOIN agent_documents d "
-        f"ON d.rowid = {_doc_rowid_sql('w.r')} AND d.user_id = :u "
+        f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid LIMIT {RANK_WINDOW}), n(k) AS (SELECT count(*) FROM w) "
+        f"SELECT {', '.join(f'd.{c.name}' for c in cols)}, CASE WHEN (SELECT k FROM n) < {RANK_WINDOW} "
+        f"THEN (SELECT k FROM n) ELSE ({_count_sql(query, type)}) END AS fts_total "
+        f"FROM w CROSS JOIN agent_documents d ON d.rowid = {_doc_rowid_sql('w.r')} AND d.user_id = :u "
         f"ORDER BY {in_title} DESC, {weighted} DESC, w.r LIMIT :lim OFFSET :off"
     )
-    rows = (await db.execute(text(sql), params)).all()
-    return [int(r) for r, _ in rows], (int(rows[0][1]) if rows else None)
+    textual = text(sql).columns(*cols, column("fts_total", Integer))
+    stmt = select(AgentDocument, textual.selected_columns.fts_total).from_statement(textual)
+    rows = (await db.execute(stmt, params)).all()
+    return [doc for doc, _ in rows], (int(rows[0][1]) if rows else None)
 
 
 async def _fts_count(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None) -> int:
-    join, cond = _filters(query, type)
-    sql = f"SELECT count(*) FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond}"
-    return int((await db.execute(text(sql), params)).scalar_one())
+    return int((await db.execute(text(_count_sql(query, type)), params)).scalar_one())
 
 
 async def _fts_older(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None, offset: int,
@@ -246,15 +256,13 @@ async def _sqlite(db: AsyncSession, user_id: int, type: str | None, query: Query
     if not query.long_terms:
         return await _like_only(db, user_id, type, query, offset, limit)
     params = _fts_params(user_id, query, type)
-    rowids, in_window = await _fts_ranked(db, params, query, type, offset, limit)
-    if in_window is None:  # past the window (or no match at all)
+    items, total = await _fts_ranked(db, params, query, type, offset, limit)
+    if total is None:  # past the window, or no match at all
         total = await _fts_count(db, params, query, type) if offset else 0
-    else:  # under RANK_WINDOW matches, the window is all of them
-        total = in_window if in_window < RANK_WINDOW else await _fts_count(db, params, query, type)
-    if len(rowids) < limit and offset + len(rowids) < total:
-        start = max(offset, RANK_WINDOW)
-        rowids += await _fts_older(db, params, query, type, start, limit - len(rowids))
-    return Found(await _load_in_order(db, user_id, [_doc_rowid(r) for r in rowids]), total)
+    if len(items) < limit and offset + len(items) < total:
+        older = await _fts_older(db, params, query, type, max(offset, RANK_WINDOW), limit - len(items))
+        items += await _load_in_order(db, user_id, [_doc_rowid(r) for r in older])
+    return Found(items, total)
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------
