@@ -56,7 +56,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, DoneChunk, FinishChunk
+from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, DoneChunk, FinishChunk, TextDeltaChunk
 from pydantic_ai.usage import UsageLimits
 
 from agentloft.agents import service as agents_service
@@ -150,6 +150,25 @@ def _model(rt: Runtime, spec: Any) -> Model:
     return model
 
 
+AGENTS_KEY = "chat_pydantic_agents"
+
+
+def _pydantic_agent(rt: Runtime, model: Model, instructions: str | None) -> PydanticAgent[None, Any]:
+    """A pydantic-ai agent holds configuration only (every run's state lives in the run), so one per
+    model and instructions serves every turn; building it costs about half a millisecond per turn."""
+    cache: dict[tuple[int, str | None], tuple[Model, PydanticAgent[None, Any]]] = rt.extras.setdefault(
+        AGENTS_KEY, {})
+    key = (id(model), instructions)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is model:  # the model itself is kept, so its id cannot be reused
+        return hit[1]
+    if len(cache) > 256:
+        cache.clear()
+    agent: PydanticAgent[None, Any] = PydanticAgent(model, instructions=instructions)
+    cache[key] = (model, agent)
+    return agent
+
+
 async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
     if agent is not None and agent.model_id is not None:
         try:
@@ -162,6 +181,22 @@ async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
     if row is None:
         raise NoModel("no model is configured; an administrator has to add one first")
     return row
+
+
+@dataclass
+class TurnInputs:
+    """What a turn reads before it writes: the model row and the tools. A caller that already holds a
+    read transaction (``chat.turns`` looks the agent up in one) loads these in it, so starting a chat
+    costs one read transaction instead of two."""
+
+    model_row: ModelConfig
+    tools: list[RunTool]
+
+
+async def load_inputs(db: Any, rt: Runtime, *, agent: Agent | None, user_id: int, user_role: str) -> TurnInputs:
+    """Read the turn's model and tools in the caller's session (``NoModel`` when there is no model)."""
+    model_row = await _model_row(db, agent)
+    return TurnInputs(model_row=model_row, tools=await _tools(db, rt, agent, user_id, user_role))
 
 
 async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, user_role: str) -> list[RunTool]:
@@ -201,13 +236,15 @@ async def prepare_turn(
     recursion_depth: int = 0,
     tool_extra: dict[str, Any] | None = None,
     create: service.NewSession | None = None,
+    inputs: TurnInputs | None = None,
 ) -> PreparedTurn:
     """Claim the session (or create it with ``create``), save the user message and an empty assistant
-    message, open the buffer."""
-    async with rt.db.session() as db:  # reads only
-        model_row = await _model_row(db, agent)
-        tools = await _tools(db, rt, agent, user_id, user_role)
-        spec = llm_service.spec_of(model_row, rt.box)
+    message, open the buffer. ``inputs``: model and tools the caller already read (``load_inputs``)."""
+    if inputs is None:
+        async with rt.db.session() as db:  # reads only
+            inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
+    model_row, tools = inputs.model_row, inputs.tools
+    spec = llm_service.spec_of(model_row, rt.box)
     async with rt.db.session() as db:  # one short write transaction
         reply_id, raw_history = await service.begin_turn(
             db=db, session_id=session_id, user_text=user_text, model_id=model_row.id, extra=message_extra,
@@ -317,7 +354,7 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
                       collector: PartsCollector, outcome: _Outcome) -> None:
     buffers = get_buffers(rt)
     key = turn.buffer_key
-    agent = PydanticAgent(turn.model, instructions=turn.system_prompt or None)
+    agent = _pydantic_agent(rt, turn.model, turn.system_prompt or None)
     runner = agent.run_stream_events(
         turn.prompt,
         output_type=[str, DeferredToolRequests],
@@ -327,6 +364,7 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
         usage_limits=UsageLimits(request_limit=turn.max_steps),
         model_settings=_settings(rt, turn),
     )
+    first_text = True
     async with runner as events:
         try:
             async for chunk in stream.transform_stream(events):
@@ -334,8 +372,13 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
                 frame = stream.encode_event(chunk)
                 if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
                     outcome.closing.append(frame)
-                else:
-                    await buffers.append(key, frame)
+                    continue
+                await buffers.append(key, frame)
+                if first_text and isinstance(chunk, TextDeltaChunk):
+                    # Let the readers send the first text before this run reads on: a fast model has
+                    # the rest of its reply queued already, and decoding it would delay the first words.
+                    first_text = False
+                    await asyncio.sleep(0)
         finally:
             _capture(events, outcome)
 
@@ -481,5 +524,5 @@ async def resume_turn(
     return await drive(rt, turn)
 
 
-__all__ = ["NoModel", "PreparedTurn", "TurnResult", "drive", "prepare_resume", "prepare_turn",
-           "resume_turn", "run_turn"]
+__all__ = ["NoModel", "PreparedTurn", "TurnInputs", "TurnResult", "drive", "load_inputs", "prepare_resume",
+           "prepare_turn", "resume_turn", "run_turn"]

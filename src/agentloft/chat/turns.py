@@ -36,7 +36,7 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     A new session is created in the same transaction as its first turn, so a turn that cannot start
     (no model configured) leaves no empty session behind."""
     agent = None
-    async with rt.db.session() as db:
+    async with rt.db.session() as db:  # every read of the turn's start in one transaction
         if agent_slug is not None:
             agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
         agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
@@ -44,12 +44,13 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
             row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
             if row.kind != kind or row.agent_id != agent_id:
                 raise Conflict("this session belongs to another chat", code="session_mismatch")
+        inputs = await engine.load_inputs(db, rt, agent=agent, user_id=user.id, user_role=user.role)
     create = None
     if session_id is None:
         session_id = new_id("as")
         create = service.NewSession(user_id=user.id, agent_id=agent_id, kind=kind)
     turn = await engine.prepare_turn(rt, user_id=user.id, user_role=user.role, agent=agent,
-                                     session_id=session_id, user_text=message, create=create)
+                                     session_id=session_id, user_text=message, create=create, inputs=inputs)
     get_runs(rt).spawn(_background(rt, turn))
     return turn.buffer_key
 
