@@ -106,7 +106,7 @@ def test_search_is_scoped_to_the_user_with_type_and_paging(user: ApiClient, bob:
     assert _titles(bob, "rocket") == ["bob launch"]
 
 
-@pytest.mark.sqlite_only(reason="RANK_WINDOW bounds FTS5's bm25; PostgreSQL ranks every match")
+@pytest.mark.sqlite_only(reason="SQLite ranks only the newest RANK_WINDOW matches; PostgreSQL ranks every match")
 def test_paging_through_many_matches_ranks_the_newest_window(
     user: ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
