@@ -23,20 +23,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import serve_app, spawn, wait_up
+
 LEAF_PROMPT = "LEAF"
 
 
@@ -69,33 +67,6 @@ def serve_fake(port: int, chunks: int, delay: float) -> None:
     fake = FakeModel()
     fake.next_step = reply  # type: ignore[method-assign]  # stateless: no queue, no request log
     uvicorn.run(build_app(fake), host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def serve_app(port: int, data_dir: str) -> None:
-    import uvicorn
-
-    from agentloft.app import create_app
-    from agentloft.config import load_settings
-
-    settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False)
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def _spawn(*args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "bench.a2a", *args], cwd=ROOT, env=env)
-
-
-async def _wait_up(url: str, limit_s: float = 60) -> None:
-    deadline = time.monotonic() + limit_s
-    async with httpx.AsyncClient() as c:
-        while time.monotonic() < deadline:
-            try:
-                await c.get(url)
-                return
-            except httpx.HTTPError:
-                await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 async def _post(c: httpx.AsyncClient, url: str, body: dict[str, Any], status: int = 201) -> dict[str, Any]:
@@ -206,14 +177,15 @@ def main() -> None:
         return
     fake_port, app_port = _free_port(), _free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        procs = [_spawn("--serve-fake", str(fake_port), "--chunks", str(args.chunks), "--delay", str(args.delay)),
-                 _spawn("--serve-app", str(app_port), "--data-dir", data_dir)]
+        fake_args = ("--serve-fake", str(fake_port), "--chunks", str(args.chunks), "--delay", str(args.delay))
+        procs = [spawn("bench.a2a", *fake_args),
+                 spawn("bench.a2a", "--serve-app", str(app_port), "--data-dir", data_dir)]
         try:
             base, fake_url = f"http://127.0.0.1:{app_port}", f"http://127.0.0.1:{fake_port}/v1"
 
             async def run() -> dict[str, float]:
-                await _wait_up(f"{fake_url}/models")
-                await _wait_up(f"{base}/api/health")
+                await wait_up(f"{fake_url}/models")
+                await wait_up(f"{base}/api/health")
                 return await _measure(base, fake_url, args.runs, args.chunks)
 
             _report(asyncio.run(run()), args)

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -31,8 +29,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-
+from bench.common import serve_app, spawn, wait_up
 
 # --- server processes ------------------------------------------------------------------------------
 
@@ -58,33 +55,6 @@ def serve_fake(port: int) -> None:
     fake.default = reply
     fake.next_step = lambda body: reply(body)  # type: ignore[method-assign]  # no request log: it would grow
     uvicorn.run(build_app(fake), host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def serve_app(port: int, data_dir: str) -> None:
-    import uvicorn
-
-    from agentloft.app import create_app
-    from agentloft.config import load_settings
-
-    settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False)
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def _spawn(*args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "bench.stream_relay", *args], cwd=ROOT, env=env)
-
-
-async def _wait_up(url: str, limit_s: float = 60) -> None:
-    deadline = time.monotonic() + limit_s
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() < deadline:
-            try:
-                await client.get(url)
-                return
-            except httpx.HTTPError:
-                await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def rss_mb(pid: int) -> float:
@@ -200,10 +170,11 @@ async def main(args: argparse.Namespace) -> None:
     fake_port, app_port = _free_port(), _free_port()
     fake_url, app_url = f"http://127.0.0.1:{fake_port}", f"http://127.0.0.1:{app_port}"
     with tempfile.TemporaryDirectory() as data:
-        procs = [_spawn("--serve-fake", str(fake_port)), _spawn("--serve-app", str(app_port), data)]
+        procs = [spawn("bench.stream_relay", "--serve-fake", str(fake_port)),
+                 spawn("bench.stream_relay", "--serve-app", str(app_port), data)]
         try:
-            await _wait_up(f"{fake_url}/v1/models")
-            await _wait_up(f"{app_url}/api/health")
+            await wait_up(f"{fake_url}/v1/models")
+            await wait_up(f"{app_url}/api/health")
             app = await _signed_in(app_url)
             raw = httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=200))
             slug = await _setup(app, fake_url)
