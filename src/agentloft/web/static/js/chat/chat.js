@@ -97,22 +97,13 @@ async function follow(response) {
   }
 }
 
-// A run's last chunk reaches the browser a moment before the server has stored the run's end (the
-// pending approval, the idle session). An answer or a message sent in that moment is refused with one of
-// these codes; trying again shortly is what the person would do, so the page does it for them.
-const SETTLING = new Set(['approval_not_found', 'session_busy', 'nothing_to_resume']);
-
+// The server stores a run's end (pending approvals, the idle session) before it sends the last chunk,
+// so an answer or a message sent right after it is accepted; a refusal is real and is shown as is.
 async function post(url, body) {
-  for (let attempt = 0; ; attempt += 1) {
-    const response = await fetch(url, {
-      method: 'POST', credentials: 'same-origin',
-      headers: requestHeaders('POST', true, { Accept: 'text/event-stream' }), body: JSON.stringify(body),
-    });
-    if (response.ok || attempt >= 15 || (response.status !== 404 && response.status !== 409)) return response;
-    const error = await errorFrom(response.clone());
-    if (!SETTLING.has(error.code)) return response;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return fetch(url, {
+    method: 'POST', credentials: 'same-origin',
+    headers: requestHeaders('POST', true, { Accept: 'text/event-stream' }), body: JSON.stringify(body),
+  });
 }
 
 async function send(text) {
