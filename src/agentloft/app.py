@@ -6,6 +6,7 @@ domain's start-up hook (bootstrap model, tool registry, defaults, interrupted ru
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -68,6 +69,14 @@ def build_runtime(settings: Settings) -> Runtime:
     return rt
 
 
+def _freeze_startup_objects() -> None:
+    """Move what start-up made (modules, routes, schemas, the tool registry) out of the collector's
+    reach: it lives as long as the process, and every full collection walked it again (~300 ms each
+    under the chat benchmark's load, ~50 ms once frozen)."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
     settings = settings or load_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -81,6 +90,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
         app.state.db = rt.db
         for hook in _hooks("startup"):
             await hook(rt)
+        _freeze_startup_objects()
         try:
             yield
         finally:

@@ -16,10 +16,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from sqlalchemy import DateTime, MetaData, event
+from sqlalchemy import DateTime, MetaData, event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
+
+from agentloft.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -69,15 +71,29 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
 
 
+def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run on a worker thread (``db_sqlite``)
+    cur.close()
+
+
 def make_engine(url: str) -> AsyncEngine:
-    engine = create_async_engine(url, pool_pre_ping=not url.startswith("sqlite"))
+    database = make_url(url).database
+    file_backed = url.startswith("sqlite") and bool(database) and database != ":memory:"
+    if file_backed:
+        # aiosqlite underneath, minus the thread hops that buy nothing and the writers' busy waits
+        engine = create_async_engine(url, async_creator=loop_connection_factory(str(database)))
+    else:
+        engine = create_async_engine(url, pool_pre_ping=not url.startswith("sqlite"))
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    if file_backed:
+        event.listen(engine.sync_engine, "connect", _no_autocheckpoint)
     return engine
 
 
@@ -101,6 +117,15 @@ class Database:
             except BaseException:
                 await session.rollback()
                 raise
+
+    @asynccontextmanager
+    async def read_session(self) -> AsyncIterator[AsyncSession]:
+        """A session for a few small indexed reads on a hot path (the caller's identity, what a chat turn
+        needs). On SQLite its SELECTs run on the event loop instead of hopping to the connection's thread
+        (``db_sqlite``); anything written in it still commits. Not for searches or listings that scan."""
+        with inline_reads():
+            async with self.session() as session:
+                yield session
 
     async def dispose(self) -> None:
         await self.engine.dispose()

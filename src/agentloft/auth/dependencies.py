@@ -42,7 +42,7 @@ async def resolve_user(request: Request, db: AsyncSession) -> User | None:
 
 
 async def _optional_user(request: Request) -> User | None:
-    async with request.app.state.db.session() as db:
+    async with request.app.state.db.read_session() as db:  # one indexed lookup, on every request
         return await resolve_user(request, db)
 
 

@@ -241,7 +241,7 @@ async def prepare_turn(
     """Claim the session (or create it with ``create``), save the user message and an empty assistant
     message, open the buffer. ``inputs``: model and tools the caller already read (``load_inputs``)."""
     if inputs is None:
-        async with rt.db.session() as db:  # reads only
+        async with rt.db.read_session() as db:  # reads only
             inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
     model_row, tools = inputs.model_row, inputs.tools
     spec = llm_service.spec_of(model_row, rt.box)

@@ -36,7 +36,7 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     A new session is created in the same transaction as its first turn, so a turn that cannot start
     (no model configured) leaves no empty session behind."""
     agent = None
-    async with rt.db.session() as db:  # every read of the turn's start in one transaction
+    async with rt.db.read_session() as db:  # every read of the turn's start: small, indexed, one transaction
         if agent_slug is not None:
             agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
         agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")

@@ -1,0 +1,191 @@
+"""SQLite connections for a busy event loop: no thread hop where it buys nothing, one writer at a time.
+
+aiosqlite runs every call on a connection's own thread and wakes the event loop for the result. On a
+small shared machine such a hand-off costs 0.2-0.5 ms, and SQLAlchemy makes four per statement (open a
+cursor, execute, fetch, close) plus one per commit: a point read cost ~2 ms, of which SQLite's own work
+is a few microseconds. Worse, concurrent write transactions met on SQLite's write lock, whose busy
+handler sleeps in growing steps (up to 100 ms) before retrying: fifty chats starting at once spent most
+of a second asleep, and every statement of a transaction that held the lock waited for an event-loop
+turn while the others slept.
+
+``LoopConnection`` changes two things and keeps aiosqlite for the rest:
+
+- **Writers take turns on an ``asyncio.Lock``** (one per database file and event loop) from their first
+  write statement to the end of their transaction. The next writer wakes the moment the previous one
+  ends. Waiting longer than the busy timeout raises SQLite's own "database is locked".
+- **Calls that cannot wait on another writer of this process run in place**, on the event loop:
+  opening and closing cursors (no I/O); every statement of a transaction that holds the write lock, its
+  commit and its rollback (no other writer here can hold SQLite's lock, a read never waits for it in WAL
+  mode, and with ``synchronous=NORMAL`` a commit appends to the WAL without syncing); and inside
+  ``inline_reads()``, SELECTs and their fetches — meant for small indexed reads on hot paths (who is
+  calling, what a chat turn needs), not for searches. A write transaction then holds the lock for
+  microseconds and never across an event-loop turn, so writers do not queue behind a busy loop.
+
+What could make a commit slow is SQLite's automatic checkpoint (copying the WAL into the database file
+and syncing it), so the app's connections turn it off (``PRAGMA wal_autocheckpoint=0`` in ``db``) and a
+passive checkpoint runs on a worker thread after every ``CHECKPOINT_EVERY`` commits instead; it never
+blocks readers or writers. Another *process* (the CLI) can still hold SQLite's lock; a write run in place
+then waits for it on the loop, up to the busy timeout. One connection is used by one session at a time
+and every call is awaited before the next, so the loop and the thread never touch a connection at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import sqlite3
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+import aiosqlite
+
+BUSY_TIMEOUT_S = 10.0  # as ``PRAGMA busy_timeout`` in ``db``
+CHECKPOINT_EVERY = 200  # commits between two passive WAL checkpoints
+
+log = logging.getLogger(__name__)
+
+_INLINE_READS: contextvars.ContextVar[bool] = contextvars.ContextVar("agentloft_inline_reads", default=False)
+_FETCHES = frozenset({"fetchone", "fetchmany", "fetchall"})
+_STATEMENTS = frozenset({"execute", "executemany"})
+
+
+@contextmanager
+def inline_reads() -> Iterator[None]:
+    """Within this block, SELECTs on SQLite run on the event loop (see the module docstring)."""
+    token = _INLINE_READS.set(True)
+    try:
+        yield
+    finally:
+        _INLINE_READS.reset(token)
+
+
+class DatabaseFile:
+    """What the connections to one database file share: the writers' lock (one per event loop) and the
+    commit count that schedules WAL checkpoints."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary())
+        self._commits = 0
+        self._checkpointing = False
+
+    def write_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
+    def committed(self) -> None:
+        """Count a commit; every ``CHECKPOINT_EVERY`` start a passive checkpoint on a worker thread."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+            return
+        self._commits, self._checkpointing = 0, True
+        future = asyncio.get_running_loop().run_in_executor(None, checkpoint, self.path)
+        future.add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, future: asyncio.Future[None]) -> None:
+        self._checkpointing = False
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("WAL checkpoint of %s failed: %s", self.path, future.exception())
+
+
+def checkpoint(path: str) -> None:
+    """Copy what the WAL holds into the database file (PASSIVE: waits for nobody, blocks nobody)."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    finally:
+        conn.close()
+
+
+class LoopConnection(aiosqlite.Connection):
+    """An aiosqlite connection that runs no-wait calls in place and whose writers take turns."""
+
+    def __init__(self, connector: Callable[[], sqlite3.Connection], database: DatabaseFile) -> None:
+        super().__init__(connector, iter_chunk_size=64)
+        self._database = database
+        self._write_lock: asyncio.Lock | None = None  # held from the first write to the transaction's end
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._write_lock is None and _starts_write(fn, args):
+            await self._take_write_lock()
+        try:
+            if self._running and self._connection is not None and self._in_place(fn, args):
+                result = fn(*args, **kwargs)
+                if self._write_lock is not None and getattr(fn, "__name__", "") == "commit":
+                    self._database.committed()
+                return result
+            return await super()._execute(fn, *args, **kwargs)
+        finally:
+            if self._write_lock is not None and not self._in_transaction():
+                self._release_write_lock()
+
+    def stop(self) -> asyncio.Future[Any] | None:
+        """Closing (or dropping) the connection ends its transaction, so it ends its turn too."""
+        self._release_write_lock()
+        return super().stop()
+
+    def _in_transaction(self) -> bool:
+        try:
+            return self._connection is not None and self._connection.in_transaction
+        except sqlite3.ProgrammingError:  # closed
+            return False
+
+    def _release_write_lock(self) -> None:
+        lock, self._write_lock = self._write_lock, None
+        if lock is not None and lock.locked():
+            lock.release()
+
+    async def _take_write_lock(self) -> None:
+        lock = self._database.write_lock()
+        try:
+            async with asyncio.timeout(BUSY_TIMEOUT_S):  # not wait_for: its extra task would cost a loop turn
+                await lock.acquire()
+        except TimeoutError:
+            raise sqlite3.OperationalError("database is locked") from None
+        self._write_lock = lock
+
+    def _in_place(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+        owner = getattr(fn, "__self__", None)
+        name = getattr(fn, "__name__", "")
+        if isinstance(owner, sqlite3.Cursor):
+            if name == "close" or (self._write_lock is not None and (name in _STATEMENTS or name in _FETCHES)):
+                return True
+            if not _INLINE_READS.get():
+                return False
+            return name in _FETCHES or (name == "execute" and bool(args) and _is_select(args[0]))
+        if isinstance(owner, sqlite3.Connection):
+            # commit/rollback: a no-op without a transaction; with one, this connection holds the lock
+            return name in ("cursor", "commit", "rollback")
+        return False
+
+
+def _is_select(sql: Any) -> bool:
+    return isinstance(sql, str) and sql.lstrip()[:6].upper() == "SELECT"
+
+
+def _starts_write(fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+    """A statement that may take SQLite's write lock (anything but a SELECT)."""
+    name = getattr(fn, "__name__", "")
+    if name == "executescript":
+        return True
+    return name in _STATEMENTS and bool(args) and not _is_select(args[0])
+
+
+def loop_connection_factory(path: str) -> Callable[[], Awaitable[LoopConnection]]:
+    """The ``async_creator`` for ``create_async_engine``: a started ``LoopConnection`` to ``path``."""
+    database = DatabaseFile(path)
+
+    async def connect() -> LoopConnection:
+        conn = LoopConnection(partial(sqlite3.connect, path, check_same_thread=False), database)
+        conn._thread.daemon = True  # as SQLAlchemy does for its own aiosqlite connections
+        return await conn
+
+    return connect

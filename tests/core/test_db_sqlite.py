@@ -1,0 +1,164 @@
+"""SQLite connections (``agentloft.db_sqlite``): what runs on the event loop, how writers take turns, and
+the WAL checkpoints that replace SQLite's automatic ones. Each test uses its own database file."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from agentloft import db_sqlite
+from agentloft.db import Database
+
+
+@pytest.fixture
+async def database(tmp_path: Path) -> AsyncIterator[Database]:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'test.db'}")
+    async with db.session() as s:
+        await s.execute(text("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, thread INTEGER)"))
+        await s.execute(text("INSERT INTO items (name, thread) VALUES ('seed', 0)"))
+    yield db
+    await db.dispose()
+
+
+def _register_thread_function(db: Database) -> None:
+    """``thread_id()`` in SQL answers which thread ran the statement."""
+    from sqlalchemy import event
+
+    def on_connect(dbapi_conn: object, _record: object) -> None:
+        dbapi_conn.create_function("thread_id", 0, threading.get_ident)  # type: ignore[attr-defined]
+
+    event.listen(db.engine.sync_engine, "connect", on_connect)
+
+
+async def test_reads_run_on_the_loop_only_inside_read_session(tmp_path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'reads.db'}")
+    _register_thread_function(db)
+    try:
+        loop_thread = threading.get_ident()
+        async with db.read_session() as s:
+            inline = (await s.execute(text("SELECT thread_id()"))).scalar_one()
+        async with db.session() as s:
+            threaded = (await s.execute(text("SELECT thread_id()"))).scalar_one()
+        assert inline == loop_thread
+        assert threaded != loop_thread
+    finally:
+        await db.dispose()
+
+
+async def test_a_write_transaction_runs_on_the_loop_and_commits(tmp_path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'writes.db'}")
+    _register_thread_function(db)
+    try:
+        async with db.session() as s:
+            await s.execute(text("CREATE TABLE t (thread INTEGER)"))
+            await s.execute(text("INSERT INTO t VALUES (thread_id())"))
+        async with db.session() as s:
+            assert (await s.execute(text("SELECT thread FROM t"))).scalar_one() == threading.get_ident()
+    finally:
+        await db.dispose()
+
+
+async def test_writers_take_turns(database: Database) -> None:
+    """A second writer waits for the first one's transaction to end instead of meeting SQLite's lock."""
+    order: list[str] = []
+    first_wrote = asyncio.Event()
+
+    async def first() -> None:
+        async with database.session() as s:
+            await s.execute(text("INSERT INTO items (name) VALUES ('first')"))
+            order.append("first wrote")
+            first_wrote.set()
+            await asyncio.sleep(0.2)  # holds its transaction across event-loop turns
+            order.append("first commits")
+
+    async def second() -> None:
+        await first_wrote.wait()
+        async with database.session() as s:
+            await s.execute(text("INSERT INTO items (name) VALUES ('second')"))
+            order.append("second wrote")
+
+    await asyncio.gather(first(), second())
+    assert order == ["first wrote", "first commits", "second wrote"]
+    async with database.session() as s:
+        names = (await s.execute(text("SELECT name FROM items ORDER BY id"))).scalars().all()
+    assert names == ["seed", "first", "second"]
+
+
+async def test_a_failed_write_releases_the_turn(database: Database) -> None:
+    with pytest.raises(Exception, match=r"UNIQUE|constraint"):
+        async with database.session() as s:
+            await s.execute(text("INSERT INTO items (id, name) VALUES (1, 'duplicate')"))
+    async with asyncio.timeout(2):
+        async with database.session() as s:
+            await s.execute(text("INSERT INTO items (name) VALUES ('after')"))
+
+
+async def test_a_dropped_connection_ends_its_turn(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(db_sqlite, "BUSY_TIMEOUT_S", 1.0)
+    async with database.engine.connect() as conn:
+        await conn.execute(text("INSERT INTO items (name) VALUES ('never committed')"))
+        await conn.invalidate()  # the pool drops the DBAPI connection mid-transaction
+    async with database.session() as s:
+        await s.execute(text("INSERT INTO items (name) VALUES ('next')"))
+        names = (await s.execute(text("SELECT name FROM items ORDER BY id"))).scalars().all()
+    assert names == ["seed", "next"]
+
+
+async def test_a_writer_waiting_too_long_gets_database_is_locked(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db_sqlite, "BUSY_TIMEOUT_S", 0.2)
+    holding = asyncio.Event()
+    release = asyncio.Event()
+
+    async def holder() -> None:
+        async with database.session() as s:
+            await s.execute(text("INSERT INTO items (name) VALUES ('holder')"))
+            holding.set()
+            await release.wait()
+
+    task = asyncio.create_task(holder())
+    await holding.wait()
+    with pytest.raises(Exception, match="database is locked"):
+        async with database.session() as s:
+            await s.execute(text("INSERT INTO items (name) VALUES ('waiter')"))
+    release.set()
+    await task
+
+
+async def test_commits_are_checkpointed_on_a_worker_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's own checkpoints are off; ours copy the WAL into the database file every N commits."""
+    monkeypatch.setattr(db_sqlite, "CHECKPOINT_EVERY", 5)
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'wal.db'}")
+
+    def rows_in_main_file() -> int:
+        copy = tmp_path / "main-only.db"
+        shutil.copyfile(tmp_path / "wal.db", copy)  # the main file alone, without its WAL
+        with sqlite3.connect(copy) as conn:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'items'").fetchone()[0]
+            return conn.execute("SELECT count(*) FROM items").fetchone()[0] if tables else 0
+
+    try:
+        async with db.session() as s:
+            assert (await s.execute(text("PRAGMA wal_autocheckpoint"))).scalar_one() == 0
+            await s.execute(text("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)"))  # no transaction
+        for i in range(4):
+            async with db.session() as s:
+                await s.execute(text(f"INSERT INTO items (name) VALUES ('n{i}')"))
+        assert rows_in_main_file() == 0  # four commits: still only in the WAL
+        async with db.session() as s:
+            await s.execute(text("INSERT INTO items (name) VALUES ('n4')"))
+        for _ in range(100):  # the fifth started a checkpoint on a worker thread
+            if rows_in_main_file() == 5:
+                break
+            await asyncio.sleep(0.02)
+        assert rows_in_main_file() == 5
+    finally:
+        await db.dispose()
