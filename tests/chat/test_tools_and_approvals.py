@@ -238,3 +238,34 @@ def test_the_finish_chunk_comes_after_the_turn_is_saved(
                 break
         else:
             raise AssertionError("no finish chunk")
+
+
+def _tool_messages_answer_every_call(messages: list[dict[str, Any]]) -> bool:
+    """The OpenAI rule: an assistant message with tool calls is followed by a tool message per call."""
+    for i, message in enumerate(messages):
+        calls = [c["id"] for c in message.get("tool_calls") or []]
+        answered = {m.get("tool_call_id") for m in messages[i + 1:i + 1 + len(calls)] if m.get("role") == "tool"}
+        if set(calls) - answered:
+            return False
+    return True
+
+
+def test_a_stop_during_a_tool_call_leaves_a_history_the_model_accepts(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    """Stopped while a tool runs: the saved history answers that call (as stopped), so the next turn's
+    request is one an OpenAI-compatible server accepts."""
+    _wire(admin, agent, ("slow", "test-slow", {}))
+    fake_model.push(call("slow", {"seconds": 30}, id="s1"))
+    with user.stream("POST", "/api/agents/helper/chat", json={"message": "sleep"}) as resp:
+        sid = resp.headers["x-session-id"]
+        for line in resp.iter_lines():
+            if "tool-input-available" in line:
+                assert user.ok("POST", f"/api/agent-sessions/{sid}/stop") == {"stopped": True}
+    assert session_status(app, sid) == "idle"
+    fake_model.push(text("Fine."))
+    assert chat(user, "helper", "never mind", session_id=sid).text == "Fine."
+    messages = fake_model.requests[-1]["messages"]
+    assert any(m.get("tool_calls") for m in messages)
+    assert _tool_messages_answer_every_call(messages), messages
