@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
@@ -179,9 +180,14 @@ def _starts_write(fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
     return name in _STATEMENTS and bool(args) and not _is_select(args[0])
 
 
+_FILES: dict[str, DatabaseFile] = {}
+
+
 def loop_connection_factory(path: str) -> Callable[[], Awaitable[LoopConnection]]:
-    """The ``async_creator`` for ``create_async_engine``: a started ``LoopConnection`` to ``path``."""
-    database = DatabaseFile(path)
+    """The ``async_creator`` for ``create_async_engine``: a started ``LoopConnection`` to ``path``.
+    Every engine on the same file in this process shares its ``DatabaseFile``, so their writers take
+    turns too."""
+    database = _FILES.setdefault(os.path.realpath(path), DatabaseFile(path))
 
     async def connect() -> LoopConnection:
         conn = LoopConnection(partial(sqlite3.connect, path, check_same_thread=False), database)
