@@ -76,11 +76,17 @@ class Timing:
     total: float
 
 
-async def _read(resp: httpx.Response, started: float, marker: bytes) -> Timing:
+async def _read(resp: httpx.Response, started: float, marker: bytes, failure: bytes | None = None) -> Timing:
+    """Time to the first ``marker`` and to the end; a reply with ``failure`` in it stops the benchmark (a
+    failed chat ends early and would flatter the figures)."""
     first = 0.0
+    tail = b""
     async for raw in resp.aiter_raw():
         if not first and marker in raw:
             first = time.perf_counter() - started
+        if failure is not None and failure in tail + raw:
+            raise RuntimeError(f"a relayed chat failed: {(tail + raw)[:300]!r}")
+        tail = raw[-64:]
     return Timing(first=first, total=time.perf_counter() - started)
 
 
@@ -95,7 +101,7 @@ async def relayed(client: httpx.AsyncClient, app_url: str, slug: str, n: int) ->
     started = time.perf_counter()
     async with client.stream("POST", f"{app_url}/api/agents/{slug}/chat", json={"message": f"go {n}"}) as resp:
         resp.raise_for_status()
-        return await _read(resp, started, b'"text-delta"')
+        return await _read(resp, started, b'"text-delta"', failure=b'"type":"error"')
 
 
 def _pct(values: list[float], p: float) -> float:

@@ -123,7 +123,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         except TimeoutError as exc:
             raise httpx.ConnectTimeout("connecting to the model server timed out", request=request) from exc
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or "connection failed", request=request) from exc
+            raise httpx.ConnectError(f"{key[0]}:{key[1]}: {exc or 'connection failed'}", request=request) from exc
         return _Connection(key, reader, writer)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
