@@ -173,11 +173,17 @@ def _is_select(sql: Any) -> bool:
 
 
 def _starts_write(fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
-    """A statement that may take SQLite's write lock (anything but a SELECT)."""
+    """A statement that may take SQLite's write lock: anything but a SELECT or a PRAGMA. The PRAGMAs a
+    new connection runs (``db._sqlite_pragmas``) only set connection options; were they to wait for the
+    write lock, a read that opens a new pool connection inside another session's write transaction
+    would wait for that transaction, which waits for it."""
     name = getattr(fn, "__name__", "")
     if name == "executescript":
         return True
-    return name in _STATEMENTS and bool(args) and not _is_select(args[0])
+    if name not in _STATEMENTS or not args or not isinstance(args[0], str):
+        return False
+    head = args[0].lstrip()[:6].upper()
+    return head != "SELECT" and head != "PRAGMA"
 
 
 _FILES: dict[str, DatabaseFile] = {}

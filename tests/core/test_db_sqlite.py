@@ -162,3 +162,23 @@ async def test_commits_are_checkpointed_on_a_worker_thread(tmp_path: Path, monke
         assert rows_in_main_file() == 5
     finally:
         await db.dispose()
+
+
+async def test_a_new_connection_inside_a_write_transaction_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new pool connection's PRAGMAs do not take the writers' turn: a read opened inside a write
+    transaction (here needing a second connection) must not wait for that transaction to end."""
+    monkeypatch.setattr(db_sqlite, "BUSY_TIMEOUT_S", 1.0)
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'nested.db'}")
+    try:
+        async with db.session() as s:
+            await s.execute(text("CREATE TABLE t (x INTEGER)"))
+        async with db.session() as writer:
+            await writer.execute(text("INSERT INTO t VALUES (1)"))
+            async with db.session() as reader:  # the pool's second connection, opened now
+                assert (await reader.execute(text("SELECT count(*) FROM t"))).scalar_one() == 0
+        async with db.session() as s:
+            assert (await s.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1
+    finally:
+        await db.dispose()
