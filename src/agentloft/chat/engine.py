@@ -243,31 +243,32 @@ async def prepare_turn(
     if inputs is None:
         async with rt.db.read_session() as db:  # reads only
             inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
-    model_row, tools = inputs.model_row, inputs.tools
-    spec = llm_service.spec_of(model_row, rt.box)
     async with rt.db.session() as db:  # one short write transaction
         reply_id, raw_history = await service.begin_turn(
-            db=db, session_id=session_id, user_text=user_text, model_id=model_row.id, extra=message_extra,
+            db=db, session_id=session_id, user_text=user_text, model_id=inputs.model_row.id, extra=message_extra,
             create=create,
         )
-    history = _history(raw_history)
+    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
+                     agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
+                     extra=dict(tool_extra or {}))
+    return await _open_turn(rt, agent, inputs, scope=scope, buffer_key=buffer_key or session_id,
+                            message_id=reply_id, history=_history(raw_history), prompt=user_text)
+
+
+async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
+    """A ``PreparedTurn`` with what the agent (or the plain chat's defaults) and the model row decide,
+    and its buffer opened; ``fields`` are the rest of the turn's fields."""
     turn = PreparedTurn(
-        session_id=session_id,
-        buffer_key=buffer_key or session_id,
-        message_id=reply_id,
-        scope=RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
-                       agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
-                       extra=dict(tool_extra or {})),
-        model=_model(rt, spec),
-        model_config_id=model_row.id,
+        session_id=fields["scope"].session_id,
+        model=_model(rt, llm_service.spec_of(inputs.model_row, rt.box)),
+        model_config_id=inputs.model_row.id,
         system_prompt=agent.system_prompt if agent else "",
         max_steps=agent.max_steps if agent else 10,
         max_tokens=agent.max_output_tokens if agent else None,
-        tools=tools,
-        history=history,
-        prompt=user_text,
+        tools=inputs.tools,
+        **fields,
     )
-    await get_buffers(rt).open(turn.buffer_key, {"sessionId": session_id, "messageId": reply_id})
+    await get_buffers(rt).open(turn.buffer_key, {"sessionId": turn.session_id, "messageId": turn.message_id})
     return turn
 
 
@@ -297,34 +298,19 @@ async def prepare_resume(
         approvals = await service.approvals_of_message(db=db, message_id=reply.id)
         if any(a.status == "pending" for a in approvals):
             raise Conflict("other tool calls still wait for an answer", code="approval_pending")
-        model_row = await _model_row(db, agent)
-        tools = await _tools(db, rt, agent, user_id, user_role)
+        inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
         await service.claim_session(db=db, session_id=session_id, from_status=AWAITING_APPROVAL)
         await service.update_message(db=db, message_id=reply.id, status=STREAMING)
         collector = PartsCollector(reply.parts)
         for a in approvals:
             collector.mark_approval(a.tool_call_id, a.status == "approved", a.reason)
-        model = _model(rt, llm_service.spec_of(model_row, rt.box))
-    turn = PreparedTurn(
-        session_id=session_id,
-        buffer_key=buffer_key or session_id,
-        message_id=reply.id,
-        scope=RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
-                       agent_id=agent.id if agent else None),
-        model=model,
-        model_config_id=model_row.id,
-        system_prompt=agent.system_prompt if agent else "",
-        max_steps=agent.max_steps if agent else 10,
-        max_tokens=agent.max_output_tokens if agent else None,
-        tools=tools,
-        history=_history(session.model_history),
-        deferred=_deferred_results(approvals),
-        parts=collector.parts,
-        input_tokens=reply.input_tokens or 0,
-        output_tokens=reply.output_tokens or 0,
+    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
+                     agent_id=agent.id if agent else None)
+    return await _open_turn(
+        rt, agent, inputs, scope=scope, buffer_key=buffer_key or session_id, message_id=reply.id,
+        history=_history(session.model_history), deferred=_deferred_results(approvals), parts=collector.parts,
+        input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
     )
-    await get_buffers(rt).open(turn.buffer_key, {"sessionId": session_id, "messageId": reply.id})
-    return turn
 
 
 # --- driving a run -----------------------------------------------------------------------------------
