@@ -66,7 +66,9 @@ async def test_a_write_transaction_runs_on_the_loop_and_commits(tmp_path: Path) 
 
 
 async def test_writers_take_turns(database: Database) -> None:
-    """A second writer waits for the first one's transaction to end instead of meeting SQLite's lock."""
+    """A second writer waits for the first one's transaction to end instead of meeting SQLite's lock
+    (where it would wait on its connection's thread): it writes, in place, after the first commits."""
+    _register_thread_function(database)
     order: list[str] = []
     first_wrote = asyncio.Event()
 
@@ -81,7 +83,7 @@ async def test_writers_take_turns(database: Database) -> None:
     async def second() -> None:
         await first_wrote.wait()
         async with database.session() as s:
-            await s.execute(text("INSERT INTO items (name) VALUES ('second')"))
+            await s.execute(text("INSERT INTO items (name, thread) VALUES ('second', thread_id())"))
             order.append("second wrote")
 
     await asyncio.gather(first(), second())
@@ -89,6 +91,9 @@ async def test_writers_take_turns(database: Database) -> None:
     async with database.session() as s:
         names = (await s.execute(text("SELECT name FROM items ORDER BY id"))).scalars().all()
     assert names == ["seed", "first", "second"]
+    async with database.session() as s:
+        second_thread = (await s.execute(text("SELECT thread FROM items WHERE name = 'second'"))).scalar_one()
+    assert second_thread == threading.get_ident()
 
 
 async def test_a_failed_write_releases_the_turn(database: Database) -> None:
@@ -126,8 +131,9 @@ async def test_a_writer_waiting_too_long_gets_database_is_locked(
 
     task = asyncio.create_task(holder())
     await holding.wait()
+    # well before SQLite's own 10 s busy timeout: the wait is the writers' turn, bounded by BUSY_TIMEOUT_S
     with pytest.raises(Exception, match="database is locked"):
-        async with database.session() as s:
+        async with asyncio.timeout(5), database.session() as s:
             await s.execute(text("INSERT INTO items (name) VALUES ('waiter')"))
     release.set()
     await task

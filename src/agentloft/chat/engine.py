@@ -251,15 +251,15 @@ async def prepare_turn(
     scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                      agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
                      extra=dict(tool_extra or {}))
-    return await _open_turn(rt, agent, inputs, scope=scope, buffer_key=buffer_key or session_id,
-                            message_id=reply_id, history=_history(raw_history), prompt=user_text)
+    return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope,
+                            buffer_key=buffer_key or session_id, message_id=reply_id,
+                            history=_history(raw_history), prompt=user_text)
 
 
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
     """A ``PreparedTurn`` with what the agent (or the plain chat's defaults) and the model row decide,
     and its buffer opened; ``fields`` are the rest of the turn's fields."""
     turn = PreparedTurn(
-        session_id=fields["scope"].session_id,
         model=_model(rt, llm_service.spec_of(inputs.model_row, rt.box)),
         model_config_id=inputs.model_row.id,
         system_prompt=agent.system_prompt if agent else "",
@@ -307,7 +307,8 @@ async def prepare_resume(
     scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                      agent_id=agent.id if agent else None)
     return await _open_turn(
-        rt, agent, inputs, scope=scope, buffer_key=buffer_key or session_id, message_id=reply.id,
+        rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or session_id,
+        message_id=reply.id,
         history=_history(session.model_history), deferred=_deferred_results(approvals), parts=collector.parts,
         input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
     )
