@@ -22,6 +22,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from agentloft.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
+from agentloft.readcache import ReadCache
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -102,6 +103,10 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite deployments are one server process, so this process sees every write (``readcache``).
+        self.cache = ReadCache(enabled=self.dialect == "sqlite")
+        if self.cache.enabled:
+            self.cache.attach(self.engine)
 
     @property
     def dialect(self) -> str:

@@ -93,6 +93,7 @@ class FakeModel:
         self._lock = threading.Lock()
         self._queue: deque[Step] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers (lower-case names), in order
         self.default: Callable[[dict[str, Any]], Step] = echo
 
     def push(self, *steps: Step) -> None:
@@ -103,15 +104,17 @@ class FakeModel:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.headers.clear()
             self.default = echo
 
     def pending(self) -> int:
         with self._lock:
             return len(self._queue)
 
-    def next_step(self, body: dict[str, Any]) -> Step:
+    def next_step(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> Step:
         with self._lock:
             self.requests.append(body)
+            self.headers.append(headers or {})
             for i, step in enumerate(self._queue):
                 if step.match is None or step.match(body):
                     del self._queue[i]
@@ -185,7 +188,7 @@ def _non_stream(step: Step, model: str) -> dict[str, Any]:
 def build_app(fake: FakeModel) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
-        step = fake.next_step(body)
+        step = fake.next_step(body, dict(request.headers))
         model = body.get("model", "fake")
         if step.hang:
             await asyncio.sleep(3600)

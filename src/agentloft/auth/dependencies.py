@@ -5,13 +5,15 @@ A bearer token wins over a cookie. The lookup runs once per request and is cache
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.auth import service
 from agentloft.auth.models import User
+from agentloft.crypto import token_hash
+from agentloft.db import Database, utcnow
 from agentloft.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "agentloft_session"
@@ -25,25 +27,38 @@ def bearer_token(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-async def resolve_user(request: Request, db: AsyncSession) -> User | None:
+async def _optional_user(request: Request) -> User | None:
     """Find the caller from a bearer token or the session cookie; cache it on the request."""
     if hasattr(request.state, "user"):
         return request.state.user
+    database: Database = request.app.state.db
     user: User | None = None
     token = bearer_token(request)
     if token:
-        user = await service.user_for_api_token(db=db, token=token)
+        async with database.read_session() as db:  # one indexed lookup; records the token's last use
+            user = await service.user_for_api_token(db=db, token=token)
         request.state.auth_method = "bearer"
     elif cookie := request.cookies.get(SESSION_COOKIE):
-        user = await service.user_for_session(db=db, token=cookie)
+        user = await _session_user(database, cookie)
         request.state.auth_method = "cookie"
     request.state.user = user
     return user
 
 
-async def _optional_user(request: Request) -> User | None:
-    async with request.app.state.db.read_session() as db:  # one indexed lookup, on every request
-        return await resolve_user(request, db)
+async def _session_user(database: Database, cookie: str) -> User | None:
+    """A session cookie's account, kept in the read cache (``agentloft.readcache``) until the session
+    expires or any account or sign-in changes: a role change, a disabled account or a sign-out is seen
+    by the next request."""
+
+    async def read() -> tuple[User, datetime] | None:
+        async with database.read_session() as db:
+            return await service.session_user(db=db, token=cookie)
+
+    found = await database.cache.load("auth", token_hash(cookie), read)
+    if found is None:
+        return None
+    user, expires_at = found
+    return user if expires_at > utcnow() else None
 
 
 async def _current_user(user: Annotated[User | None, Depends(_optional_user)]) -> User:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -89,14 +89,18 @@ async def end_session(*, db: AsyncSession, token: str) -> None:
     await db.execute(delete(AuthSession).where(AuthSession.token_hash == token_hash(token)))
 
 
-async def user_for_session(*, db: AsyncSession, token: str) -> User | None:
+async def session_user(*, db: AsyncSession, token: str) -> tuple[User, datetime] | None:
+    """The enabled account a live session cookie belongs to, with the session's expiry (callers that keep
+    the answer check the expiry again when they reuse it)."""
     stmt = (
-        select(User)
+        select(User, AuthSession.expires_at)
         .join(AuthSession, AuthSession.user_id == User.id)
         .where(AuthSession.token_hash == token_hash(token), AuthSession.expires_at > utcnow())
     )
-    user = (await db.execute(stmt)).scalar_one_or_none()
-    return None if user is None or user.disabled else user
+    row = (await db.execute(stmt)).first()
+    if row is None or row[0].disabled:
+        return None
+    return row[0], row[1]
 
 
 async def user_for_api_token(*, db: AsyncSession, token: str) -> User | None:

@@ -185,9 +185,8 @@ async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
 
 @dataclass
 class TurnInputs:
-    """What a turn reads before it writes: the model row and the tools. A caller that already holds a
-    read transaction (``chat.turns`` looks the agent up in one) loads these in it, so starting a chat
-    costs one read transaction instead of two."""
+    """What a turn reads before it writes: the model row and the tools (shared between turns through the
+    read cache: read-only)."""
 
     model_row: ModelConfig
     tools: list[RunTool]
@@ -197,6 +196,22 @@ async def load_inputs(db: Any, rt: Runtime, *, agent: Agent | None, user_id: int
     """Read the turn's model and tools in the caller's session (``NoModel`` when there is no model)."""
     model_row = await _model_row(db, agent)
     return TurnInputs(model_row=model_row, tools=await _tools(db, rt, agent, user_id, user_role))
+
+
+async def chat_inputs(rt: Runtime, *, agent_slug: str | None, user_id: int,
+                      user_role: str) -> tuple[Agent | None, TurnInputs]:
+    """The enabled agent named ``agent_slug`` (None: the plain LLM chat) and its turn inputs, through the
+    read cache (``agentloft.readcache``): they change only when an admin edits agents, models or tools.
+    Keyed by role, not user: which tools a caller gets depends on the role alone."""
+
+    async def read() -> tuple[Agent | None, TurnInputs]:
+        async with rt.db.read_session() as db:
+            agent = None
+            if agent_slug is not None:
+                agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
+            return agent, await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
+
+    return await rt.db.cache.load("chat_config", (agent_slug, user_role), read)
 
 
 async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, user_role: str) -> list[RunTool]:
@@ -511,5 +526,5 @@ async def resume_turn(
     return await drive(rt, turn)
 
 
-__all__ = ["NoModel", "PreparedTurn", "TurnInputs", "TurnResult", "drive", "load_inputs", "prepare_resume",
-           "prepare_turn", "resume_turn", "run_turn"]
+__all__ = ["NoModel", "PreparedTurn", "TurnInputs", "TurnResult", "chat_inputs", "drive", "load_inputs",
+           "prepare_resume", "prepare_turn", "resume_turn", "run_turn"]

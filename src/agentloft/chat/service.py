@@ -139,11 +139,12 @@ async def begin_turn(
     history: str | None = None
     first = 0
     if create is not None:
-        # A Core insert, not ``db.add`` + flush: the unit of work costs more CPU than the statement.
-        await db.execute(insert(AgentSession).values(
-            id=session_id, user_id=create.user_id, agent_id=create.agent_id, kind=create.kind,
-            title=title_from(user_text), status=RUNNING, created_at=now, updated_at=now,
-            model_history=None, deleted_at=None))
+        # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
+        # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
+        await db.execute(insert(AgentSession.__table__), {
+            "id": session_id, "user_id": create.user_id, "agent_id": create.agent_id, "kind": create.kind,
+            "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
+            "model_history": None, "deleted_at": None})
     else:
         claim = (
             update(AgentSession)
@@ -160,7 +161,7 @@ async def begin_turn(
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
-    await db.execute(insert(AgentMessage), [
+    await db.execute(insert(AgentMessage.__table__), [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agentloft.agents import service as agents_service
 from agentloft.auth.models import User
 from agentloft.chat import engine, service
 from agentloft.chat.buffers import get_buffers
@@ -35,16 +34,13 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     """Start a turn with an agent (or the plain model when ``agent_slug`` is None); returns the key.
     A new session is created in the same transaction as its first turn, so a turn that cannot start
     (no model configured) leaves no empty session behind."""
-    agent = None
-    async with rt.db.read_session() as db:  # every read of the turn's start: small, indexed, one transaction
-        if agent_slug is not None:
-            agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
-        agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
-        if session_id is not None:
+    agent, inputs = await engine.chat_inputs(rt, agent_slug=agent_slug, user_id=user.id, user_role=user.role)
+    agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
+    if session_id is not None:
+        async with rt.db.read_session() as db:
             row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
-            if row.kind != kind or row.agent_id != agent_id:
-                raise Conflict("this session belongs to another chat", code="session_mismatch")
-        inputs = await engine.load_inputs(db, rt, agent=agent, user_id=user.id, user_role=user.role)
+        if row.kind != kind or row.agent_id != agent_id:
+            raise Conflict("this session belongs to another chat", code="session_mismatch")
     create = None
     if session_id is None:
         session_id = new_id("as")

@@ -1,0 +1,110 @@
+"""A process-local cache for the few reads on every chat's path that change only when someone edits them:
+whose a session cookie is, and what a chat with an agent needs (the agent, its model, the tools the
+caller's role may see).
+
+Why: each of those reads costs 0.5–2 ms of the event loop's CPU here, together about a quarter of the
+time from a chat request to its first words (docs/benchmarks.md), for rows that change a few times a day.
+
+Why it is exact: every write to a watched table — an ORM flush, a Core statement or raw SQL, through any
+connection of the app's engine — is noted on its connection, and when that connection goes back to the
+pool (after the commit or rollback) the table's group moves to a new generation, which drops the group's
+entries. A reader notes the generation before it reads and keeps its result only if the generation is
+unchanged afterwards. So whatever was read while a write was open (before or after its commit) is gone
+once the write's transaction ends, and the first read after that goes to the database.
+
+When: only while this process is the only one writing — SQLite, whose deployments are one server process
+(README). A CLI command beside the server only creates accounts, which no entry depends on. With
+PostgreSQL several workers may write, so the cache is off there until generations are shared between
+processes (the scale-out work's pub/sub).
+
+Entries are shared between requests: callers treat cached rows as read-only (they are detached ORM
+objects whose columns are loaded).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+T = TypeVar("T")
+
+# Which tables each group's entries are read from.
+GROUPS: dict[str, frozenset[str]] = {
+    "auth": frozenset({"users", "auth_sessions"}),
+    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations",
+                              "app_settings"}),
+}
+
+_WRITE = re.compile(
+    r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+[\"`]?(\w+)",
+    re.IGNORECASE,
+)
+_TOUCHED = "readcache_touched"  # key in the pooled connection's info: groups written in this checkout
+MAX_ENTRIES = 10_000  # per group; a full group starts over (entries are cheap to read again)
+
+
+def written_table(statement: str) -> str | None:
+    """The table an INSERT/UPDATE/DELETE statement writes, None for anything else."""
+    match = _WRITE.match(statement)
+    return match.group(1).lower() if match else None
+
+
+class ReadCache:
+    """Generations and entries per group. ``enabled=False`` keeps nothing (every ``load`` reads)."""
+
+    def __init__(self, *, enabled: bool, groups: dict[str, frozenset[str]] = GROUPS) -> None:
+        self.enabled = enabled
+        self._group_of = {table: name for name, tables in groups.items() for table in tables}
+        self._generation = dict.fromkeys(groups, 0)
+        self._entries: dict[str, dict[Hashable, Any]] = {name: {} for name in groups}
+
+    def generation(self, group: str) -> int:
+        return self._generation[group]
+
+    def bump(self, group: str) -> None:
+        self._generation[group] += 1
+        self._entries[group] = {}
+
+    def get(self, group: str, key: Hashable) -> Any:
+        """The cached value, or ``None`` (values are never ``None``: absent results are not cached)."""
+        return self._entries[group].get(key)
+
+    def put(self, group: str, key: Hashable, value: Any, generation: int) -> None:
+        """Keep ``value`` if nothing was written to the group since ``generation`` was noted."""
+        if not self.enabled or value is None or generation != self._generation[group]:
+            return
+        entries = self._entries[group]
+        if len(entries) >= MAX_ENTRIES:
+            entries = self._entries[group] = {}
+        entries[key] = value
+
+    async def load(self, group: str, key: Hashable, read: Callable[[], Awaitable[T]]) -> T:
+        """The cached value of ``key``, else ``await read()`` (kept when no write overlapped it)."""
+        hit = self.get(group, key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        generation = self._generation[group]
+        value = await read()
+        self.put(group, key, value, generation)
+        return value
+
+    def attach(self, engine: AsyncEngine) -> None:
+        """Watch every statement and every return to the pool of ``engine``."""
+        event.listen(engine.sync_engine, "after_cursor_execute", self._after_execute)
+        event.listen(engine.sync_engine, "checkin", self._checkin)
+
+    def _after_execute(self, conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        """Note the written table's group on the pooled connection (``conn.info`` is the pool record's)."""
+        table = written_table(statement)
+        group = self._group_of.get(table) if table else None
+        if group is not None:
+            conn.info.setdefault(_TOUCHED, set()).add(group)
+
+    def _checkin(self, _dbapi_connection: Any, record: Any) -> None:
+        """The transaction has ended (the pool resets a connection before it is back): new generations."""
+        for group in record.info.pop(_TOUCHED, ()):
+            self.bump(group)

@@ -1,0 +1,137 @@
+"""The read cache (``agentloft.readcache``): what a write to a watched table does to the entries, reads that
+overlap a write, and when the cache keeps nothing. Each test uses its own SQLite file and the app's own
+``Database`` (so the cache watches the engine exactly as in the app)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from agentloft.db import Database
+from agentloft.readcache import ReadCache, written_table
+
+GROUP = "chat_config"  # reads of ``agents`` (among others)
+
+
+@pytest.fixture
+async def database(tmp_path: Path) -> AsyncIterator[Database]:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'cache.db'}")
+    async with db.session() as s:
+        await s.execute(text("CREATE TABLE agents (id INTEGER PRIMARY KEY, name TEXT)"))
+        await s.execute(text("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, body TEXT)"))
+        await s.execute(text("INSERT INTO agents (id, name) VALUES (1, 'first')"))
+    yield db
+    await db.dispose()
+
+
+async def _name(db: Database) -> str:
+    """The agent's name through the cache; the number of database reads is counted in ``reads``."""
+
+    async def read() -> str:
+        reads.append(1)
+        async with db.read_session() as s:
+            return str((await s.execute(text("SELECT name FROM agents WHERE id = 1"))).scalar_one())
+
+    return await db.cache.load(GROUP, "agent-1", read)
+
+
+reads: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _count_reads() -> None:
+    reads.clear()
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE agents SET name = 'second' WHERE id = 1",  # Core / raw SQL
+    "INSERT OR REPLACE INTO agents (id, name) VALUES (1, 'second')",
+])
+async def test_a_committed_write_to_a_watched_table_is_read_again(database: Database, statement: str) -> None:
+    assert await _name(database) == "first"
+    assert await _name(database) == "first"
+    assert len(reads) == 1  # the second call was served from the cache
+    async with database.session() as s:
+        await s.execute(text(statement))
+    assert await _name(database) == "second"
+    assert len(reads) == 2
+
+
+async def test_writes_to_other_tables_keep_the_entries(database: Database) -> None:
+    await _name(database)
+    async with database.session() as s:
+        await s.execute(text("INSERT INTO agent_messages (body) VALUES ('hello')"))
+    await _name(database)
+    assert len(reads) == 1
+
+
+async def test_an_entry_read_while_a_write_was_open_is_dropped_when_it_commits(database: Database) -> None:
+    """The write's statement has run (not committed); a reader sees the old row and keeps it; the commit
+    must drop it — the bump when the writer's connection goes back to the pool."""
+    async with database.session() as writer:
+        await writer.execute(text("UPDATE agents SET name = 'second' WHERE id = 1"))
+        assert await _name(database) == "first"  # the old, committed row (the write is not visible yet)
+    assert await _name(database) == "second"
+    assert len(reads) == 2
+
+
+async def test_a_read_that_overlaps_a_write_is_not_kept(database: Database) -> None:
+    started, written = asyncio.Event(), asyncio.Event()
+
+    async def slow_read() -> str:
+        async with database.read_session() as s:
+            name = str((await s.execute(text("SELECT name FROM agents WHERE id = 1"))).scalar_one())
+        started.set()
+        await written.wait()  # a write commits while this read is in flight
+        return name
+
+    reader = asyncio.create_task(database.cache.load(GROUP, "agent-1", slow_read))
+    await started.wait()
+    async with database.session() as s:
+        await s.execute(text("UPDATE agents SET name = 'second' WHERE id = 1"))
+    written.set()
+    assert await reader == "first"  # the caller gets what it read...
+    assert await _name(database) == "second"  # ...but it was not kept
+    assert len(reads) == 1
+
+
+async def test_a_rolled_back_write_still_drops_the_entries(database: Database) -> None:
+    await _name(database)
+    with pytest.raises(RuntimeError):
+        async with database.session() as s:
+            await s.execute(text("UPDATE agents SET name = 'never' WHERE id = 1"))
+            raise RuntimeError("abandon the transaction")
+    assert await _name(database) == "first"
+    assert len(reads) == 2
+
+
+async def test_a_disabled_cache_reads_every_time() -> None:
+    cache = ReadCache(enabled=False)
+    calls: list[int] = []
+
+    async def read() -> str:
+        calls.append(1)
+        return "value"
+
+    assert await cache.load(GROUP, "k", read) == "value"
+    assert await cache.load(GROUP, "k", read) == "value"
+    assert len(calls) == 2
+
+
+def test_postgresql_databases_get_no_cache() -> None:
+    """Several server processes may share a PostgreSQL database; this process would miss their writes."""
+    db = Database("postgresql+asyncpg://nobody:secret@127.0.0.1:1/none")
+    assert db.cache.enabled is False
+
+
+def test_written_table_names_the_target_of_writes_only() -> None:
+    assert written_table('UPDATE "agents" SET name=? WHERE id=?') == "agents"
+    assert written_table("INSERT INTO users (username) VALUES (?)") == "users"
+    assert written_table("insert or replace into app_settings values (?)") == "app_settings"
+    assert written_table("DELETE FROM auth_sessions WHERE token_hash = ?") == "auth_sessions"
+    assert written_table("SELECT * FROM agents") is None
+    assert written_table("PRAGMA wal_checkpoint(PASSIVE)") is None
