@@ -55,7 +55,7 @@ def serve_fake(port: int, chunks: int, delay: float) -> None:
                 return str(msg.get("content"))
         return ""
 
-    def reply(body: dict[str, Any]) -> Step:
+    def reply(body: dict[str, Any], headers: dict[str, str] | None = None) -> Step:
         prompt = system(body)
         if prompt.startswith(LEAF_PROMPT):
             return Step(text="tok " * chunks, chunks=chunks, delay=delay)

@@ -56,7 +56,7 @@ def serve_fake(port: int) -> None:
         return Step(text="tok " * n, chunks=n)
 
     fake.default = reply
-    fake.next_step = lambda body: reply(body)  # type: ignore[method-assign]  # no request log: it would grow
+    fake.next_step = lambda body, headers=None: reply(body)  # type: ignore[method-assign]  # no request log
     uvicorn.run(build_app(fake), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 

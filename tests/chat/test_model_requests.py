@@ -47,3 +47,15 @@ def test_a_rejected_request_is_not_retried_and_says_why(
     res = chat(user, "helper", "hello")
     assert res.of("error")[0]["errorText"] == "The model answered with HTTP 400: context too long"
     assert len(fake_model.requests) == 1
+
+
+def test_chats_reuse_the_connection_to_the_model(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    """A streamed reply ends at ``[DONE]``; the rest of its HTTP body is read after that, so the next turn
+    goes over the same connection instead of opening a new one."""
+    for n in range(4):
+        fake_model.push(text(f"reply {n} " * 20))
+        assert chat(user, "helper", f"message {n}").text.startswith(f"reply {n}")
+    peers = [h[":peer"] for h in fake_model.headers]
+    assert len(peers) == 4 and len(set(peers)) == 1, peers

@@ -93,7 +93,8 @@ class FakeModel:
         self._lock = threading.Lock()
         self._queue: deque[Step] = deque()
         self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []  # each request's headers (lower-case names), in order
+        # each request's headers (lower-case names), in order, plus ":peer": the client's "host:port"
+        self.headers: list[dict[str, str]] = []
         self.default: Callable[[dict[str, Any]], Step] = echo
 
     def push(self, *steps: Step) -> None:
@@ -188,7 +189,8 @@ def _non_stream(step: Step, model: str) -> dict[str, Any]:
 def build_app(fake: FakeModel) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
-        step = fake.next_step(body, dict(request.headers))
+        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
+        step = fake.next_step(body, {**request.headers, ":peer": peer})
         model = body.get("model", "fake")
         if step.hang:
             await asyncio.sleep(3600)

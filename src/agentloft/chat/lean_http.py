@@ -20,6 +20,8 @@ import httptools
 import httpx
 
 READ_SIZE = 65536
+DRAIN_S = 1.0  # how long the rest of a response closed early may take to arrive before its connection is closed
+DRAIN_READS = 16  # ... and how many reads
 
 
 class _Parser:
@@ -30,6 +32,7 @@ class _Parser:
         self.body: deque[bytes] = deque()
         self.head_done = False
         self.complete = False
+        self.keep_alive = False
         self.parser = httptools.HttpResponseParser(self)
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -37,6 +40,8 @@ class _Parser:
 
     def on_headers_complete(self) -> None:
         self.head_done = True
+        # asked here: once the message is complete the parser has reset for the next one and says no
+        self.keep_alive = self.parser.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
@@ -87,15 +92,16 @@ class _Body(httpx.AsyncByteStream):
         if self._closed:
             return
         self._closed = True
-        if self._state.complete and self._state.parser.should_keep_alive():
-            self._transport.release(self._conn)
+        if self._state.complete:
+            self._transport.release(self._conn, self._state)
         else:
-            self._conn.close()
+            self._transport.drain(self._conn, self._state)
 
 
 async def _read(conn: _Connection, limit_s: float | None, request: httpx.Request) -> bytes:
     try:
-        return await asyncio.wait_for(conn.reader.read(READ_SIZE), limit_s)
+        async with asyncio.timeout(limit_s):  # not ``wait_for``: that starts a task per read
+            return await conn.reader.read(READ_SIZE)
     except TimeoutError as exc:
         conn.close()
         raise httpx.ReadTimeout("the model server did not send data in time", request=request) from exc
@@ -109,17 +115,46 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._fallback = fallback
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
         self._max_idle = max_idle
+        self._draining: set[asyncio.Task[None]] = set()
 
-    def release(self, conn: _Connection) -> None:
+    def release(self, conn: _Connection, state: _Parser) -> None:
+        """Keep a connection whose response was read to its end, unless the server said to close it."""
         idle = self._idle.setdefault(conn.key, [])
-        if len(idle) < self._max_idle and not conn.writer.is_closing():
+        if state.keep_alive and len(idle) < self._max_idle and not conn.writer.is_closing():
             idle.append(conn)
+        else:
+            conn.close()
+
+    def drain(self, conn: _Connection, state: _Parser) -> None:
+        """A response closed before its end — usually right after a stream's ``[DONE]``, whose terminating
+        chunk is still on its way — is read to its end in the background and its connection kept; one
+        that goes on longer (a stopped run) is closed, which also tells the server to stop generating."""
+        task = asyncio.get_running_loop().create_task(self._drain(conn, state))
+        self._draining.add(task)
+        task.add_done_callback(self._draining.discard)
+
+    async def _drain(self, conn: _Connection, state: _Parser) -> None:
+        try:
+            async with asyncio.timeout(DRAIN_S):
+                for _ in range(DRAIN_READS):
+                    if state.complete:
+                        break
+                    chunk = await conn.reader.read(READ_SIZE)
+                    if not chunk:
+                        break
+                    state.feed(chunk)
+                    state.body.clear()
+        except (TimeoutError, OSError, httptools.HttpParserError):
+            pass
+        if state.complete:
+            self.release(conn, state)
         else:
             conn.close()
 
     async def _connect(self, key: tuple[str, int], limit_s: float | None, request: httpx.Request) -> _Connection:
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*key, limit=READ_SIZE * 4), limit_s)
+            async with asyncio.timeout(limit_s):
+                reader, writer = await asyncio.open_connection(*key, limit=READ_SIZE * 4)
         except TimeoutError as exc:
             raise httpx.ConnectTimeout("connecting to the model server timed out", request=request) from exc
         except OSError as exc:
@@ -180,6 +215,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
+        for task in list(self._draining):
+            task.cancel()
         for conns in self._idle.values():
             for conn in conns:
                 conn.close()
