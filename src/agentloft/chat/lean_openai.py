@@ -1,9 +1,10 @@
 """A leaner stream path for OpenAI-compatible models: same requests, cheaper reading of the reply.
 
 The ``openai`` SDK turns every streamed chunk into a typed object (~200 us of CPU each), and pydantic-ai
-then runs each through its event pipeline; both costs are per chunk. Here the SSE body is read raw and
-decoded with ``orjson``; consecutive plain text deltas that are already waiting in one network read are
-merged into one chunk before the SDK's types and pydantic-ai see them. A model that streams slower than
+then runs each through its event pipeline; both costs are per chunk. Here the SSE body is read raw,
+decoded with ``orjson`` and validated into the SDK's chunk type (``chunk_of``); consecutive plain text
+deltas that are already waiting in one network read are merged into one chunk before pydantic-ai sees
+them. A model that streams slower than
 we read (every real one) is passed through chunk by chunk, unchanged; a fast one costs per network read,
 not per chunk. Everything non-streaming stays the SDK's and pydantic-ai's.
 
@@ -32,7 +33,7 @@ from openai._utils import is_given
 from openai.resources.chat import AsyncChat
 from openai.resources.chat.completions import AsyncCompletions
 from openai.types.chat import ChatCompletionChunk
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -86,6 +87,16 @@ def merge_text_deltas(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
             pieces.append(text)
     flush()
     return out
+
+
+def chunk_of(payload: dict[str, Any]) -> ChatCompletionChunk:
+    """The SDK's chunk type for a decoded payload. Validating is ~30x cheaper than the SDK's lenient
+    ``construct_type`` (5 against 167 us here) and gives the same object for a well-formed chunk; a
+    provider's odd chunk (a missing or mistyped field) still gets the SDK's lenient treatment."""
+    try:
+        return ChatCompletionChunk.model_validate(payload)
+    except ValidationError:
+        return construct_type(type_=ChatCompletionChunk, value=payload)
 
 
 def _event_data(event: bytes) -> bytes | None:
@@ -152,7 +163,7 @@ class MergingChunkStream:
             self._ready.clear()
             taken, self._queue = self._queue, []
             for payload in merge_text_deltas(taken):
-                yield construct_type(type_=ChatCompletionChunk, value=payload)
+                yield chunk_of(payload)
             if self._ended and not self._queue:
                 if self._error is not None:
                     raise self._error
@@ -185,6 +196,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def _plain_headers(headers: dict[str, Any]) -> dict[str, str]:
+    """Header names in lower case; the SDK's ``Omit`` markers (and anything else not a string) left out."""
+    return {name.lower(): value for name, value in headers.items() if isinstance(value, str)}
+
+
 def _timeout(value: Any, fallback: Any) -> httpx.Timeout:
     """httpx's timeout from a number or an SDK (httpx2) timeout; the client's own when not given."""
     value = value if is_given(value) and value is not None else fallback
@@ -201,22 +217,28 @@ class LeanCompletions(AsyncCompletions):
             return await super().create(**params)
         return MergingChunkStream(await self._send(self._request(params)))
 
+    @cached_property
+    def _target(self) -> tuple[httpx.URL, dict[str, str]]:
+        """The URL and the headers every streamed request of this client carries (the SDK client's auth
+        and default headers, names in lower case), worked out once: httpx's header merging is quadratic."""
+        client = self._client
+        defaults = {**client._auth_headers({"bearer_auth": True}), **client.default_headers}
+        return httpx.URL(str(client.base_url).rstrip("/") + _PATH), _plain_headers(defaults)
+
     def _request(self, params: dict[str, Any]) -> httpx.Request:
         """The request the SDK would build: its auth and default headers, the caller's extra headers,
-        query and body, the per-request timeout."""
-        client = self._client
+        query and body, the per-request timeout (or the SDK client's)."""
         timeout = params.pop("timeout", None)
         extra_headers = params.pop("extra_headers", None) or {}
         query = params.pop("extra_query", None)
         extra_body = params.pop("extra_body", None) or {}
         body = {key: value for key, value in params.items() if is_given(value)}
-        headers = {key: value for key, value in
-                   {**client._auth_headers({"bearer_auth": True}), **client.default_headers, **extra_headers}.items()
-                   if isinstance(value, str)}
-        return client._client.build_request(  # the httpx client the SDK client was given
-            "POST", str(client.base_url).rstrip("/") + _PATH, params=query, headers=headers,
+        url, defaults = self._target
+        return httpx.Request(
+            "POST", url.copy_merge_params(query) if query else url,
+            headers={**defaults, **_plain_headers(extra_headers)},
             content=orjson.dumps({**body, **extra_body}, default=_json_default),
-            timeout=_timeout(timeout, client.timeout),
+            extensions={"timeout": _timeout(timeout, self._client.timeout).as_dict()},
         )
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
