@@ -26,7 +26,9 @@ class Runtime:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
+    """``async`` on purpose, as every dependency here: FastAPI runs a plain ``def`` dependency on a worker
+    thread, a thread hop per request for nothing."""
     return request.app.state.runtime
 
 

@@ -29,7 +29,7 @@ class PageParams(BaseModel):
         return (self.page - 1) * self.page_size
 
 
-def _page_params(
+async def _page_params(
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 20,
 ) -> PageParams:

@@ -151,6 +151,8 @@ def _model(rt: Runtime, spec: Any) -> Model:
 
 
 AGENTS_KEY = "chat_pydantic_agents"
+# A run ends with text, or with the tool calls that wait for approval.
+OUTPUT_TYPES: list[Any] = [str, DeferredToolRequests]
 
 
 def _pydantic_agent(rt: Runtime, model: Model, instructions: str | None) -> PydanticAgent[None, Any]:
@@ -164,7 +166,7 @@ def _pydantic_agent(rt: Runtime, model: Model, instructions: str | None) -> Pyda
         return hit[1]
     if len(cache) > 256:
         cache.clear()
-    agent: PydanticAgent[None, Any] = PydanticAgent(model, instructions=instructions)
+    agent: PydanticAgent[None, Any] = PydanticAgent(model, instructions=instructions, output_type=OUTPUT_TYPES)
     cache[key] = (model, agent)
     return agent
 
@@ -359,10 +361,10 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
     agent = _pydantic_agent(rt, turn.model, turn.system_prompt or None)
     runner = agent.run_stream_events(
         turn.prompt,
-        output_type=[str, DeferredToolRequests],
         message_history=turn.history or None,
         deferred_tool_results=turn.deferred,
-        toolsets=[RunToolset(turn.tools, turn.scope)],
+        # no tools, no toolset: pydantic-ai runs each step's toolset calls side by side in tasks otherwise
+        toolsets=[RunToolset(turn.tools, turn.scope)] if turn.tools else None,
         usage_limits=UsageLimits(request_limit=turn.max_steps),
         model_settings=_settings(rt, turn),
     )

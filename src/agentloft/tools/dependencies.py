@@ -10,7 +10,7 @@ from agentloft.runtime import Rt
 from agentloft.tools.registry import ToolRegistry, registry_of
 
 
-def _registry(rt: Rt) -> ToolRegistry:
+async def _registry(rt: Rt) -> ToolRegistry:
     return registry_of(rt)
 
 
