@@ -112,3 +112,16 @@ def test_unknown_api_route_uses_error_shape(anon: ApiClient) -> None:
 def test_malformed_json_is_422(anon: ApiClient) -> None:
     r = anon.post("/api/auth/login", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
+
+
+def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:
+    import re
+    from collections import Counter
+
+    from agentloft.ids import new_id
+
+    ids = [new_id("am") for _ in range(5000)]
+    assert all(re.fullmatch(r"am_[0-9a-z]+_[0-9a-z]{10}", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    counts = Counter(ch for i in ids for ch in i.rsplit("_", 1)[1])
+    assert len(counts) == 36 and min(counts.values()) > 0.7 * max(counts.values())  # every character, evenly
