@@ -1,14 +1,17 @@
 """The lean stream reader's pieces (``chat.lean_openai``) that do not need a server: turning decoded chunks
-into the SDK's type, and merging text deltas."""
+into the SDK's type, merging text deltas, and the order in which a stream hands its chunks on."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import httpx
+import orjson
+from openai import APIError
 from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
 
-from agentloft.chat.lean_openai import chunk_of, merge_text_deltas
+from agentloft.chat.lean_openai import MERGE_LIMIT, MergingChunkStream, chunk_of, merge_text_deltas
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -46,3 +49,41 @@ def test_text_deltas_merge_and_everything_else_keeps_its_place() -> None:
     merged = merge_text_deltas(payloads)
     assert [m["choices"][0]["delta"].get("content") for m in merged] == ["abc", None, "d", None]
     assert merged[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def _sse(*payloads: dict[str, Any] | str) -> bytes:
+    return b"".join(b"data: " + (p.encode() if isinstance(p, str) else orjson.dumps(p)) + b"\n\n" for p in payloads)
+
+
+async def _read_all(body: bytes) -> tuple[list[str | None], BaseException | None]:
+    """Every chunk's text as the stream hands them on (the whole body arrives in one network read)."""
+    request = httpx.Request("POST", "http://model.test/v1/chat/completions")
+    stream = MergingChunkStream(httpx.Response(200, stream=httpx.ByteStream(body), request=request))
+    texts: list[str | None] = []
+    try:
+        async for chunk in stream:
+            texts.append(chunk.choices[0].delta.content if chunk.choices else None)
+    except Exception as exc:
+        return texts, exc
+    finally:
+        await stream.close()
+    return texts, None
+
+
+async def test_the_first_words_go_out_alone_and_the_backlog_is_merged_in_slices() -> None:
+    words = [_chunk({"content": f"w{i} "}) for i in range(300)]
+    body = _sse(_chunk({"role": "assistant", "content": ""}), *words, _chunk({}, "stop"), "[DONE]")
+    texts, error = await _read_all(body)
+    assert error is None
+    assert texts[:2] == ["", "w0 "]  # the role chunk, then the first words on their own
+    merged = [t for t in texts[2:] if t]
+    assert "".join(merged) == "".join(f"w{i} " for i in range(1, 300))
+    assert 1 < len(merged) <= 1 + 299 // MERGE_LIMIT + 1  # merged, but in slices of at most MERGE_LIMIT
+
+
+async def test_an_error_event_mid_stream_comes_after_the_text_before_it() -> None:
+    body = _sse(_chunk({"content": "one "}), _chunk({"content": "two "}), _chunk({"content": "three"}),
+                {"error": {"message": "the model fell over"}}, _chunk({"content": "never"}))
+    texts, error = await _read_all(body)
+    assert "".join(t or "" for t in texts) == "one two three"
+    assert isinstance(error, APIError) and error.message == "the model fell over"

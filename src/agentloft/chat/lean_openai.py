@@ -21,6 +21,7 @@ types (``APITimeoutError``, ``APIConnectionError``, its status errors with the p
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from functools import cached_property
 from typing import Any
@@ -107,16 +108,21 @@ def _event_data(event: bytes) -> bytes | None:
     return b"\n".join(lines) if lines else None
 
 
+MERGE_LIMIT = 128  # events decoded and merged per chunk handed on, so the pipeline keeps moving
+
+
 class MergingChunkStream:
     """Stands in for the SDK's ``AsyncStream[ChatCompletionChunk]`` over the same HTTP response.
 
-    A pump task reads and decodes the body as fast as it arrives (a network read rarely holds more
-    than one SSE event, so read sizes say nothing about lag); the consumer takes everything queued
-    since its last pull, which is exactly "merge while the reader is behind"."""
+    A pump task reads the body as fast as it arrives and queues its events undecoded (a network read
+    rarely holds more than one SSE event, so read sizes say nothing about lag); the consumer decodes and
+    merges everything queued since its last pull, which is exactly "merge while the reader is behind",
+    up to ``MERGE_LIMIT`` events at a time. Until the reply's first words (or tool call) have been
+    handed on, the consumer takes one event at a time: a fast model's backlog is decoded after them."""
 
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
-        self._queue: list[dict[str, Any]] = []
+        self._queue: deque[bytes] = deque()
         self._ready = asyncio.Event()
         self._ended = False
         self._error: BaseException | None = None
@@ -146,45 +152,80 @@ class MergingChunkStream:
                     continue
                 pending = pending.replace(b"\r\n", b"\n")
                 *events, pending = pending.split(b"\n\n")
-                done = self._decode(events)
+                done = self._queue_events(events)
                 self._ready.set()
                 if done:
                     break
-        except Exception as exc:  # handed to the consumer after what was decoded before it
+        except Exception as exc:  # handed to the consumer after what was queued before it
             self._error = exc
         finally:
             self._ended = True
             self._ready.set()
 
-    async def _chunks(self) -> AsyncIterator[ChatCompletionChunk]:
-        self._pump_task = asyncio.create_task(self._pump())
-        while True:
-            await self._ready.wait()
-            self._ready.clear()
-            taken, self._queue = self._queue, []
-            for payload in merge_text_deltas(taken):
-                yield chunk_of(payload)
-            if self._ended and not self._queue:
-                if self._error is not None:
-                    raise self._error
-                return
-
-    def _decode(self, events: list[bytes]) -> bool:
-        """Queue the events' payloads; True at ``[DONE]``. Raises on undecodable data or an error event."""
+    def _queue_events(self, events: list[bytes]) -> bool:
+        """Queue the events' data; True at ``[DONE]``."""
         for event in events:
             data = _event_data(event)
             if data is None:
                 continue  # comments, keep-alives, event names
             if data.startswith(b"[DONE]"):
                 return True
-            payload = orjson.loads(data)  # its JSONDecodeError is json's: it surfaces as the SDK's would
-            if isinstance(payload, dict) and payload.get("error"):
-                error = payload["error"]
-                message = error.get("message") if isinstance(error, dict) else None
-                raise APIError(message=message or "An error occurred during streaming",
-                               request=self.response.request, body=error)
-            self._queue.append(payload)
+            self._queue.append(data)
         return False
+
+    async def _chunks(self) -> AsyncIterator[ChatCompletionChunk]:
+        self._pump_task = asyncio.create_task(self._pump())
+        started = False
+        queue = self._queue
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            while queue:
+                if not started:
+                    payload = self._payload(queue.popleft())
+                    started = _has_output(payload)
+                    yield chunk_of(payload)
+                    continue
+                taken, failure = self._take(min(len(queue), MERGE_LIMIT))
+                for payload in merge_text_deltas(taken):
+                    yield chunk_of(payload)
+                if failure is not None:
+                    raise failure
+            if self._ended and not queue:
+                if self._error is not None:
+                    raise self._error
+                return
+
+    def _take(self, count: int) -> tuple[list[dict[str, Any]], Exception | None]:
+        """Decode up to ``count`` queued events; stops at one that fails, whose error comes back after
+        the good ones before it (they still go out)."""
+        taken: list[dict[str, Any]] = []
+        for _ in range(count):
+            try:
+                taken.append(self._payload(self._queue.popleft()))
+            except Exception as exc:
+                return taken, exc
+        return taken, None
+
+    def _payload(self, data: bytes) -> dict[str, Any]:
+        """One event's JSON. Raises on undecodable data (json's error: it surfaces as the SDK's would)
+        or an error event."""
+        payload = orjson.loads(data)
+        if isinstance(payload, dict) and payload.get("error"):
+            error = payload["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            raise APIError(message=message or "An error occurred during streaming",
+                           request=self.response.request, body=error)
+        return payload  # type: ignore[no-any-return]
+
+
+def _has_output(payload: dict[str, Any]) -> bool:
+    """Whether a chunk carries any of the reply (text, a tool call, reasoning), not just its role."""
+    for choice in payload.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if any(value for key, value in delta.items() if key != "role"):
+            return True
+    return False
 
 
 _PATH = "/chat/completions"
