@@ -20,6 +20,10 @@ import httptools
 import httpx
 
 READ_SIZE = 65536
+# Idle connections kept per model server. As many as the chats that may stream at once: closing the
+# surplus after a burst and opening new ones for the next meant, on loopback at 100 concurrent chats,
+# new connections refused while a busy server had not yet closed its side of the old ones.
+MAX_IDLE = 200
 DRAIN_S = 1.0  # how long the rest of a response closed early may take to arrive before its connection is closed
 DRAIN_READS = 16  # ... and how many reads
 
@@ -111,7 +115,7 @@ async def _read(conn: _Connection, limit_s: float | None, request: httpx.Request
 
 
 class LeanTransport(httpx.AsyncBaseTransport):
-    def __init__(self, fallback: httpx.AsyncBaseTransport, max_idle: int = 50) -> None:
+    def __init__(self, fallback: httpx.AsyncBaseTransport, max_idle: int = MAX_IDLE) -> None:
         self._fallback = fallback
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
         self._max_idle = max_idle
