@@ -1,6 +1,8 @@
 """Who is calling: ``OptionalUser``, ``CurrentUser`` (401 if nobody) and ``AdminUser`` (403 if not admin).
 
-A bearer token wins over a cookie. The lookup runs once per request and is cached on ``request.state``.
+A bearer token wins over a cookie. The lookup runs once per request and is cached on ``request.state``;
+a session cookie's account is also kept between requests in the read cache (``agentloft.readcache``)
+until any account or sign-in changes. Bearer tokens are read every time (each use records its time).
 """
 
 from __future__ import annotations
