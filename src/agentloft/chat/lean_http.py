@@ -3,9 +3,11 @@
 httpx reads a response through httpcore, h11 and anyio, and hands over one network piece per await:
 about 50 us of CPU per streamed chunk, whatever the backlog. This transport speaks HTTP/1.1 over asyncio
 streams with the C parser ``httptools`` and reads up to 64 KiB at a time, so a fast stream costs per
-read rather than per chunk. It plugs in under httpx (``AsyncClient(transport=...)``): the ``openai``
-SDK still builds the requests and does retries; timeouts and connection failures surface as the usual
-httpx exceptions. ``https`` and anything unusual go to the regular httpx transport.
+read rather than per chunk. It plugs in under httpx (``AsyncClient(transport=...)``): the requests and
+their retries stay with the client above it (``chat.lean_openai``); timeouts and connection failures
+surface as the usual httpx exceptions. ``https`` and anything unusual go to the regular httpx transport.
+Connections are kept alive and reused, including one whose streamed response was closed a moment
+before its end (``drain``).
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         task.add_done_callback(self._draining.discard)
 
     async def _drain(self, conn: _Connection, state: _Parser) -> None:
+        kept = False
         try:
             async with asyncio.timeout(DRAIN_S):
                 for _ in range(DRAIN_READS):
@@ -148,12 +151,14 @@ class LeanTransport(httpx.AsyncBaseTransport):
                         break
                     state.feed(chunk)
                     state.body.clear()
+            if state.complete:
+                self.release(conn, state)
+                kept = True
         except (TimeoutError, OSError, httptools.HttpParserError):
             pass
-        if state.complete:
-            self.release(conn, state)
-        else:
-            conn.close()
+        finally:
+            if not kept:  # also when the transport closes and cancels the drain
+                conn.close()
 
     async def _connect(self, key: tuple[str, int], limit_s: float | None, request: httpx.Request) -> _Connection:
         try:
