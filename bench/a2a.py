@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import json
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -32,16 +31,12 @@ import time
 from typing import Any
 
 import httpx
+from tests.fakes.openai_server import free_port
 
 from bench.common import serve_app, spawn, wait_up
 
 LEAF_PROMPT = "LEAF"
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve_fake(port: int, chunks: int, delay: float) -> None:
@@ -175,7 +170,7 @@ def main() -> None:
     if args.serve_app:
         serve_app(args.serve_app, args.data_dir)
         return
-    fake_port, app_port = _free_port(), _free_port()
+    fake_port, app_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as data_dir:
         fake_args = ("--serve-fake", str(fake_port), "--chunks", str(args.chunks), "--delay", str(args.delay))
         procs = [spawn("bench.a2a", *fake_args),

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.fakes.openai_server import free_port
 
 from bench.common import spawn, wait_up
-from bench.stream_relay import _free_port, _setup, _signed_in, direct, relayed
+from bench.stream_relay import _setup, _signed_in, direct, relayed
 
 MARKS: contextvars.ContextVar[dict[str, tuple[float, float]] | None] = contextvars.ContextVar("marks", default=None)
 ORDER = ["entry", "caller", "handler", "write", "written", "drive", "run", "sent", "headers", "text", "socket"]
@@ -153,7 +154,7 @@ def report(log: str, floor_ms: float, chat_ms: float) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    fake_port, app_port = _free_port(), _free_port()
+    fake_port, app_port = free_port(), free_port()
     fake_url, app_url = f"http://127.0.0.1:{fake_port}", f"http://127.0.0.1:{app_port}"
     with tempfile.TemporaryDirectory() as data:
         log = str(Path(data) / "marks.jsonl")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -31,16 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from tests.fakes.openai_server import free_port
 
 from bench.common import serve_app, spawn, wait_up
 
 # --- server processes ------------------------------------------------------------------------------
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve_fake(port: int) -> None:
@@ -186,7 +181,7 @@ async def _round_b(app: httpx.AsyncClient, raw: httpx.AsyncClient, fake_url: str
 
 
 async def main(args: argparse.Namespace) -> None:
-    fake_port, app_port = _free_port(), _free_port()
+    fake_port, app_port = free_port(), free_port()
     fake_url, app_url = f"http://127.0.0.1:{fake_port}", f"http://127.0.0.1:{app_port}"
     with tempfile.TemporaryDirectory() as data:
         procs = [spawn("bench.stream_relay", "--serve-fake", str(fake_port)),

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
 
 from agentloft.app import create_app
 from agentloft.config import load_settings
+from agentloft.db import Database
 from tests.fakes.openai_server import ThreadedServer
 from tests.pg import database as pg
 
@@ -96,3 +98,12 @@ def signup(client: ApiClient, username: str, password: str = "password123") -> d
 
 def login(client: ApiClient, username: str, password: str = "password123") -> dict[str, Any]:
     return client.ok("POST", "/api/auth/login", json={"username": username, "password": password})
+
+
+async def file_database(path: Path, *statements: str) -> Database:
+    """The app's ``Database`` on a new SQLite file, with ``statements`` run and committed first."""
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    async with db.session() as s:
+        for statement in statements:
+            await s.execute(text(statement))
+    return db

@@ -35,8 +35,7 @@ T = TypeVar("T")
 # Which tables each group's entries are read from.
 GROUPS: dict[str, frozenset[str]] = {
     "auth": frozenset({"users", "auth_sessions"}),
-    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations",
-                              "app_settings"}),
+    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations"}),
 }
 
 _WRITE = re.compile(

@@ -30,10 +30,13 @@ async def test_a_response_closed_mid_stream_is_not_kept_but_a_finished_one_is(
     monkeypatch.setattr(lean_http, "DRAIN_S", 0.2)
     client = httpx.AsyncClient(transport=LeanTransport(httpx.AsyncHTTPTransport()))
     try:
-        fake_model.push(Step(text="one two three four five six seven eight", delay=0.2),  # a stopped run
+        # a stopped run: cut off after its first piece of a reply that takes 1.6 s in all
+        fake_model.push(Step(text="one two three four five six seven eight", delay=0.2),
                         text("second"), text("third"))
         await _stream(client, fake_model_server.base_url, read_all=False)
-        await asyncio.sleep(0.5)  # the drain gives up after DRAIN_S and closes the connection
+        # past the reply's end: a drain without its time limit would have read it all and kept the
+        # connection; this one gave up after DRAIN_S and closed it
+        await asyncio.sleep(2.0)
         await _stream(client, fake_model_server.base_url, read_all=True)
         await _stream(client, fake_model_server.base_url, read_all=True)
     finally:

@@ -15,14 +15,14 @@ from sqlalchemy import text
 
 from agentloft import db_sqlite
 from agentloft.db import Database
+from tests.support import file_database
 
 
 @pytest.fixture
 async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'test.db'}")
-    async with db.session() as s:
-        await s.execute(text("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, thread INTEGER)"))
-        await s.execute(text("INSERT INTO items (name, thread) VALUES ('seed', 0)"))
+    db = await file_database(tmp_path / "test.db",
+                             "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, thread INTEGER)",
+                             "INSERT INTO items (name, thread) VALUES ('seed', 0)")
     yield db
     await db.dispose()
 

@@ -13,17 +13,17 @@ from sqlalchemy import text
 
 from agentloft.db import Database
 from agentloft.readcache import ReadCache, written_table
+from tests.support import file_database
 
 GROUP = "chat_config"  # reads of ``agents`` (among others)
 
 
 @pytest.fixture
 async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'cache.db'}")
-    async with db.session() as s:
-        await s.execute(text("CREATE TABLE agents (id INTEGER PRIMARY KEY, name TEXT)"))
-        await s.execute(text("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, body TEXT)"))
-        await s.execute(text("INSERT INTO agents (id, name) VALUES (1, 'first')"))
+    db = await file_database(tmp_path / "cache.db",
+                             "CREATE TABLE agents (id INTEGER PRIMARY KEY, name TEXT)",
+                             "CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, body TEXT)",
+                             "INSERT INTO agents (id, name) VALUES (1, 'first')")
     yield db
     await db.dispose()
 
@@ -131,7 +131,7 @@ def test_postgresql_databases_get_no_cache() -> None:
 def test_written_table_names_the_target_of_writes_only() -> None:
     assert written_table('UPDATE "agents" SET name=? WHERE id=?') == "agents"
     assert written_table("INSERT INTO users (username) VALUES (?)") == "users"
-    assert written_table("insert or replace into app_settings values (?)") == "app_settings"
+    assert written_table("insert or replace into agent_tools values (?)") == "agent_tools"
     assert written_table("DELETE FROM auth_sessions WHERE token_hash = ?") == "auth_sessions"
     assert written_table("SELECT * FROM agents") is None
     assert written_table("PRAGMA wal_checkpoint(PASSIVE)") is None

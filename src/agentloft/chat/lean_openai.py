@@ -330,13 +330,10 @@ class LeanAsyncOpenAI(AsyncOpenAI):
         return _LeanChat(self)
 
 
-class LeanOpenAIChatModel(OpenAIChatModel):
-    """``OpenAIChatModel`` on ``LeanAsyncOpenAI``: its streamed replies are read by ``MergingChunkStream``
-    (which stands in for the SDK's ``AsyncStream``)."""
-
-
 def build_chat_model(spec: ModelSpec, *, http_client: Any = None) -> Model:
-    """The model a chat run uses: the lean reader for OpenAI-compatible endpoints, else the default."""
+    """The model a chat run uses: pydantic-ai's ``OpenAIChatModel`` on ``LeanAsyncOpenAI`` for
+    OpenAI-compatible endpoints (streamed replies come back as ``MergingChunkStream``, which stands in for
+    the SDK's ``AsyncStream``), else the default for the provider."""
     if spec.provider != "openai":
         return build_model(spec, http_client=http_client)
     client = LeanAsyncOpenAI(
@@ -344,4 +341,4 @@ def build_chat_model(spec: ModelSpec, *, http_client: Any = None) -> Model:
         api_key=spec.api_key or "not-needed",
         http_client=http_client,
     )
-    return LeanOpenAIChatModel(spec.model, provider=OpenAIProvider(openai_client=client))
+    return OpenAIChatModel(spec.model, provider=OpenAIProvider(openai_client=client))
