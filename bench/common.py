@@ -21,7 +21,7 @@ def serve_app(port: int, data_dir: str) -> None:
     import uvicorn
 
     from agentloft.app import create_app
-    from agentloft.config import load_settings
+    from agentloft.core.settings import load_settings
 
     settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False)
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from sqlalchemy import Select, func, or_, select
 
-from agentloft import migrate
-from agentloft.db import Database
+from agentloft.core import migrate
+from agentloft.core.db import Database
 from agentloft.documents import search, service
 from agentloft.documents.models import AgentDocument
 

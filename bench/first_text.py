@@ -79,8 +79,10 @@ def serve(port: int, data_dir: str, log: str, profile: tuple[str, str] | None, o
 
     from agentloft.app import create_app
     from agentloft.auth import dependencies
-    from agentloft.chat import engine, lean_http, service, turns
-    from agentloft.config import load_settings
+    from agentloft.chat import engine, service, turns
+    from agentloft.chat.buffers import MemoryStreamBuffers
+    from agentloft.core.settings import load_settings
+    from agentloft.llm import lean_http
 
     rec = Recorder(profile, out)
     app = create_app(load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret",
@@ -97,21 +99,14 @@ def serve(port: int, data_dir: str, log: str, profile: tuple[str, str] | None, o
         return run_stream_events(self, *args, **kwargs)
 
     Agent.run_stream_events = run  # type: ignore[method-assign]
-    buffers_of = engine.get_buffers
+    append = MemoryStreamBuffers.append
 
-    class Buffers:
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
+    async def append_marked(self: Any, key: str, frame: str) -> None:
+        if "text-delta" in frame:
+            rec.mark("text")
+        await append(self, key, frame)
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
-        async def append(self, key: str, frame: str) -> None:
-            if "text-delta" in frame:
-                rec.mark("text")
-            await self.inner.append(key, frame)
-
-    engine.get_buffers = lambda rt: Buffers(buffers_of(rt))  # type: ignore[assignment]
+    MemoryStreamBuffers.append = append_marked  # type: ignore[method-assign]
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not scope["path"].endswith("/chat"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloft import migrate
+from agentloft.core import migrate
 from tests.fakes.openai_server import FakeModel, FakeModelServer
 from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, start_app
@@ -59,7 +59,7 @@ def pg_template() -> Iterator[str | None]:
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory, pg_template: str | None) -> Path:
-    path = tmp_path_factory.mktemp("template") / "agentloft.db"
+    path = tmp_path_factory.mktemp("template") / "agentloft.core.db"
     migrate.upgrade(f"sqlite+aiosqlite:///{path}")
     return path
 

@@ -14,14 +14,21 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from agentloft import __version__, migrate
+from agentloft import __version__
+from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
 from agentloft.auth.throttle import LoginThrottle
-from agentloft.config import Settings, load_settings
-from agentloft.crypto import SecretBox
-from agentloft.db import Database
-from agentloft.errors import install_error_handlers
-from agentloft.runtime import Runtime
+from agentloft.chat.buffers import MemoryStreamBuffers
+from agentloft.chat.runs import RunRegistry
+from agentloft.core import migrate
+from agentloft.core.crypto import SecretBox
+from agentloft.core.db import Database
+from agentloft.core.errors import install_error_handlers
+from agentloft.core.runtime import Runtime
+from agentloft.core.settings import Settings, load_settings
+from agentloft.llm.clients import ModelClients
+from agentloft.tools.registry import ToolRegistry
+from agentloft.web import router as web_router
 
 log = logging.getLogger(__name__)
 
@@ -44,30 +51,31 @@ LIFECYCLE_MODULES = (
     "agentloft.llm.lifecycle",
     "agentloft.tools.lifecycle",
     "agentloft.chat.lifecycle",
-    "agentloft.documents.lifecycle",
     "agentloft.a2a.lifecycle",
     "agentloft.defaults",
 )
 
 
-def _optional_module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
-
-
 def _hooks(attr: str) -> list[Callable[[Runtime], Awaitable[None]]]:
-    mods = [_optional_module(m) for m in LIFECYCLE_MODULES]
-    return [getattr(m, attr) for m in mods if m is not None and hasattr(m, attr)]
+    """Every lifecycle module must import: one that cannot stops the app instead of silently taking its
+    start-up work (or its routes) with it."""
+    mods = [importlib.import_module(m) for m in LIFECYCLE_MODULES]
+    return [getattr(m, attr) for m in mods if hasattr(m, attr)]
 
 
 def build_runtime(settings: Settings) -> Runtime:
-    secret = settings.ensure_secret_key()
-    rt = Runtime(settings=settings, db=Database(settings.resolved_database_url), box=SecretBox(secret))
-    rt.extras["login_throttle"] = LoginThrottle(settings.login_max_failures, settings.login_window_seconds)
+    """The runtime with every shared service built, before any start-up hook runs."""
+    rt = Runtime(
+        settings=settings,
+        db=Database(settings.resolved_database_url),
+        box=SecretBox(settings.ensure_secret_key()),
+        registry=ToolRegistry(),
+        buffers=MemoryStreamBuffers(settings.stream_grace_seconds),
+        runs=RunRegistry(),
+        throttle=LoginThrottle(settings.login_max_failures, settings.login_window_seconds),
+        models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
+    )
+    rt.a2a = A2AServers(rt)
     return rt
 
 
@@ -104,12 +112,9 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     install_error_handlers(app)
     for name in ROUTER_MODULES:
-        mod = _optional_module(name)
-        if mod is None:
-            continue
+        mod = importlib.import_module(name)
         for attr in ("router", "admin_router"):
             if hasattr(mod, attr):
                 app.include_router(getattr(mod, attr))
-    if (web := _optional_module("agentloft.web.router")) is not None and hasattr(web, "mount_static"):
-        web.mount_static(app)
+    web_router.mount_static(app)
     return app

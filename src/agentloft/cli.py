@@ -7,8 +7,8 @@ import asyncio
 import getpass
 import sys
 
-from agentloft import migrate
-from agentloft.config import ConfigError, Settings, load_settings
+from agentloft.core import migrate
+from agentloft.core.settings import ConfigError, Settings, load_settings
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:
 async def _create_user(settings: Settings, username: str, password: str, role: str) -> None:
     from agentloft.auth import service
     from agentloft.auth.schemas import UserCreate
-    from agentloft.db import Database
+    from agentloft.core.db import Database
 
     db = Database(settings.resolved_database_url)
     try:
@@ -48,7 +48,7 @@ async def _create_user(settings: Settings, username: str, password: str, role: s
 def _user_create(settings: Settings, args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from agentloft.errors import AppError
+    from agentloft.core.errors import AppError
 
     password = args.password or getpass.getpass("Password: ")
     settings.data_dir.mkdir(parents=True, exist_ok=True)

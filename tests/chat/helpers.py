@@ -195,7 +195,7 @@ TEST_TYPES = (EchoTool(), SlowTool(), FailTool(), GuardedTool())
 
 def register_test_tools(app: LiveApp) -> None:
     runtime = app.server.server.config.app.state.runtime
-    registry = runtime.extras["tool_registry"]
+    registry = runtime.registry
     for tool_type in TEST_TYPES:
         if tool_type.slug not in registry:
             registry.register(tool_type)

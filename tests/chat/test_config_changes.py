@@ -1,5 +1,5 @@
 """What a chat reads at its start (the caller, the agent, its model and tools) is kept between chats
-(``agentloft.readcache``); an admin's change must reach the very next chat, and the very next request of
+(``agentloft.core.readcache``); an admin's change must reach the very next chat, and the very next request of
 a user whose role or account changed. Each test warms the cache first, then changes, then checks."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloft.config import ConfigError, load_settings
+from agentloft.core.settings import ConfigError, load_settings
 from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, login, start_app
 
@@ -33,7 +33,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("AGENTLOFT_DATA_DIR", str(tmp_path))
     s = load_settings()
     assert (s.port, s.host, s.data_dir) == (9123, "0.0.0.0", tmp_path)
-    assert s.resolved_database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'agentloft.db'}"
+    assert s.resolved_database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'agentloft.core.db'}"
 
 
 @pytest.mark.sqlite_only(reason="reads SQLite's journal mode")
@@ -86,7 +86,7 @@ def test_cli_serve_honours_port(tmp_path: Path) -> None:
                 time.sleep(0.2)
         else:
             pytest.fail("server did not start")
-        assert (tmp_path / "d" / "agentloft.db").exists()
+        assert (tmp_path / "d" / "agentloft.core.db").exists()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -118,7 +118,7 @@ def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:
     import re
     from collections import Counter
 
-    from agentloft.ids import new_id
+    from agentloft.core.ids import new_id
 
     ids = [new_id("am") for _ in range(5000)]
     assert all(re.fullmatch(r"am_[0-9a-z]+_[0-9a-z]{10}", i) for i in ids)

@@ -1,4 +1,4 @@
-"""SQLite connections (``agentloft.db_sqlite``): what runs on the event loop, how writers take turns, and
+"""SQLite connections (``agentloft.core.db_sqlite``): what runs on the event loop, how writers take turns, and
 the WAL checkpoints that replace SQLite's automatic ones. Each test uses its own database file."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from agentloft import db_sqlite
-from agentloft.db import Database
+from agentloft.core import db_sqlite
+from agentloft.core.db import Database
 from tests.support import file_database
 
 

@@ -1,4 +1,4 @@
-"""The read cache (``agentloft.readcache``): what a write to a watched table does to the entries, reads that
+"""The read cache (``agentloft.core.readcache``): what a write to a watched table does to the entries, reads that
 overlap a write, and when the cache keeps nothing. Each test uses its own SQLite file and the app's own
 ``Database`` (so the cache watches the engine exactly as in the app)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from agentloft.db import Database
-from agentloft.readcache import ReadCache, written_table
+from agentloft.core.db import Database
+from agentloft.core.readcache import ReadCache, written_table
 from tests.support import file_database
 
 GROUP = "chat_config"  # reads of ``agents`` (among others)

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from agentloft.config import load_settings
-from agentloft.crypto import SecretBox
-from agentloft.db import Database
-from agentloft.runtime import Runtime
+from agentloft.app import build_runtime
+from agentloft.core.runtime import Runtime
+from agentloft.core.settings import load_settings
 from agentloft.tools.base import ToolContext, ToolResult
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
 from agentloft.tools.types.document import TOOL_TYPE
@@ -82,7 +81,7 @@ class ToolCaller:
 @pytest.fixture
 def call_tool(app: LiveApp) -> Iterator[ToolCaller]:
     settings = load_settings(data_dir=app.data_dir, env="test", secret_key="test-secret-key")
-    runtime = Runtime(settings=settings, db=Database(settings.resolved_database_url), box=SecretBox("k"))
+    runtime = build_runtime(settings)
     loop = asyncio.new_event_loop()
     try:
         yield ToolCaller(runtime=runtime, loop=loop)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 # Slugs of the tools whose ``execute`` ran, in order: the live server runs in the test process, so a

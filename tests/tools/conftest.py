@@ -10,12 +10,10 @@ from typing import Any, TypeVar
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.config import load_settings
-from agentloft.crypto import SecretBox
-from agentloft.db import Database
-from agentloft.runtime import Runtime
+from agentloft.app import build_runtime
+from agentloft.core.runtime import Runtime
+from agentloft.core.settings import load_settings
 from agentloft.tools import lifecycle
-from agentloft.tools.registry import registry_of
 from tests.support import ApiClient, LiveApp
 from tests.tools import addon
 
@@ -30,7 +28,7 @@ def live_runtime(app: LiveApp) -> Runtime:
 @pytest.fixture
 def echo_type(app: LiveApp) -> str:
     """Register the add-on type into the running app through the registry, as an add-on would."""
-    registry_of(live_runtime(app)).register(addon.TOOL_TYPE)
+    live_runtime(app).registry.register(addon.TOOL_TYPE)
     addon.CALLS.clear()
     return addon.TOOL_TYPE.slug
 
@@ -54,11 +52,10 @@ def call_service(app: LiveApp) -> Iterator[Callable[..., Any]]:
 
     def call(fn: Callable[[AsyncSession, Runtime], Awaitable[T]], *, with_addon: bool = True) -> T:
         async def main() -> T:
-            rt = Runtime(settings=settings, db=Database(settings.resolved_database_url),
-                         box=SecretBox("test-secret-key"))
+            rt = build_runtime(settings)
             await lifecycle.startup(rt)
             if with_addon:
-                registry_of(rt).register(addon.TOOL_TYPE)
+                rt.registry.register(addon.TOOL_TYPE)
             try:
                 async with rt.db.session() as db:
                     return await fn(db, rt)

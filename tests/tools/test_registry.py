@@ -8,12 +8,10 @@ from typing import Any
 
 import pytest
 
-from agentloft.config import load_settings
-from agentloft.crypto import SecretBox
-from agentloft.db import Database
-from agentloft.runtime import Runtime
+from agentloft.app import build_runtime
+from agentloft.core.settings import load_settings
 from agentloft.tools import lifecycle
-from agentloft.tools.registry import DuplicateToolType, IncompleteToolType, ToolRegistry, registry_of
+from agentloft.tools.registry import DuplicateToolType, IncompleteToolType, ToolRegistry
 from agentloft.tools.types import builtin_types
 from tests.support import ApiClient
 from tests.tools import addon
@@ -47,14 +45,14 @@ def test_a_builtin_slug_cannot_be_taken_by_an_addon() -> None:
 
 def test_start_up_registers_every_builtin_once(tmp_path: Path) -> None:
     settings = load_settings(data_dir=tmp_path, env="test", secret_key="k")
-    rt = Runtime(settings=settings, db=Database(settings.resolved_database_url), box=SecretBox("k"))
+    rt = build_runtime(settings)
     asyncio.run(lifecycle.startup(rt))
     builtins = [t.slug for t in builtin_types()]
-    assert builtins and sorted(builtins) == [t.slug for t in registry_of(rt).all()]
+    assert builtins and sorted(builtins) == [t.slug for t in rt.registry.all()]
     # an add-on registers afterwards through the same call, and cannot reuse a slug
-    registry_of(rt).register(addon.TOOL_TYPE)
+    rt.registry.register(addon.TOOL_TYPE)
     with pytest.raises(DuplicateToolType):
-        registry_of(rt).register(_SameSlug())
+        rt.registry.register(_SameSlug())
 
 
 def test_incomplete_type_is_refused() -> None:
@@ -77,7 +75,7 @@ def test_every_registered_type_is_listed_and_documented(admin: ApiClient, echo_t
     items: list[dict[str, Any]] = body["items"]
     slugs = [t["slug"] for t in items]
     assert body["total"] == len(items) and slugs == sorted(slugs)
-    assert set(slugs) == {t.slug for t in builtin_types()} | {echo_type}
+    assert set(slugs) == {t.slug for t in builtin_types()} | {"agent-invoke", echo_type}  # a2a registers one
     for t in items:
         assert t["name"].strip() and t["description"].strip(), t["slug"]
         assert t["configSchema"]["type"] == "object" and t["inputSchema"]["type"] == "object", t["slug"]

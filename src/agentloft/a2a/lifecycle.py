@@ -1,4 +1,5 @@
-"""A2A start-up and shutdown: the per-agent A2A handlers, and tasks a previous process left running."""
+"""A2A start-up and shutdown: the agent-invoke tool type registered, tasks a previous process left running
+failed; the per-agent handlers closed."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ import logging
 
 from sqlalchemy import select
 
+from agentloft.a2a import tool
 from agentloft.a2a.models import A2ATaskSession
-from agentloft.a2a.server import SERVERS_KEY, A2AServers
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
 async def startup(rt: Runtime) -> None:
-    rt.extras[SERVERS_KEY] = A2AServers(rt)
+    rt.registry.register(tool.TOOL_TYPE)  # the add-on call: the tool layer never imports a2a
     # A task's run lives in the process that started it (as chat runs do); one still 'working' after a
     # restart will never end, so it is failed, in our state and in the protocol's copy A2A clients read.
     async with rt.db.session() as db:
@@ -31,6 +32,4 @@ async def startup(rt: Runtime) -> None:
 
 
 async def shutdown(rt: Runtime) -> None:
-    servers = rt.extras.pop(SERVERS_KEY, None)
-    if servers is not None:
-        await servers.close()
+    await rt.a2a.close()

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.chat import service as chat_service
 from agentloft.chat.models import AgentMessage, AgentSession
-from agentloft.db import Base, TimestampMixin
+from agentloft.core.db import Base, TimestampMixin
 
 # Task states, as the A2A protocol names them (lower-case, no prefix).
 TASK_STATES = ("submitted", "working", "completed", "failed", "canceled", "rejected")

@@ -18,9 +18,9 @@ from agentloft.a2a import server as a2a_server
 from agentloft.a2a import service
 from agentloft.auth import service as auth_service
 from agentloft.auth.dependencies import CurrentUser, bearer_token
-from agentloft.db import DbSession
-from agentloft.errors import Invalid, Unauthorized
-from agentloft.runtime import Rt, Runtime
+from agentloft.core.dependencies import DbSession, Rt
+from agentloft.core.errors import Invalid, Unauthorized
+from agentloft.core.runtime import Runtime
 
 router = APIRouter()
 
@@ -47,10 +47,9 @@ async def a2a_stream(
 async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:
     """The buffer's frames, then a guaranteed ending: an ``error`` chunk if the task failed without one,
     and the stream terminator, so the panel always knows the reply is done."""
-    from agentloft.chat.buffers import get_buffers
 
     saw_error = saw_done = False
-    async for frame in get_buffers(rt).subscribe(service.buffer_key(task_id)):
+    async for frame in rt.buffers.subscribe(service.buffer_key(task_id)):
         data = frame.encode()
         saw_error = saw_error or b'"type": "error"' in data or b'"type":"error"' in data
         saw_done = saw_done or b"data: [DONE]" in data
@@ -99,5 +98,5 @@ async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
     async with rt.db.session() as db:
         agent = await service.get_callable_agent(db=db, slug=slug)
     card = a2a_server.build_card(agent, _base_url(request))
-    dispatcher = a2a_server.servers_of(rt).dispatcher(agent, card)
+    dispatcher = rt.a2a.dispatcher(agent, card)
     return await dispatcher.handle_requests(request)

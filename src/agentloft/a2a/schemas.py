@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 
 class TaskStarted(ApiModel):

@@ -25,6 +25,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.server.tasks import TaskStore, TaskUpdater
@@ -54,11 +55,10 @@ from agentloft import __version__
 from agentloft.a2a import service
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-SERVERS_KEY = "a2a_servers"
 CARD_PATH = ".well-known/agent-card.json"
 
 
@@ -232,9 +232,8 @@ class AgentloftExecutor(AgentExecutor):
     async def _relay(self, task_id: str, updater: TaskUpdater, run: asyncio.Task[Any]) -> None:
         """Follow the task's buffer and forward each text delta as an artifact chunk, as it arrives.
         The engine opens the buffer when the turn starts, so wait for it (or for the run to end)."""
-        from agentloft.chat.buffers import get_buffers
 
-        buffers = get_buffers(self.rt)
+        buffers = self.rt.buffers
         key = service.buffer_key(task_id)
         # The buffer interface (memory or Redis) has no 'opened' notification; a short poll is enough.
         while await buffers.meta(key) is None and not run.done():  # noqa: ASYNC110
@@ -305,14 +304,5 @@ class A2AServers:
                 log.debug("closing an A2A handler failed", exc_info=True)
 
 
-def servers_of(rt: Runtime) -> A2AServers:
-    servers = rt.extras.get(SERVERS_KEY)
-    if servers is None:
-        servers = rt.extras[SERVERS_KEY] = A2AServers(rt)
-    return servers
-
-
 def agent_card_dict(card: AgentCard) -> dict[str, Any]:
-    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-
     return agent_card_to_dict(card)

@@ -21,10 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
 from agentloft.agents.models import Agent
+from agentloft.chat import engine
 from agentloft.chat import service as chat_service
-from agentloft.db import utcnow
-from agentloft.errors import NotFound
-from agentloft.runtime import Runtime
+from agentloft.core.db import utcnow
+from agentloft.core.errors import NotFound
+from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -172,8 +173,6 @@ async def run_task(
 
     A timeout cancels the run, writes an error chunk to the panel's buffer and fails the task. Model
     errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
-    from agentloft.chat import engine
-
     await _update_state(rt, task.id, "working")
     extra = {
         "source": "a2a",
@@ -241,9 +240,8 @@ async def _update_state(rt: Runtime, task_id: str, state: str) -> None:
 async def wait_for_buffer(*, rt: Runtime, task_id: str, limit_s: float = 10.0) -> bool:
     """Whether the task has a buffer to follow. The panel learns the task id just before the engine opens
     the buffer, so for a task that is still starting, wait (briefly) for it to appear."""
-    from agentloft.chat.buffers import get_buffers
 
-    buffers, key = get_buffers(rt), buffer_key(task_id)
+    buffers, key = rt.buffers, buffer_key(task_id)
     deadline = asyncio.get_running_loop().time() + limit_s
     while await buffers.meta(key) is None:
         async with rt.db.session() as db:
@@ -256,9 +254,8 @@ async def wait_for_buffer(*, rt: Runtime, task_id: str, limit_s: float = 10.0) -
 
 async def fail_buffer(rt: Runtime, task_id: str, message: str) -> None:
     """A task that failed before the engine opened its buffer still tells its panel why."""
-    from agentloft.chat.buffers import get_buffers
 
-    buffers, key = get_buffers(rt), buffer_key(task_id)
+    buffers, key = rt.buffers, buffer_key(task_id)
     if await buffers.meta(key) is None or not await buffers.is_active(key):
         await buffers.open(key, {"taskId": task_id})
     await append_error(rt, task_id, message)
@@ -267,10 +264,9 @@ async def fail_buffer(rt: Runtime, task_id: str, message: str) -> None:
 
 async def append_error(rt: Runtime, task_id: str, message: str) -> None:
     """Write an ``error`` chunk (a protocol-valid UI stream chunk) into the panel's buffer."""
-    from agentloft.chat.buffers import get_buffers
 
     frame = f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n"
-    await get_buffers(rt).append(buffer_key(task_id), frame)
+    await rt.buffers.append(buffer_key(task_id), frame)
 
 
 # ---------------------------------------------------------------- the agent-invoke path

@@ -3,7 +3,7 @@ from __future__ import annotations
 from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.db import Base, TimestampMixin
+from agentloft.core.db import Base, TimestampMixin
 
 
 class Agent(TimestampMixin, Base):

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Response
 from agentloft.agents import service
 from agentloft.agents.schemas import AgentCreate, AgentPublic, AgentRead, AgentUpdate
 from agentloft.auth.dependencies import AdminUser, CurrentUser
-from agentloft.db import DbSession
-from agentloft.schemas import Page, Paging
+from agentloft.core.dependencies import DbSession, Paging
+from agentloft.core.schemas import Page
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
 admin_router = APIRouter(prefix="/api/admin/agents", tags=["admin"])

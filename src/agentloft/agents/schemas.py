@@ -5,7 +5,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 Slug = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")

@@ -8,9 +8,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
 from agentloft.agents.schemas import AgentCreate, AgentUpdate
-from agentloft.errors import Conflict, Invalid, NotFound
+from agentloft.core.errors import Conflict, Invalid, NotFound
+from agentloft.core.schemas import PageParams
 from agentloft.llm import service as llm_service
-from agentloft.schemas import PageParams
 
 
 async def _check_model(db: AsyncSession, model_id: int | None) -> None:

@@ -1,7 +1,7 @@
 """Who is calling: ``OptionalUser``, ``CurrentUser`` (401 if nobody) and ``AdminUser`` (403 if not admin).
 
 A bearer token wins over a cookie. The lookup runs once per request and is cached on ``request.state``;
-a session cookie's account is also kept between requests in the read cache (``agentloft.readcache``)
+a session cookie's account is also kept between requests in the read cache (``agentloft.core.readcache``)
 until any account or sign-in changes. Bearer tokens are read every time (each use records its time).
 """
 
@@ -14,9 +14,9 @@ from fastapi import Depends, Request
 
 from agentloft.auth import service
 from agentloft.auth.models import User
-from agentloft.crypto import token_hash
-from agentloft.db import Database, utcnow
-from agentloft.errors import Forbidden, Unauthorized
+from agentloft.core.crypto import token_hash
+from agentloft.core.db import Database, utcnow
+from agentloft.core.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "agentloft_session"
 CSRF_COOKIE = "agentloft_csrf"
@@ -48,7 +48,7 @@ async def _optional_user(request: Request) -> User | None:
 
 
 async def _session_user(database: Database, cookie: str) -> User | None:
-    """A session cookie's account, kept in the read cache (``agentloft.readcache``) until the session
+    """A session cookie's account, kept in the read cache (``agentloft.core.readcache``) until the session
     expires or any account or sign-in changes: a role change, a disabled account or a sign-out is seen
     by the next request."""
 

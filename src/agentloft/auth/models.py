@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.db import Base, TimestampMixin, UTCDateTime, utcnow
+from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
 
 
 class User(TimestampMixin, Base):

@@ -18,10 +18,9 @@ from agentloft.auth.schemas import (
     UserRead,
     UserUpdate,
 )
-from agentloft.db import DbSession
-from agentloft.errors import TooMany
-from agentloft.runtime import Rt
-from agentloft.schemas import Page, Paging
+from agentloft.core.dependencies import DbSession, Paging, Rt
+from agentloft.core.errors import TooMany
+from agentloft.core.schemas import Page
 from agentloft.system import service as system_service
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -58,7 +57,7 @@ async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -
 
 @router.post("/login", response_model=Me)
 async def login(body: LoginInput, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
-    throttle = rt.extras["login_throttle"]
+    throttle = rt.throttle
     address = request.client.host if request.client else "unknown"
     wait = throttle.retry_after(body.username, address)
     if wait:

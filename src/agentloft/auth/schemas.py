@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 Role = Literal["admin", "user"]
 Username = Annotated[

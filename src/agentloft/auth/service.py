@@ -13,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.auth.models import ApiToken, AuthSession, User
 from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
-from agentloft.crypto import new_token, token_hash
-from agentloft.db import utcnow
-from agentloft.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
-from agentloft.schemas import PageParams
+from agentloft.core.crypto import new_token, token_hash
+from agentloft.core.db import utcnow
+from agentloft.core.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
+from agentloft.core.schemas import PageParams
 
 _hasher = PasswordHasher()
 # Verified against when the username is unknown, so timing does not reveal which usernames exist.

@@ -19,10 +19,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloft.runtime import Runtime
-
-BUFFERS_KEY = "chat_stream_buffers"
-
 
 class StreamBuffers(ABC):
     """Chunk buffers keyed by plain strings. One run per key at a time; ``open`` starts a new one."""
@@ -134,9 +130,3 @@ class MemoryStreamBuffers(StreamBuffers):
                 buf.waiters -= 1
 
 
-def get_buffers(rt: Runtime) -> StreamBuffers:
-    """The app's buffers (created at start-up by ``chat.lifecycle``)."""
-    buffers = rt.extras.get(BUFFERS_KEY)
-    if buffers is None:
-        buffers = rt.extras[BUFFERS_KEY] = MemoryStreamBuffers(rt.settings.stream_grace_seconds)
-    return buffers

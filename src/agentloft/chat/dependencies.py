@@ -9,7 +9,7 @@ from fastapi import Depends
 from agentloft.auth.dependencies import CurrentUser
 from agentloft.chat import service
 from agentloft.chat.models import AgentSession
-from agentloft.db import DbSession
+from agentloft.core.dependencies import DbSession
 
 
 async def _owned_session(session_id: str, user: CurrentUser, db: DbSession) -> AgentSession:

@@ -32,7 +32,7 @@ Public interface (stable; other domains call only these):
     Continue a session paused on approvals once every pending call is answered (``service`` records
     the answers; the approvals endpoint goes through ``chat.turns.answer``).
 
-Buffers (``chat.buffers``): ``get_buffers(rt)`` returns the app's ``StreamBuffers``; keys are plain
+Buffers (``chat.buffers``): ``rt.buffers`` returns the app's ``StreamBuffers``; keys are plain
 strings (a session id, or ``a2a_<taskId>``). ``subscribe(key)`` replays the current run's chunks then
 follows live; ``sse_response(...)`` in ``chat.router`` turns a subscription into an HTTP response.
 
@@ -50,8 +50,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.models import Model
@@ -62,25 +60,19 @@ from pydantic_ai.usage import UsageLimits
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service
-from agentloft.chat.buffers import get_buffers
-from agentloft.chat.lean_http import LeanTransport
-from agentloft.chat.lean_openai import build_chat_model
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
-from agentloft.chat.runs import current_stop_reason, get_runs
+from agentloft.chat.runs import current_stop_reason
 from agentloft.chat.stream import EngineEventStream
 from agentloft.chat.toolset import RunScope, RunToolset
-from agentloft.errors import AppError, Conflict, NotFound
+from agentloft.core.errors import AppError, Conflict, NotFound
+from agentloft.core.runtime import Runtime
 from agentloft.llm import service as llm_service
 from agentloft.llm.models import ModelConfig
-from agentloft.runtime import Runtime
 from agentloft.tools import service as tools_service
 from agentloft.tools.runner import RunTool
 
 log = logging.getLogger(__name__)
-
-HTTP_CLIENT_KEY = "chat_http_client"
-
 
 class NoModel(AppError):
     status = 409
@@ -124,53 +116,6 @@ class PreparedTurn:
 # --- models and tools --------------------------------------------------------------------------------
 
 
-def _http_client(rt: Runtime) -> httpx.AsyncClient:
-    """One pooled client for every model call of the app (connections are reused across turns)."""
-    client = rt.extras.get(HTTP_CLIENT_KEY)
-    if client is None or client.is_closed:
-        timeout = httpx.Timeout(rt.settings.model_timeout_seconds, connect=10.0)
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-        transport = LeanTransport(httpx.AsyncHTTPTransport(limits=limits))
-        client = rt.extras[HTTP_CLIENT_KEY] = httpx.AsyncClient(timeout=timeout, transport=transport)
-    return client
-
-
-MODELS_KEY = "chat_models"
-
-
-def _model(rt: Runtime, spec: Any) -> Model:
-    """Models are reusable across runs; building one (provider, SDK client) costs about a millisecond
-    per turn otherwise. Keyed by the whole spec, so a changed key or URL gets a fresh one."""
-    cache: dict[Any, Model] = rt.extras.setdefault(MODELS_KEY, {})
-    model = cache.get(spec)
-    if model is None:
-        if len(cache) > 64:
-            cache.clear()
-        model = cache[spec] = build_chat_model(spec, http_client=_http_client(rt))
-    return model
-
-
-AGENTS_KEY = "chat_pydantic_agents"
-# A run ends with text, or with the tool calls that wait for approval.
-OUTPUT_TYPES: list[Any] = [str, DeferredToolRequests]
-
-
-def _pydantic_agent(rt: Runtime, model: Model, instructions: str | None) -> PydanticAgent[None, Any]:
-    """A pydantic-ai agent holds configuration only (every run's state lives in the run), so one per
-    model and instructions serves every turn; building it costs about half a millisecond per turn."""
-    cache: dict[tuple[int, str | None], tuple[Model, PydanticAgent[None, Any]]] = rt.extras.setdefault(
-        AGENTS_KEY, {})
-    key = (id(model), instructions)
-    hit = cache.get(key)
-    if hit is not None and hit[0] is model:  # the model itself is kept, so its id cannot be reused
-        return hit[1]
-    if len(cache) > 256:
-        cache.clear()
-    agent: PydanticAgent[None, Any] = PydanticAgent(model, instructions=instructions, output_type=OUTPUT_TYPES)
-    cache[key] = (model, agent)
-    return agent
-
-
 async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
     if agent is not None and agent.model_id is not None:
         try:
@@ -203,7 +148,7 @@ async def load_inputs(db: Any, rt: Runtime, *, agent: Agent | None, user_id: int
 async def chat_inputs(rt: Runtime, *, agent_slug: str | None, user_id: int,
                       user_role: str) -> tuple[Agent | None, TurnInputs]:
     """The enabled agent named ``agent_slug`` (None: the plain LLM chat) and its turn inputs, through the
-    read cache (``agentloft.readcache``): they change only when an admin edits agents, models or tools.
+    read cache (``agentloft.core.readcache``): they change only when an admin edits agents, models or tools.
     Keyed by role, not user: which tools a caller gets depends on the role alone."""
 
     async def read() -> tuple[Agent | None, TurnInputs]:
@@ -277,7 +222,7 @@ async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fie
     """A ``PreparedTurn`` with what the agent (or the plain chat's defaults) and the model row decide,
     and its buffer opened; ``fields`` are the rest of the turn's fields."""
     turn = PreparedTurn(
-        model=_model(rt, llm_service.spec_of(inputs.model_row, rt.box)),
+        model=rt.models.model(llm_service.spec_of(inputs.model_row, rt.box)),
         model_config_id=inputs.model_row.id,
         system_prompt=agent.system_prompt if agent else "",
         max_steps=agent.max_steps if agent else 10,
@@ -285,7 +230,7 @@ async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fie
         tools=inputs.tools,
         **fields,
     )
-    await get_buffers(rt).open(turn.buffer_key, {"sessionId": turn.session_id, "messageId": turn.message_id})
+    await rt.buffers.open(turn.buffer_key, {"sessionId": turn.session_id, "messageId": turn.message_id})
     return turn
 
 
@@ -356,9 +301,9 @@ def _settings(rt: Runtime, turn: PreparedTurn) -> ModelSettings:
 
 async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
                       collector: PartsCollector, outcome: _Outcome) -> None:
-    buffers = get_buffers(rt)
+    buffers = rt.buffers
     key = turn.buffer_key
-    agent = _pydantic_agent(rt, turn.model, turn.system_prompt or None)
+    agent = rt.models.agent(turn.model, turn.system_prompt or None)
     runner = agent.run_stream_events(
         turn.prompt,
         message_history=turn.history or None,
@@ -412,7 +357,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     stream = EngineEventStream(None, sdk_version=6, server_message_id=turn.message_id, max_steps=turn.max_steps)
     collector = PartsCollector(turn.parts)
     outcome = _Outcome()
-    runs = get_runs(rt)
+    runs = rt.runs
     runs.enter(turn.session_id)
     cancelled: BaseException | None = None
     try:
@@ -471,7 +416,7 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
         pending=pending,
     )
     history = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
-    buffers = get_buffers(rt)
+    buffers = rt.buffers
     try:
         await asyncio.shield(_save(rt, turn, collector, result, history))
     finally:

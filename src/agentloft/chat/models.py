@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.db import Base, TimestampMixin, UTCDateTime, utcnow
+from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
 
 # Session status: what the session is doing now (at most one turn at a time).
 IDLE = "idle"

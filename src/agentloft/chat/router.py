@@ -22,7 +22,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from agentloft.auth.dependencies import CurrentUser
 from agentloft.chat import service, turns
-from agentloft.chat.buffers import get_buffers
 from agentloft.chat.dependencies import OwnedSession
 from agentloft.chat.models import AgentSession
 from agentloft.chat.schemas import (
@@ -36,9 +35,9 @@ from agentloft.chat.schemas import (
     SessionUpdate,
     StopResult,
 )
-from agentloft.db import DbSession
-from agentloft.runtime import Rt, Runtime
-from agentloft.schemas import Page, Paging
+from agentloft.core.dependencies import DbSession, Paging, Rt
+from agentloft.core.runtime import Runtime
+from agentloft.core.schemas import Page
 
 router = APIRouter(tags=["chat"])
 
@@ -50,7 +49,7 @@ SSE_HEADERS = {
 
 
 async def _frames(rt: Runtime, key: str) -> AsyncIterator[str]:
-    async for frames in get_buffers(rt).subscribe(key):
+    async for frames in rt.buffers.subscribe(key):
         yield frames
 
 
@@ -127,7 +126,7 @@ async def delete_session(session: OwnedSession, user: CurrentUser, db: DbSession
 async def resume_stream(session_id: str, user: CurrentUser, rt: Rt) -> Response:
     async with rt.db.session() as db:
         await service.get_session(db=db, session_id=session_id, user_id=user.id)
-    if not await get_buffers(rt).is_active(session_id):
+    if not await rt.buffers.is_active(session_id):
         return JSONResponse({"active": False})
     return sse_response(rt, session_id, session_id=session_id, resume=True)
 

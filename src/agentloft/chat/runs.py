@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from agentloft.runtime import Runtime
-
-RUNS_KEY = "chat_runs"
+from agentloft.core.runtime import Runtime
 
 
 @dataclass
@@ -60,17 +58,10 @@ class RunRegistry:
             await asyncio.wait(tasks, timeout=wait_s)
 
 
-def get_runs(rt: Runtime) -> RunRegistry:
-    runs = rt.extras.get(RUNS_KEY)
-    if runs is None:
-        runs = rt.extras[RUNS_KEY] = RunRegistry()
-    return runs
-
-
 def current_stop_reason(rt: Runtime, session_id: str) -> str:
     """``stopped`` (the user asked), ``interrupted`` (shutdown) or ``cancelled`` (the caller's own task
     was cancelled, e.g. an A2A timeout; saved like a stop, but the cancellation goes on up)."""
-    runs = get_runs(rt)
+    runs = rt.runs
     if runs.shutting_down:
         return "interrupted"
     return runs.reasons.get(session_id, "cancelled")

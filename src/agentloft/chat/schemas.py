@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100_000)]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]

@@ -26,10 +26,10 @@ from agentloft.chat.models import (
     AgentSession,
     ChatApproval,
 )
-from agentloft.db import utcnow
-from agentloft.errors import Conflict, NotFound
-from agentloft.ids import new_id
-from agentloft.schemas import PageParams
+from agentloft.core.db import utcnow
+from agentloft.core.errors import Conflict, NotFound
+from agentloft.core.ids import new_id
+from agentloft.core.schemas import PageParams
 
 TITLE_LENGTH = 60
 

@@ -19,7 +19,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 from agentloft.tools.base import ToolContext
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
 

@@ -12,12 +12,10 @@ from typing import Any
 
 from agentloft.auth.models import User
 from agentloft.chat import engine, service
-from agentloft.chat.buffers import get_buffers
 from agentloft.chat.models import RUNNING, STOPPED, STREAMING
-from agentloft.chat.runs import get_runs
-from agentloft.errors import Conflict
-from agentloft.ids import new_id
-from agentloft.runtime import Runtime
+from agentloft.core.errors import Conflict
+from agentloft.core.ids import new_id
+from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +45,7 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
         create = service.NewSession(user_id=user.id, agent_id=agent_id, kind=kind)
     turn = await engine.prepare_turn(rt, user_id=user.id, user_role=user.role, agent=agent,
                                      session_id=session_id, user_text=message, create=create, inputs=inputs)
-    get_runs(rt).spawn(_background(rt, turn))
+    rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key
 
 
@@ -69,7 +67,7 @@ async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str,
         if exc.code == "session_busy":  # a concurrent last answer resumed it first: follow that run
             return session_id, []
         raise
-    get_runs(rt).spawn(_background(rt, turn))
+    rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key, []
 
 
@@ -79,7 +77,7 @@ async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
     async with rt.db.session() as db:
         row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
         status = row.status
-    if await get_runs(rt).stop(session_id):
+    if await rt.runs.stop(session_id):
         return True
     if status != RUNNING:
         return False
@@ -88,7 +86,7 @@ async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
         if reply is not None and reply.status == STREAMING:
             await service.update_message(db=db, message_id=reply.id, status=STOPPED)
         await service.set_session_state(db=db, session_id=session_id, status="idle")
-    await get_buffers(rt).close(session_id)
+    await rt.buffers.close(session_id)
     return True
 
 
@@ -98,7 +96,7 @@ async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[st
         messages = await service.list_messages(db=db, session_id=session_id)
         pending = await service.pending_approvals(db=db, session_id=session_id)
         names = await service.agent_names(db=db, agent_ids=[row.agent_id])
-    active = await get_buffers(rt).is_active(session_id)
+    active = await rt.buffers.is_active(session_id)
     return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names}
 
 

@@ -3,7 +3,7 @@ message; the API maps them to their status through the shared error handler."""
 
 from __future__ import annotations
 
-from agentloft.errors import AppError, Invalid, NotFound, Unauthorized
+from agentloft.core.errors import AppError, Invalid, NotFound, Unauthorized
 
 NOT_FOUND_MESSAGE = "document not found or no access"
 LOGIN_REQUIRED_MESSAGE = "this tool requires a signed-in session"

@@ -11,8 +11,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.db import Base, TimestampMixin, UTCDateTime, utcnow
-from agentloft.ids import new_id
+from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
+from agentloft.core.ids import new_id
 
 DOCUMENT_TYPES = ("memory", "document")
 

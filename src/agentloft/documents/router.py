@@ -12,7 +12,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import CurrentUser
-from agentloft.db import DbSession
+from agentloft.core.dependencies import DbSession, Paging
+from agentloft.core.schemas import Page
 from agentloft.documents import service
 from agentloft.documents.schemas import (
     DocumentCreate,
@@ -22,7 +23,6 @@ from agentloft.documents.schemas import (
     VersionListItem,
     VersionRead,
 )
-from agentloft.schemas import Page, Paging
 
 router = APIRouter(prefix="/api/agent-documents", tags=["documents"])
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 DocumentType = Literal["memory", "document"]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]

@@ -15,6 +15,7 @@ from sqlalchemy import Row, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.core.errors import Conflict
 from agentloft.documents import search
 from agentloft.documents.errors import (
     ContentTooLong,
@@ -23,7 +24,6 @@ from agentloft.documents.errors import (
     invalid_field,
 )
 from agentloft.documents.models import DOCUMENT_TYPES, AgentDocument, AgentDocumentVersion
-from agentloft.errors import Conflict
 
 DEFAULT_MAX_CONTENT_LENGTH = 50_000
 # The largest content anyone may store: the tool's ``maxContentLength`` may be raised up to here, and

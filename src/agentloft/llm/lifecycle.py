@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from agentloft.core.runtime import Runtime
 from agentloft.llm import service
-from agentloft.runtime import Runtime
 
 
 async def startup(rt: Runtime) -> None:

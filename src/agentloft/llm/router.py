@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentloft.auth.dependencies import AdminUser, CurrentUser
-from agentloft.db import DbSession
+from agentloft.core.dependencies import DbSession, Paging, Rt
+from agentloft.core.schemas import Page
 from agentloft.llm import service
 from agentloft.llm.presets import PRESETS
 from agentloft.llm.schemas import (
@@ -16,8 +17,6 @@ from agentloft.llm.schemas import (
     ModelTestResult,
     SetupStatus,
 )
-from agentloft.runtime import Rt
-from agentloft.schemas import Page, Paging
 
 admin_router = APIRouter(prefix="/api/admin/models", tags=["admin"])
 router = APIRouter(prefix="/api/setup", tags=["setup"])

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import AnyHttpUrl, Field, StringConstraints, field_validator
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 Provider = Literal["openai", "anthropic"]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]

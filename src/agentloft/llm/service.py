@@ -9,13 +9,13 @@ from pydantic_ai.settings import ModelSettings
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.config import Settings
-from agentloft.crypto import SecretBox
-from agentloft.errors import NotFound
+from agentloft.core.crypto import SecretBox
+from agentloft.core.errors import NotFound
+from agentloft.core.schemas import PageParams
+from agentloft.core.settings import Settings
 from agentloft.llm.models import ModelConfig
 from agentloft.llm.providers import ModelSpec, build_model
 from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
-from agentloft.schemas import PageParams
 
 BOOTSTRAP_NAME = "Default (from environment)"
 

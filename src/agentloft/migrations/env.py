@@ -7,8 +7,8 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from agentloft.db import Base, make_engine
-from agentloft.models import import_all_models
+from agentloft.core.db import Base, make_engine
+from agentloft.core.metadata import import_all_models
 
 import_all_models()
 target_metadata = Base.metadata

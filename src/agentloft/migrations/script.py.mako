@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import agentloft.db
+import agentloft.core.db
 
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}

@@ -5,7 +5,7 @@ from typing import Any
 from sqlalchemy import JSON, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.db import Base, TimestampMixin
+from agentloft.core.db import Base, TimestampMixin
 
 
 class AppSetting(TimestampMixin, Base):

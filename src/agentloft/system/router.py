@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from agentloft.auth.dependencies import AdminUser
-from agentloft.db import DbSession
-from agentloft.runtime import Rt
+from agentloft.core.dependencies import DbSession, Rt
 from agentloft.system import service
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
 

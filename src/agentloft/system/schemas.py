@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 HostOrCidr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 

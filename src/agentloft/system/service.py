@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.config import Settings
-from agentloft.errors import Invalid
+from agentloft.core.errors import Invalid
+from agentloft.core.settings import Settings
 from agentloft.system.models import AppSetting
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 
 
 class ToolResult(BaseModel):

@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from agentloft.runtime import Rt
-from agentloft.tools.registry import ToolRegistry, registry_of
+from agentloft.core.dependencies import Rt
+from agentloft.tools.registry import ToolRegistry
 
 
 async def _registry(rt: Rt) -> ToolRegistry:
-    return registry_of(rt)
+    return rt.registry
 
 
 Registry = Annotated[ToolRegistry, Depends(_registry)]

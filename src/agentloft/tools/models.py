@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.db import Base, TimestampMixin
-from agentloft.ids import new_id
+from agentloft.core.db import Base, TimestampMixin
+from agentloft.core.ids import new_id
 
 
 def _tool_id() -> str:

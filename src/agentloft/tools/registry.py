@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agentloft.runtime import Runtime
 from agentloft.tools.base import ToolType
 
 # Where start-up keeps the registry on the runtime.
-REGISTRY_KEY = "tool_registry"
 
 
 class DuplicateToolType(RuntimeError):
@@ -71,9 +69,3 @@ class ToolRegistry:
         return len(self._types)
 
 
-def registry_of(rt: Runtime) -> ToolRegistry:
-    """The app's registry; a missing one means start-up did not run, which is a bug, not user error."""
-    registry = rt.extras.get(REGISTRY_KEY)
-    if not isinstance(registry, ToolRegistry):
-        raise RuntimeError("the tool registry is not set up: agentloft.tools.lifecycle.startup did not run")
-    return registry

@@ -44,9 +44,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import AdminUser, CurrentUser
-from agentloft.db import DbSession
-from agentloft.runtime import Rt
-from agentloft.schemas import Page, PageParams, Paging
+from agentloft.core.dependencies import DbSession, Paging, Rt
+from agentloft.core.schemas import Page, PageParams
 from agentloft.tools import service
 from agentloft.tools.base import ToolResult
 from agentloft.tools.dependencies import Registry

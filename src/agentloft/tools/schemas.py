@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 
 SECRET_PLACEHOLDER = "•••"
 

@@ -19,13 +19,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents import service as agents_service
-from agentloft.crypto import SecretBox
-from agentloft.errors import Conflict, Invalid, NotFound, invalid_from_pydantic
-from agentloft.runtime import Runtime
-from agentloft.schemas import PageParams
+from agentloft.core.crypto import SecretBox
+from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_from_pydantic
+from agentloft.core.runtime import Runtime
+from agentloft.core.schemas import PageParams
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.models import AgentTool, AgentToolAssociation
-from agentloft.tools.registry import ToolRegistry, registry_of
+from agentloft.tools.registry import ToolRegistry
 from agentloft.tools.runner import DEFAULT_TIMEOUT_S, RunTool, run_tool
 from agentloft.tools.schemas import (
     SECRET_PLACEHOLDER,
@@ -210,7 +210,7 @@ async def _flush_unique(db: AsyncSession, slug: str) -> None:
 
 
 async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -> AgentTool:
-    tool_type = _type_or_invalid(registry_of(rt), data.type)
+    tool_type = _type_or_invalid(rt.registry, data.type)
     row = AgentTool(
         slug=data.slug,
         name=data.name,
@@ -252,7 +252,7 @@ async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: Agen
     changes = data.model_dump(exclude_unset=True)
     type_changed = changes.get("type") not in (None, row.type)
     if type_changed or changes.get("config") is not None:
-        tool_type = _type_or_invalid(registry_of(rt), changes.get("type") or row.type)
+        tool_type = _type_or_invalid(rt.registry, changes.get("type") or row.type)
         incoming = changes["config"] if changes.get("config") is not None else dict(row.config or {})
         # Secrets never follow a tool to another type: they were given for the old type's endpoint.
         stored = {} if type_changed else _decrypt_kept(rt.box, row)
@@ -310,7 +310,7 @@ def build_run_tool(
 ) -> RunTool | None:
     """A row as a run sees it, or None (and a log line) if it cannot run: its type is not registered
     (an add-on was removed) or its stored config no longer fits. A broken tool must not break a chat."""
-    tool_type = registry_of(rt).get(row.type)
+    tool_type = rt.registry.get(row.type)
     if tool_type is None:
         log.warning("tool %s has unknown type %r; left out", row.slug, row.type)
         return None

@@ -17,7 +17,7 @@ from fastapi.routing import APIRoute
 
 from agentloft.auth.dependencies import OptionalUser
 from agentloft.auth.models import User
-from agentloft.errors import AppError, Forbidden
+from agentloft.core.errors import AppError, Forbidden
 from agentloft.web.templating import render_page
 
 

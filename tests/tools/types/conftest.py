@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agentloft.app import build_runtime
-from agentloft.config import load_settings
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
+from agentloft.core.settings import load_settings
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.runner import RunTool, run_tool
 from tests.tools.types.local_server import LocalWeb
@@ -26,7 +26,7 @@ Run = Callable[..., Awaitable[ToolResult]]
 async def rt(tmp_path: Path, template_db: Path) -> AsyncIterator[Runtime]:
     data = tmp_path / "data"
     data.mkdir()
-    shutil.copy(template_db, data / "agentloft.db")
+    shutil.copy(template_db, data / "agentloft.core.db")
     runtime = build_runtime(load_settings(data_dir=data, env="test", secret_key="test-secret-key"))
     yield runtime
     await runtime.db.dispose()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agentloft.tools.types.agent_invoke import TOOL_TYPE as INVOKE
+from agentloft.a2a.tool import TOOL_TYPE as INVOKE
 from tests.tools.types.conftest import Run
 
 

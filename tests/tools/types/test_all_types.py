@@ -11,23 +11,24 @@ from agentloft.tools.base import ToolType
 from agentloft.tools.types import BUILTIN_MODULES
 from tests.tools.types.conftest import Run
 
-MINE = [m for m in BUILTIN_MODULES if m != "document"]
+# every built-in type but the document type (tested on its own), and the type the A2A domain registers
+MINE = [f"agentloft.tools.types.{m}" for m in BUILTIN_MODULES if m != "document"] + ["agentloft.a2a.tool"]
 SLUGS = {
     "calculator": "calculator", "datetime_tool": "datetime", "fetch": "fetch", "web_search": "web-search",
     "http_api": "http-api", "webhook": "webhook", "python_exec": "python", "sql_query": "sql-query",
     "json_query": "json-query", "text": "text", "unit_convert": "unit-convert", "random_tool": "random",
-    "rss": "rss", "agent_invoke": "agent-invoke",
+    "rss": "rss", "tool": "agent-invoke",
 }
 
 
 def tool_type(module: str) -> ToolType:
-    return importlib.import_module(f"agentloft.tools.types.{module}").TOOL_TYPE
+    return importlib.import_module(module).TOOL_TYPE
 
 
 @pytest.mark.parametrize("module", MINE)
 def test_type_is_complete(module: str) -> None:
     t = tool_type(module)
-    assert t.slug == SLUGS[module]
+    assert t.slug == SLUGS[module.rsplit('.', 1)[1]]
     assert t.name and t.description
     config = t.Config()  # defaults for everything
     assert t.describe(config).strip()
@@ -65,7 +66,7 @@ async def test_unknown_input_keys_are_refused(run: Run, module: str) -> None:
 
 
 def test_python_defaults_to_admin_only_with_approval() -> None:
-    t = tool_type("python_exec")
+    t = tool_type("agentloft.tools.types.python_exec")
     assert t.default_admin_only is True and t.default_needs_approval is True
 
 
@@ -74,4 +75,4 @@ def test_builtin_types_lists_every_module() -> None:
 
     slugs = [t.slug for t in builtin_types()]
     assert len(slugs) == len(BUILTIN_MODULES) == len(set(slugs))
-    assert set(SLUGS.values()) <= set(slugs)
+    assert set(SLUGS.values()) - {"agent-invoke"} <= set(slugs)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 from agentloft.system import service as system_service
 from agentloft.system.schemas import InstanceSettingsUpdate
 from agentloft.tools import netguard

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 from agentloft.tools.types.python_exec import TOOL_TYPE as PY
 from tests.tools.types.conftest import Run
 from tests.tools.types.local_server import LocalWeb
@@ -78,7 +78,7 @@ async def test_scratch_directory_and_clean_environment(run: Run) -> None:
 
 
 async def test_data_directory_is_not_readable(run: Run, rt: Runtime) -> None:
-    db_file = rt.settings.data_dir / "agentloft.db"
+    db_file = rt.settings.data_dir / "agentloft.core.db"
     result = await run(PY, {"code": f"print(open({str(db_file)!r}, 'rb').read(16))"})
     assert not result.success and "is not readable from this sandbox" in result.error
 

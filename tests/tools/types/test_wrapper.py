@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agentloft.runtime import Runtime
+from agentloft.core.runtime import Runtime
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.runner import RunTool, run_tool
 from agentloft.tools.types.fetch import TOOL_TYPE as FETCH

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import agentloft.db
+import agentloft.core.db
 
 revision = '0001_core'
 down_revision = None
@@ -22,8 +22,8 @@ def upgrade() -> None:
     op.create_table('app_settings',
     sa.Column('key', sa.String(length=64), nullable=False),
     sa.Column('value', sa.JSON(), nullable=True),
-    sa.Column('created_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('key', name=op.f('pk_app_settings'))
     )
     op.create_table('model_configs',
@@ -35,8 +35,8 @@ def upgrade() -> None:
     sa.Column('api_key_enc', sa.Text(), nullable=True),
     sa.Column('enabled', sa.Boolean(), nullable=False),
     sa.Column('is_default', sa.Boolean(), nullable=False),
-    sa.Column('created_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_model_configs'))
     )
     op.create_table('users',
@@ -45,8 +45,8 @@ def upgrade() -> None:
     sa.Column('password_hash', sa.String(length=255), nullable=False),
     sa.Column('role', sa.String(length=16), nullable=False),
     sa.Column('disabled', sa.Boolean(), nullable=False),
-    sa.Column('created_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_users')),
     sa.UniqueConstraint('username', name=op.f('uq_users_username'))
     )
@@ -61,8 +61,8 @@ def upgrade() -> None:
     sa.Column('max_output_tokens', sa.Integer(), nullable=False),
     sa.Column('enabled', sa.Boolean(), nullable=False),
     sa.Column('a2a_callable', sa.Boolean(), nullable=False),
-    sa.Column('created_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['model_id'], ['model_configs.id'], name=op.f('fk_agents_model_id_model_configs'), ondelete='SET NULL'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_agents')),
     sa.UniqueConstraint('slug', name=op.f('uq_agents_slug'))
@@ -72,8 +72,8 @@ def upgrade() -> None:
     sa.Column('user_id', sa.Integer(), nullable=False),
     sa.Column('name', sa.String(length=100), nullable=False),
     sa.Column('token_hash', sa.String(length=64), nullable=False),
-    sa.Column('created_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('last_used_at', agentloft.db.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('last_used_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_api_tokens_user_id_users'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_api_tokens')),
     sa.UniqueConstraint('token_hash', name=op.f('uq_api_tokens_token_hash'))
@@ -85,8 +85,8 @@ def upgrade() -> None:
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
     sa.Column('token_hash', sa.String(length=64), nullable=False),
-    sa.Column('created_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('expires_at', agentloft.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('expires_at', agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_auth_sessions_user_id_users'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_auth_sessions')),
     sa.UniqueConstraint('token_hash', name=op.f('uq_auth_sessions_token_hash'))

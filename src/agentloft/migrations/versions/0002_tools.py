@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import agentloft.db
+import agentloft.core.db
 
 revision = "0002_tools"
 down_revision = "0001_core"
@@ -30,8 +30,8 @@ def upgrade() -> None:
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("needs_approval", sa.Boolean(), nullable=False),
         sa.Column("admin_only", sa.Integer(), server_default=sa.text("0"), nullable=False),
-        sa.Column("created_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agent_tools")),
         sa.UniqueConstraint("slug", name=op.f("uq_agent_tools_slug")),
     )

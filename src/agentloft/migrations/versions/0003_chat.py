@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import agentloft.db
+import agentloft.core.db
 
 revision = "0003_chat"
 down_revision = "0002_tools"
@@ -19,8 +19,8 @@ depends_on = None
 
 def _timestamps() -> list[sa.Column]:
     return [
-        sa.Column("created_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
     ]
 
 
@@ -34,7 +34,7 @@ def upgrade() -> None:
         sa.Column("title", sa.String(length=200), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("model_history", sa.Text(), nullable=True),
-        sa.Column("deleted_at", agentloft.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("deleted_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=True),
         *_timestamps(),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"], name=op.f("fk_agent_sessions_user_id_users"),
                                 ondelete="CASCADE"),
@@ -75,8 +75,8 @@ def upgrade() -> None:
         sa.Column("input", sa.JSON(), nullable=True),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("reason", sa.Text(), nullable=True),
-        sa.Column("created_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("answered_at", agentloft.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("answered_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["session_id"], ["agent_sessions.id"],
                                 name=op.f("fk_chat_approvals_session_id_agent_sessions"), ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["message_id"], ["agent_messages.id"],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import agentloft.db
+import agentloft.core.db
 
 revision = "0004_documents"
 down_revision = "0003_chat"
@@ -77,8 +77,8 @@ def _create_documents() -> None:
         sa.Column("content", sa.Text(), nullable=False),
         sa.Column("summary", sa.Text(), nullable=True),
         sa.Column("tags", sa.String(length=500), nullable=True),
-        sa.Column("created_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"], ["users.id"], name=op.f("fk_agent_documents_user_id_users"), ondelete="CASCADE"
         ),
@@ -100,7 +100,7 @@ def _create_versions() -> None:
         sa.Column("content", sa.Text(), nullable=False),
         sa.Column("summary", sa.Text(), nullable=True),
         sa.Column("tags", sa.String(length=500), nullable=True),
-        sa.Column("created_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["document_id"],
             ["agent_documents.id"],

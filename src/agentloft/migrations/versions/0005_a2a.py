@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import agentloft.db
+import agentloft.core.db
 
 revision = "0005_a2a"
 down_revision = "0004_documents"
@@ -42,8 +42,8 @@ def upgrade() -> None:
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column("visible_in_sidebar", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("task_data", sa.JSON(), nullable=True),
-        sa.Column("created_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", agentloft.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", agentloft.core.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["session_id"], ["agent_sessions.id"],
                                 name=op.f("fk_a2a_task_sessions_session_id_agent_sessions"), ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], name=op.f("fk_a2a_task_sessions_agent_id_agents"),

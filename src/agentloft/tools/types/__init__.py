@@ -21,7 +21,6 @@ BUILTIN_MODULES = (
     "unit_convert",
     "random_tool",
     "rss",
-    "agent_invoke",
     "document",
 )
 

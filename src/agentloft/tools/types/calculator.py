@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 MAX_INT_BITS = 12_000  # ~3,600 decimal digits; below Python's int→str limit of 4,300 digits

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 Operation = Literal["now", "parse", "format", "add", "subtract", "difference", "weekday"]

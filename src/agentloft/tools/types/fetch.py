@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from pydantic import Field, field_validator
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 

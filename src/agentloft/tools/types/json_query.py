@@ -14,7 +14,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 BOOTSTRAP = r'''

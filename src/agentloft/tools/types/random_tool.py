@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 Operation = Literal["integer", "float", "choice", "sample", "shuffle", "uuid", "password", "token"]

@@ -12,7 +12,7 @@ from typing import Any
 import feedparser
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.types.fetch import html_to_text

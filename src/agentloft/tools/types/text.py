@@ -16,7 +16,7 @@ from typing import Any, Literal
 import regex
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 Operation = Literal["find", "replace", "count", "upper", "lower", "title", "capitalize", "swapcase", "slug"]

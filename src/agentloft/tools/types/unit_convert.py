@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 _registry: Any = None

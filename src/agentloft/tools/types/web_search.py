@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 

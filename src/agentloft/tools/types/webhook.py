@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.types.http_api import all_headers

@@ -1,4 +1,4 @@
-"""Strings of the A2A side panel (static/a2a_panel.js)."""
+"""Strings of the A2A side panel (static/js/chat/a2a-panel-view.js)."""
 
 from __future__ import annotations
 

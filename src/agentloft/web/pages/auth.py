@@ -7,8 +7,7 @@ from fastapi.responses import RedirectResponse
 
 from agentloft.auth import service as auth_service
 from agentloft.auth.dependencies import OptionalUser
-from agentloft.db import DbSession
-from agentloft.runtime import Rt
+from agentloft.core.dependencies import DbSession, Rt
 from agentloft.system import service as system_service
 from agentloft.web.deps import page_router, safe_next
 from agentloft.web.templating import render_page

@@ -10,9 +10,9 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.auth.models import User
 from agentloft.chat import service as chat_service
-from agentloft.db import DbSession
+from agentloft.core.dependencies import DbSession
+from agentloft.core.schemas import PageParams
 from agentloft.llm import service as llm_service
-from agentloft.schemas import PageParams
 from agentloft.web.deps import PageUser, page_router
 from agentloft.web.pages.setup import SETUP_PATH, no_model_notice
 from agentloft.web.templating import STATIC_DIR, render_page

@@ -14,7 +14,7 @@ from typing import Literal
 from fastapi import Query, Request, Response
 from markupsafe import Markup
 
-from agentloft.db import DbSession
+from agentloft.core.dependencies import DbSession
 from agentloft.documents import service as documents_service
 from agentloft.web.deps import PageUser, page_router
 from agentloft.web.markdown import render

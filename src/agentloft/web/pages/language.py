@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.responses import RedirectResponse
 
-from agentloft.errors import NotFound
+from agentloft.core.errors import NotFound
 from agentloft.web import i18n
 from agentloft.web.deps import page_router, safe_next
 

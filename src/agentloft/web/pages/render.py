@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from agentloft.auth.dependencies import CurrentUser
-from agentloft.schemas import ApiModel
+from agentloft.core.schemas import ApiModel
 from agentloft.web import markdown
 
 router = APIRouter(prefix="/api/render", tags=["web"])

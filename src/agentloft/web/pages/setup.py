@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from agentloft.db import DbSession
+from agentloft.core.dependencies import DbSession
 from agentloft.llm import service as llm_service
 from agentloft.llm.presets import PRESETS
 from agentloft.web.deps import AdminPage, page_router

@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from agentloft.core.schemas import ApiModel
 from agentloft.documents.service import HARD_MAX_CONTENT_LENGTH
-from agentloft.schemas import ApiModel
 
 Action = Literal["create", "read", "update", "delete", "list"]
 DocType = Literal["memory", "document"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from agentloft.core.errors import AppError
 from agentloft.documents.errors import LOGIN_REQUIRED_MESSAGE
-from agentloft.errors import AppError
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.types.document.config import Config, Input
 from agentloft.tools.types.document.operations import create, delete, read, update

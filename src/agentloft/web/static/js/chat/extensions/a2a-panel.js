@@ -1,9 +1,9 @@
 // Chat extension: the A2A side panel (seed 003, 3.3). When a reply hands a sub-task to another agent,
 // `data-a2a-task-started` arrives in the caller's stream the moment the call starts; the panel for that
-// call opens in the chat's side panel and streams the called agent's reply (see /static/a2a_panel.js).
+// call opens in the chat's side panel and streams the called agent's reply (see ../a2a-panel-view.js).
 
 import { dataHandlers } from '../hooks.js';
-import { attachA2APanels } from '../../../a2a_panel.js';
+import { attachA2APanels } from '../a2a-panel-view.js';
 
 let panels = null;
 

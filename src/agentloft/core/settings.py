@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'agentloft.db').resolve()}"
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'agentloft.core.db').resolve()}"
 
     def ensure_secret_key(self) -> str:
         """Return the secret key, creating and keeping one in the data dir on first start."""

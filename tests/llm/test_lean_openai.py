@@ -11,7 +11,7 @@ from openai import APIError
 from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
 
-from agentloft.chat.lean_openai import MERGE_LIMIT, MergingChunkStream, chunk_of, merge_text_deltas
+from agentloft.llm.lean_openai import MERGE_LIMIT, MergingChunkStream, chunk_of, merge_text_deltas
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 // Documents list: the "new document" dialog (the list, tabs, search and pages are rendered by the server).
-import { api } from './js/api.js';
-import { busy, dialog, readForm, resetFormErrors, showFormError } from './js/dom.js';
-import { formatDate } from './js/i18n.js';
+import { api } from '../api.js';
+import { busy, dialog, readForm, resetFormErrors, showFormError } from '../dom.js';
+import { formatDate } from '../i18n.js';
 
 const form = document.getElementById('new-form');
 const newDialog = dialog(document.getElementById('new-dialog'));

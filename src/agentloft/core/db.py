@@ -1,8 +1,8 @@
 """Database engine, sessions and the declarative base.
 
 One ``Database`` object per app (kept on ``app.state.db``) owns the async engine. Request handlers get a
-session through the ``DbSession`` dependency; background work (chat runs, A2A tasks) opens its own with
-``database.session()`` because it outlives the request that started it.
+session through the ``DbSession`` dependency (``core.dependencies``); background work (chat runs, A2A
+tasks) opens its own with ``database.session()`` because it outlives the request that started it.
 
 SQLite runs in WAL mode with foreign keys on and a busy timeout, so readers never block the writer and
 concurrent writers wait instead of failing.
@@ -13,16 +13,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, Request
 from sqlalchemy import DateTime, MetaData, event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from agentloft.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
-from agentloft.readcache import ReadCache
+from agentloft.core.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
+from agentloft.core.readcache import ReadCache
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -134,13 +133,3 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
-
-
-async def _db_session(request: Request) -> AsyncIterator[AsyncSession]:
-    async with request.app.state.db.session() as session:
-        yield session
-
-
-# scope="function": commit before the response is sent, so a client never sees success for a write that
-# then fails to commit (and reads right after a write see it).
-DbSession = Annotated[AsyncSession, Depends(_db_session, scope="function")]

@@ -1,11 +1,13 @@
-"""Shared API schema pieces: camelCase on the wire, snake_case in Python, and the seeds' list shape."""
+"""Shared API schema pieces: camelCase on the wire, snake_case in Python, and the seeds' list shape.
+
+No web framework here: services take ``PageParams`` too. The query-string dependency that builds one is
+``core.dependencies.Paging``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from fastapi import Depends, Query
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -27,16 +29,6 @@ class PageParams(BaseModel):
     @property
     def offset(self) -> int:
         return (self.page - 1) * self.page_size
-
-
-async def _page_params(
-    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
-    page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 20,
-) -> PageParams:
-    return PageParams(page=page, page_size=page_size)
-
-
-Paging = Annotated[PageParams, Depends(_page_params)]
 
 
 class Page(ApiModel, Generic[T]):

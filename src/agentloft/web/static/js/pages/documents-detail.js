@@ -1,7 +1,7 @@
 // One document: view, edit with a live preview (rendered by the server), save, delete, versions.
-import { api } from './js/api.js';
-import { busy, dialog, fillForm, readForm, resetFormErrors, showError, showFormError } from './js/dom.js';
-import { formatDate, t } from './js/i18n.js';
+import { api } from '../api.js';
+import { busy, dialog, fillForm, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { formatDate, t } from '../i18n.js';
 
 const id = document.getElementById('doc-view').dataset.id;
 const url = `/api/agent-documents/${encodeURIComponent(id)}`;

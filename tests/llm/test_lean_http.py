@@ -7,8 +7,8 @@ import asyncio
 import httpx
 import pytest
 
-from agentloft.chat import lean_http
-from agentloft.chat.lean_http import LeanTransport
+from agentloft.llm import lean_http
+from agentloft.llm.lean_http import LeanTransport
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text
 
 

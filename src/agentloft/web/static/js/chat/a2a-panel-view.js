@@ -7,9 +7,9 @@
 //   GET /api/agents/a2a/stream?taskId=… and renders the reply (markdown) as it arrives;
 // - the panel shows generating / done / error and closes on request. Several calls stack.
 
-import { t } from './js/i18n.js';
+import { t } from '../i18n.js';
 
-const STYLE_URL = new URL('./a2a_panel.css', import.meta.url).href;
+const STYLE_URL = new URL('../../css/a2a-panel.css', import.meta.url).href;
 const RENDER_URL = '/api/render/markdown';
 
 function ensureStyles() {

@@ -13,11 +13,10 @@ import logging
 
 from agentloft.agents import service as agents_service
 from agentloft.agents.schemas import AgentCreate
-from agentloft.errors import AppError
-from agentloft.runtime import Runtime
+from agentloft.core.errors import AppError
+from agentloft.core.runtime import Runtime
 from agentloft.system.models import AppSetting
 from agentloft.tools import service as tools_service
-from agentloft.tools.registry import registry_of
 from agentloft.tools.schemas import AgentToolCreate, AgentToolLinkIn
 
 log = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ async def startup(rt: Runtime) -> None:
         if await db.get(AppSetting, FLAG) is not None:
             return
         by_slug: dict[str, str] = {}
-        for tool_type in registry_of(rt).all():
+        for tool_type in rt.registry.all():
             name, description = TOOL_TEXTS.get(tool_type.slug, (tool_type.name, tool_type.description))
             data = AgentToolCreate(
                 slug=tool_type.slug,

@@ -1,0 +1,46 @@
+"""The per-app runtime: settings, database, secret box and the shared services every domain uses.
+
+Built once at start-up by ``agentloft.app.build_runtime``; every field is typed and set before the first
+request. Routers reach it through the ``Rt`` dependency (``core.dependencies``); background work (chat
+runs, A2A tasks) carries it explicitly, since it outlives the request. Nothing here is a module-level
+global, so several apps (tests) can live in one process.
+
+The field types come from the domains that own them; they are imported for the type checker only, so
+``core`` stays below every domain at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agentloft.core.crypto import SecretBox
+from agentloft.core.db import Database
+from agentloft.core.settings import Settings
+
+if TYPE_CHECKING:
+    from agentloft.a2a.server import A2AServers
+    from agentloft.auth.throttle import LoginThrottle
+    from agentloft.chat.buffers import StreamBuffers
+    from agentloft.chat.runs import RunRegistry
+    from agentloft.llm.clients import ModelClients
+    from agentloft.tools.registry import ToolRegistry
+
+
+@dataclass(eq=False)
+class Runtime:
+    settings: Settings
+    db: Database
+    box: SecretBox
+    registry: ToolRegistry
+    """Tool types by slug. Add-ons register theirs with ``rt.registry.register(tool_type)`` at start-up,
+    through the same call the built-in types use."""
+    buffers: StreamBuffers
+    """Replayable chunk streams of running turns (``chat.buffers``)."""
+    runs: RunRegistry
+    """The turns this process runs, for stop and shutdown (``chat.runs``)."""
+    throttle: LoginThrottle
+    models: ModelClients
+    """Model clients and built pydantic-ai models, shared by every turn (``llm.clients``)."""
+    a2a: A2AServers = field(init=False)
+    """The A2A server side, one request handler per agent; it needs the runtime, so it is set right after."""
