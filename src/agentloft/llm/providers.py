@@ -27,10 +27,11 @@ class ModelSpec:
 
 
 def build_model(spec: ModelSpec, *, http_client: httpx.AsyncClient | None = None) -> Model:
+    """The model for ``spec``. ``http_client`` serves OpenAI-compatible endpoints only: the anthropic SDK
+    refuses any client but its own ``httpx2`` one, so Anthropic models keep the SDK's default client."""
     if spec.provider == "anthropic":
         return AnthropicModel(
-            spec.model,
-            provider=AnthropicProvider(api_key=spec.api_key or "", base_url=spec.base_url, http_client=http_client),
+            spec.model, provider=AnthropicProvider(api_key=spec.api_key or "", base_url=spec.base_url)
         )
     provider = OpenAIProvider(
         base_url=spec.base_url or "https://api.openai.com/v1",
