@@ -6,9 +6,13 @@ import argparse
 import asyncio
 import getpass
 import sys
+from typing import TYPE_CHECKING
 
 from agentloft.core import migrate
 from agentloft.core.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from agentloft.auth.models import Role
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -30,7 +34,7 @@ def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _create_user(settings: Settings, username: str, password: str, role: str) -> None:
+async def _create_user(settings: Settings, username: str, password: str, role: Role) -> None:
     from agentloft.auth import service
     from agentloft.auth.schemas import UserCreate
     from agentloft.core.db import Database
@@ -53,7 +57,7 @@ def _user_create(settings: Settings, args: argparse.Namespace) -> int:
     password = args.password or getpass.getpass("Password: ")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url)
-    role = "admin" if args.admin else "user"
+    role: Role = "admin" if args.admin else "user"
     try:
         asyncio.run(_create_user(settings, args.username, password, role))
     except (AppError, ValidationError) as exc:

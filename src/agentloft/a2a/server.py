@@ -130,7 +130,9 @@ class RowTaskStore(TaskStore):
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         row = await self._row(task_id, context)
-        return None if row is None else ParseDict(row.task_data, Task(), ignore_unknown_fields=True)
+        if row is None or row.task_data is None:
+            return None
+        return ParseDict(row.task_data, Task(), ignore_unknown_fields=True)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         owner = _owner(context)
@@ -148,7 +150,7 @@ class RowTaskStore(TaskStore):
             stmt = stmt.where(A2ATaskSession.caller_context["contextId"].as_string() == params.context_id)
         async with self.rt.db.session() as db:
             rows = list((await db.execute(stmt)).scalars())
-        tasks = [ParseDict(r.task_data, Task(), ignore_unknown_fields=True) for r in rows]
+        tasks = [ParseDict(r.task_data, Task(), ignore_unknown_fields=True) for r in rows if r.task_data is not None]
         return ListTasksResponse(tasks=tasks, page_size=size, total_size=len(tasks))
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:

@@ -173,6 +173,8 @@ async def run_task(
 
     A timeout cancels the run, writes an error chunk to the panel's buffer and fails the task. Model
     errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
+    if task.session_id is None:  # ``create_task`` always sets it; the column allows NULL as the seed's does
+        raise InvocationError("this task has no session to run in")
     await _update_state(rt, task.id, "working")
     extra = {
         "source": "a2a",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
+
+Role = Literal["admin", "user"]
 
 
 class User(TimestampMixin, Base):
@@ -16,7 +19,7 @@ class User(TimestampMixin, Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     username: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     password_hash: Mapped[str] = mapped_column(String(255), nullable=False)
-    role: Mapped[str] = mapped_column(String(16), nullable=False, default="user")
+    role: Mapped[Role] = mapped_column(String(16), nullable=False, default="user")
     disabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
 
     @property

@@ -28,7 +28,7 @@ admin_router = APIRouter(prefix="/api/admin/users", tags=["admin"])
 
 
 def _me(user: User) -> Me:
-    return Me(id=user.id, username=user.username, role=user.role)  # type: ignore[arg-type]
+    return Me(id=user.id, username=user.username, role=user.role)
 
 
 async def _sign_in(response: Response, rt: Rt, db: DbSession, user: User) -> None:

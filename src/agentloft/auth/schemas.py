@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from agentloft.auth.models import Role
 from agentloft.core.schemas import ApiModel
 
-Role = Literal["admin", "user"]
 Username = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=3, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
 ]

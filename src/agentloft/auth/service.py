@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.auth.models import ApiToken, AuthSession, User
 from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
 from agentloft.core.crypto import new_token, token_hash
-from agentloft.core.db import utcnow
+from agentloft.core.db import rows_matched, utcnow
 from agentloft.core.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
 from agentloft.core.schemas import PageParams
 
@@ -128,10 +128,8 @@ async def list_api_tokens(*, db: AsyncSession, user_id: int) -> list[ApiToken]:
 
 
 async def delete_api_token(*, db: AsyncSession, user_id: int, token_id: int) -> None:
-    result = await db.execute(
-        delete(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user_id)
-    )
-    if result.rowcount == 0:
+    matched = await rows_matched(db, delete(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user_id))
+    if matched == 0:
         raise NotFound("token not found", code="token_not_found")
 
 

@@ -8,7 +8,9 @@ recorded here decides whether the message is ``stopped`` (the user asked) or ``i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloft.core.runtime import Runtime
 
@@ -42,9 +44,9 @@ class RunRegistry:
         await asyncio.wait([task], timeout=wait_s)
         return True
 
-    def spawn(self, coro: object) -> asyncio.Task[object]:
+    def spawn(self, coro: Coroutine[Any, Any, object]) -> asyncio.Task[object]:
         """Start a run in the background, keeping a reference so it is not garbage-collected."""
-        task: asyncio.Task[object] = asyncio.create_task(coro)  # type: ignore[arg-type]
+        task: asyncio.Task[object] = asyncio.create_task(coro)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
         return task

@@ -26,7 +26,7 @@ from agentloft.chat.models import (
     AgentSession,
     ChatApproval,
 )
-from agentloft.core.db import utcnow
+from agentloft.core.db import rows_matched, table_of, utcnow
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.schemas import PageParams
@@ -110,7 +110,7 @@ async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) 
         .where(AgentSession.id == session_id, AgentSession.status == from_status)
         .values(status=RUNNING, updated_at=utcnow())
     )
-    if (await db.execute(stmt)).rowcount != 1:
+    if await rows_matched(db, stmt) != 1:
         await _refuse_claim(db, session_id)
 
 
@@ -141,7 +141,7 @@ async def begin_turn(
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
         # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
-        await db.execute(insert(AgentSession.__table__), {
+        await db.execute(insert(table_of(AgentSession)), {
             "id": session_id, "user_id": create.user_id, "agent_id": create.agent_id, "kind": create.kind,
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
             "model_history": None, "deleted_at": None})
@@ -161,7 +161,7 @@ async def begin_turn(
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
-    await db.execute(insert(AgentMessage.__table__), [
+    await db.execute(insert(table_of(AgentMessage)), [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
@@ -274,7 +274,7 @@ async def answer_approval(
                ChatApproval.status == "pending")
         .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow())
     )
-    if (await db.execute(stmt)).rowcount == 1:
+    if await rows_matched(db, stmt) == 1:
         return
     exists = select(ChatApproval.id).where(
         ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id
@@ -302,9 +302,9 @@ async def mark_interrupted(*, db: AsyncSession, before: datetime | None = None) 
     msgs = update(AgentMessage).where(AgentMessage.status == STREAMING).values(
         status=INTERRUPTED, error="The server restarted while this reply was being written.", updated_at=utcnow()
     )
-    count = (await db.execute(msgs)).rowcount
+    count = await rows_matched(db, msgs)
     await db.execute(update(AgentSession).where(AgentSession.status == RUNNING).values(status=IDLE))
-    return int(count or 0)
+    return count
 
 
 async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[int, tuple[str, str]]:

@@ -12,18 +12,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import TypeAdapter
 from pydantic_ai import CustomEvent, RunContext
 from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
 
 from agentloft.core.runtime import Runtime
 from agentloft.tools.base import ToolContext
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
 
-_ANY_ARGS = TypeAdapter(dict[str, Any]).validator
+# Arguments reach ``run_tool`` as a dict; each tool validates them against its own ``Input`` model.
+_ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 
 
 @dataclass(kw_only=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import DateTime, MetaData, event, make_url
+from sqlalchemy import CursorResult, DateTime, Executable, MetaData, Table, event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -38,6 +38,23 @@ class Base(DeclarativeBase):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+async def rows_matched(db: AsyncSession, stmt: Executable) -> int:
+    """How many rows an UPDATE or DELETE matched: the way a conditional write tells whether it won.
+    ``AsyncSession.execute`` is typed as returning ``Result``; for DML it returns a ``CursorResult``,
+    which alone carries ``rowcount``."""
+    result = cast("CursorResult[Any]", await db.execute(stmt))
+    return result.rowcount
+
+
+def table_of(model: type[Base]) -> Table:
+    """A mapped class's Core ``Table``, for Core statements on it. Declarative types ``__table__`` as
+    any ``FromClause`` (a class may be mapped to a join); every model here is mapped to one table."""
+    table = model.__table__
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not mapped to a single table")
+    return table
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -198,6 +198,7 @@ def loop_connection_factory(path: str) -> Callable[[], Awaitable[LoopConnection]
     async def connect() -> LoopConnection:
         conn = LoopConnection(partial(sqlite3.connect, path, check_same_thread=False), database)
         conn._thread.daemon = True  # as SQLAlchemy does for its own aiosqlite connections
-        return await conn
+        await conn  # starts its thread and opens the file (aiosqlite types the result as its base class)
+        return conn
 
     return connect

@@ -17,7 +17,8 @@ from agentloft.core.schemas import PageParams
 async def get_runtime(request: Request) -> Runtime:
     """``async`` on purpose, as every dependency here: FastAPI runs a plain ``def`` dependency on a worker
     thread, a thread hop per request for nothing."""
-    return request.app.state.runtime  # type: ignore[no-any-return]
+    runtime: Runtime = request.app.state.runtime  # set by the app's lifespan (``app``)
+    return runtime
 
 
 Rt = Annotated[Runtime, Depends(get_runtime)]

@@ -85,7 +85,7 @@ class ReadCache:
         """The cached value of ``key``, else ``await read()`` (kept when no write overlapped it)."""
         hit = self.get(group, key)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
+            return hit
         generation = self._generation[group]
         value = await read()
         self.put(group, key, value, generation)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -76,9 +76,10 @@ class Settings(BaseSettings):
         return self.secret_key
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Build settings from the environment plus explicit overrides; wrap errors in ConfigError."""
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from the environment plus explicit overrides; wrap errors in ConfigError. The
+    overrides are untyped on purpose: like the environment, they are validated by ``Settings``."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return Settings(**overrides)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc

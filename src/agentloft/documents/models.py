@@ -7,6 +7,7 @@ PostgreSQL pg_trgm) and only ``documents.search`` queries it.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal, get_args
 
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -14,7 +15,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
 from agentloft.core.ids import new_id
 
-DOCUMENT_TYPES = ("memory", "document")
+DocumentType = Literal["memory", "document"]
+DOCUMENT_TYPES: tuple[DocumentType, ...] = get_args(DocumentType)
 
 
 def _new_document_id() -> str:
@@ -30,7 +32,7 @@ class AgentDocument(TimestampMixin, Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True, default=_new_document_id)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False)
     session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    type: Mapped[str] = mapped_column(String(16), nullable=False, default="memory")
+    type: Mapped[DocumentType] = mapped_column(String(16), nullable=False, default="memory")
     title: Mapped[str] = mapped_column(String(255), nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -54,7 +56,7 @@ class AgentDocumentVersion(Base):
         ForeignKey("agent_documents.id", ondelete="CASCADE"), nullable=False
     )
     version: Mapped[int] = mapped_column(Integer, nullable=False)
-    type: Mapped[str] = mapped_column(String(16), nullable=False)
+    type: Mapped[DocumentType] = mapped_column(String(16), nullable=False)
     title: Mapped[str] = mapped_column(String(255), nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)

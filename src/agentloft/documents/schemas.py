@@ -4,13 +4,13 @@ sets it (from the chat run), and ``ApiModel`` refuses unknown keys, so a client 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
 from agentloft.core.schemas import ApiModel
+from agentloft.documents.models import DocumentType
 
-DocumentType = Literal["memory", "document"]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 Tags = Annotated[str, StringConstraints(max_length=500)]
 

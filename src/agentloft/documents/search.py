@@ -305,7 +305,7 @@ async def search_documents(
     query = parse_query(q)
     if query.empty:
         return None
-    if db.bind.dialect.name == "postgresql":
+    if db.get_bind().dialect.name == "postgresql":
         return await _postgres(db, user_id, type, q.strip(), query, offset, limit)
     return await _sqlite(db, user_id, type, query, offset, limit)
 
@@ -313,7 +313,7 @@ async def search_documents(
 async def rebuild_index(*, db: AsyncSession) -> None:
     """Re-derive the SQLite index from the table (after restoring a file, or a VACUUM that renumbered
     rows: the index keys on the implicit rowid)."""
-    if db.bind.dialect.name != "sqlite":
+    if db.get_bind().dialect.name != "sqlite":
         return
     await db.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"))
     await db.execute(text(

@@ -276,7 +276,7 @@ async def delete_document(*, db: AsyncSession, user_id: int, document_id: str) -
 
 async def list_versions(
     *, db: AsyncSession, user_id: int, document_id: str, offset: int = 0, limit: int = 20
-) -> tuple[list[Row[Any]], int]:
+) -> tuple[list[Row[*tuple[Any, ...]]], int]:
     """Newest version first, without the content (only its length)."""
     await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
     v = AgentDocumentVersion

@@ -24,7 +24,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -97,7 +97,7 @@ def chunk_of(payload: dict[str, Any]) -> ChatCompletionChunk:
     try:
         return ChatCompletionChunk.model_validate(payload)
     except ValidationError:
-        return construct_type(type_=ChatCompletionChunk, value=payload)
+        return cast(ChatCompletionChunk, construct_type(type_=ChatCompletionChunk, value=payload))  # typed ``object``
 
 
 def _event_data(event: bytes) -> bytes | None:
@@ -215,8 +215,8 @@ class MergingChunkStream:
             error = payload["error"]
             message = error.get("message") if isinstance(error, dict) else None
             raise APIError(message=message or "An error occurred during streaming",
-                           request=self.response.request, body=error)
-        return payload  # type: ignore[no-any-return]
+                           request=self.response.request, body=error)  # pyright: ignore[reportArgumentType]  # httpx, where the SDK's types say httpx2 (see ``_send``)
+        return payload
 
 
 def _has_output(payload: dict[str, Any]) -> bool:
@@ -253,7 +253,7 @@ def _timeout(value: Any, fallback: Any) -> httpx.Timeout:
 class LeanCompletions(AsyncCompletions):
     """``chat.completions`` whose streamed ``create`` sends the request itself (see the module's doc)."""
 
-    async def create(self, **params: Any) -> Any:  # type: ignore[override]
+    async def create(self, **params: Any) -> Any:
         if params.get("stream") is not True:
             return await super().create(**params)
         return MergingChunkStream(await self._send(self._request(params)))
@@ -284,41 +284,47 @@ class LeanCompletions(AsyncCompletions):
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
         """Send with the SDK's retry rules (connection errors, timeouts and the statuses its
-        ``_should_retry`` accepts, backed off by its ``_calculate_retry_timeout``) and its error types."""
+        ``_should_retry`` accepts, backed off by its ``_calculate_retry_timeout``) and its error types.
+
+        The SDK client's HTTP client is the ``httpx`` one ``build_chat_model`` hands it (the SDK accepts
+        one at run time); the SDK's annotations name only ``httpx2`` types, hence the suppressions here."""
         client = self._client
         max_retries = client.max_retries
         for attempt in range(max_retries + 1):
             retry = attempt < max_retries
             try:
-                response = await client._client.send(request, stream=True)
+                response: httpx.Response = await client._client.send(request, stream=True)  # pyright: ignore[reportArgumentType, reportAssignmentType]
             except httpx.TimeoutException as exc:
                 if retry:
                     await self._back_off(max_retries - attempt, None)
                     continue
-                raise APITimeoutError(request=request) from exc  # type: ignore[arg-type]
+                raise APITimeoutError(request=request) from exc  # pyright: ignore[reportArgumentType]  # httpx, where the SDK's types say httpx2 (see ``_send``)
             except httpx.RequestError as exc:
                 if retry:
                     await self._back_off(max_retries - attempt, None)
                     continue
-                raise APIConnectionError(request=request) from exc  # type: ignore[arg-type]
+                raise APIConnectionError(request=request) from exc  # pyright: ignore[reportArgumentType]  # httpx, where the SDK's types say httpx2 (see ``_send``)
             if response.status_code < 400:
                 return response
-            if retry and client._should_retry(response):  # type: ignore[arg-type]
+            if retry and client._should_retry(response):  # pyright: ignore[reportArgumentType]  # httpx, where the SDK's types say httpx2 (see ``_send``)
                 await response.aclose()
                 await self._back_off(max_retries - attempt, response.headers)
                 continue
             await response.aread()
-            raise client._make_status_error_from_response(response)  # type: ignore[arg-type]
+            raise client._make_status_error_from_response(response)  # pyright: ignore[reportArgumentType]  # httpx, where the SDK's types say httpx2 (see ``_send``)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _back_off(self, remaining: int, headers: httpx.Headers | None) -> None:
         options = FinalRequestOptions.construct(method="post", url=_PATH, max_retries=self._client.max_retries)
-        await asyncio.sleep(self._client._calculate_retry_timeout(remaining, options, headers))  # type: ignore[arg-type]
+        delay = self._client._calculate_retry_timeout(remaining, options, headers)  # pyright: ignore[reportArgumentType]  # httpx, where the SDK's types say httpx2 (see ``_send``)
+        await asyncio.sleep(delay)
 
 
+# The SDK declares ``chat`` and ``completions`` as properties to type checkers and makes them
+# ``functools.cached_property`` at run time (``openai._compat``); these overrides are the latter.
 class _LeanChat(AsyncChat):
     @cached_property
-    def completions(self) -> AsyncCompletions:
+    def completions(self) -> AsyncCompletions:  # pyright: ignore[reportIncompatibleMethodOverride]  # see above
         return LeanCompletions(self._client)
 
 
@@ -326,7 +332,7 @@ class LeanAsyncOpenAI(AsyncOpenAI):
     """The SDK client with ``LeanCompletions`` under ``chat.completions`` (its copies keep the class)."""
 
     @cached_property
-    def chat(self) -> AsyncChat:
+    def chat(self) -> AsyncChat:  # pyright: ignore[reportIncompatibleMethodOverride]  # see ``_LeanChat``
         return _LeanChat(self)
 
 

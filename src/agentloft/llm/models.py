@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from sqlalchemy import Boolean, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, TimestampMixin
+
+Provider = Literal["openai", "anthropic"]
 
 
 class ModelConfig(TimestampMixin, Base):
@@ -13,7 +17,7 @@ class ModelConfig(TimestampMixin, Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(100), nullable=False)
-    provider: Mapped[str] = mapped_column(String(20), nullable=False)
+    provider: Mapped[Provider] = mapped_column(String(20), nullable=False)
     base_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
     model: Mapped[str] = mapped_column(String(200), nullable=False)
     api_key_enc: Mapped[str | None] = mapped_column(Text, nullable=True)

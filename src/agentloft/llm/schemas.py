@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AnyHttpUrl, Field, StringConstraints, field_validator
 
 from agentloft.core.schemas import ApiModel
+from agentloft.llm.models import Provider
 
-Provider = Literal["openai", "anthropic"]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 

@@ -24,7 +24,7 @@ def to_read(row: ModelConfig) -> ModelConfigRead:
     return ModelConfigRead(
         id=row.id,
         name=row.name,
-        provider=row.provider,  # type: ignore[arg-type]
+        provider=row.provider,
         base_url=row.base_url,
         model=row.model,
         has_api_key=bool(row.api_key_enc),

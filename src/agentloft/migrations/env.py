@@ -27,7 +27,9 @@ def _run(connection: Connection) -> None:
 
 async def _run_async() -> None:
     url = context.config.attributes.get("database_url") or context.config.get_main_option("sqlalchemy.url")
-    engine = make_engine(url)
+    if not url:  # ``core.migrate`` always sets both; a bare ``alembic`` call without a URL stops here
+        raise RuntimeError("no database URL: run migrations through `agentloft db upgrade`")
+    engine = make_engine(str(url))
     async with engine.connect() as conn:
         await conn.run_sync(_run)
         await conn.commit()

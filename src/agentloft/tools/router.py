@@ -39,7 +39,7 @@ Any signed-in user:
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Query, Response
 
@@ -64,7 +64,10 @@ router = APIRouter(tags=["tools"])
 admin_router = APIRouter(tags=["admin"])
 
 
-def _slice(items: list, paging: PageParams) -> list:  # type: ignore[type-arg]
+T = TypeVar("T")
+
+
+def _slice(items: list[T], paging: PageParams) -> list[T]:
     return items[paging.offset : paging.offset + paging.page_size]
 
 

@@ -7,8 +7,8 @@ every page router, so a page function only declares ``PageUser`` or ``AdminPage`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -41,7 +41,7 @@ def error_page(request: Request, err: AppError) -> Response:
 class PageRoute(APIRoute):
     """Turns page-level refusals into a redirect or an error page instead of JSON."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def page_handler(request: Request) -> Response:

@@ -53,7 +53,7 @@ def _check_bits(bits: int) -> None:
 
 def _pow(a: Number, b: Number, mod: Number | None = None) -> Number:
     if mod is not None:
-        if not all(isinstance(x, int) for x in (a, b, mod)):
+        if not (isinstance(a, int) and isinstance(b, int) and isinstance(mod, int)):
             raise CalcError("pow with a modulus needs integers")
         return pow(a, b, mod)
     if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1:
@@ -113,14 +113,22 @@ UNARY_OPS: dict[type[ast.unaryop], Callable[[Any], Number]] = {
     ast.Invert: operator.invert,
 }
 CONSTANTS: dict[str, Number] = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
+def _abs(x: Number) -> Number:
+    return abs(x)  # the builtin's return type is generic; this states it for numbers
+
+
+def _trunc(x: Number) -> int:
+    return math.trunc(x)
+
+
 FUNCTIONS: dict[str, Callable[..., Number]] = {
-    "abs": abs, "round": round, "min": min, "max": max, "pow": _pow,
+    "abs": _abs, "round": round, "min": min, "max": max, "pow": _pow,
     "sqrt": math.sqrt, "cbrt": math.cbrt, "isqrt": math.isqrt, "exp": math.exp,
     "log": math.log, "log10": math.log10, "log2": math.log2, "ln": math.log,
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
     "atan": math.atan, "atan2": math.atan2, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
     "degrees": math.degrees, "radians": math.radians, "hypot": math.hypot,
-    "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
+    "floor": math.floor, "ceil": math.ceil, "trunc": _trunc,
     "factorial": _factorial, "gcd": math.gcd, "lcm": math.lcm,
     "comb": _comb_like(math.comb), "perm": _comb_like(math.perm),
 }

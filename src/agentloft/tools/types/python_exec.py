@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -108,7 +109,7 @@ def network_namespace_prefix() -> tuple[str, ...]:
     return (exe, "-rn") if done.returncode == 0 else ()
 
 
-def _limits(config: Config) -> object:
+def _limits(config: Config) -> Callable[[], None]:
     memory = config.memory_mb * 1024 * 1024
     cpu = int(config.timeout_seconds) + 1
     fsize = config.max_file_mb * 1024 * 1024
@@ -122,7 +123,8 @@ def _limits(config: Config) -> object:
     return apply
 
 
-async def _read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
+async def _read_capped(stream: asyncio.StreamReader | None, limit: int) -> tuple[bytes, bool]:
+    assert stream is not None  # the child's stdout and stderr are pipes
     kept = bytearray()
     dropped = False
     while chunk := await stream.read(65536):
@@ -161,11 +163,11 @@ async def run_snippet(code: str, stdin: str, config: Config, denied_roots: list[
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, cwd=scratch, env=env, start_new_session=True,
-            preexec_fn=_limits(config),  # type: ignore[arg-type]
+            preexec_fn=_limits(config),
         )
         cap = config.max_output_chars * 4
         readers = asyncio.ensure_future(asyncio.gather(
-            _read_capped(proc.stdout, cap), _read_capped(proc.stderr, cap)  # type: ignore[arg-type]
+            _read_capped(proc.stdout, cap), _read_capped(proc.stderr, cap)
         ))
         timed_out = False
         try:

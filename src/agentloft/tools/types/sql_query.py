@@ -110,10 +110,12 @@ def _json_value(value: Any) -> Any:
 async def _make_read_only(conn: AsyncConnection, dialect: str, timeout_s: float) -> None:
     if dialect == "sqlite":
         await conn.exec_driver_sql("PRAGMA query_only = ON")
-        raw = await conn.get_raw_connection()
+        driver = (await conn.get_raw_connection()).driver_connection
+        if driver is None:  # only a connection invalidated after an error has none; never one just used
+            raise RuntimeError("the SQLite connection is gone")
         deadline = time.monotonic() + timeout_s
         # Returning non-zero from the handler interrupts the running statement.
-        await raw.driver_connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        await driver.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     elif dialect == "postgresql":
         await conn.exec_driver_sql("SET TRANSACTION READ ONLY")
         await conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")

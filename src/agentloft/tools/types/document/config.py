@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, LiteralString
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -32,7 +32,7 @@ class Config(ApiModel):
     )
 
 
-def _missing(field: str, action: str, message: str | None = None) -> InitErrorDetails:
+def _missing(field: str, action: str, message: LiteralString | None = None) -> InitErrorDetails:
     text = message or 'required for action "{action}"'
     return InitErrorDetails(
         type=PydanticCustomError("action_rule", text, {"action": action}), loc=(field,), input=None
