@@ -27,6 +27,11 @@ passive checkpoint runs on a worker thread after every ``CHECKPOINT_EVERY`` comm
 blocks readers or writers. Another *process* (the CLI) can still hold SQLite's lock; a write run in place
 then waits for it on the loop, up to the busy timeout. One connection is used by one session at a time
 and every call is awaited before the next, so the loop and the thread never touch a connection at once.
+
+``_execute`` and ``stop`` are aiosqlite's private members, as are the ``_running``, ``_connection`` and
+``_thread`` read here: aiosqlite is pinned exactly and ``tests/core/test_aiosqlite_contract.py`` fails
+when an upgrade changes what this relies on. (One writer task fed by a queue, as Datasette does, would
+use only the public API but keeps the thread hop for every read and write that this module removes.)
 """
 
 from __future__ import annotations
