@@ -9,7 +9,8 @@ Pieces (a2a-sdk 1.3):
 - ``A2AServers`` builds one ``DefaultRequestHandler`` per agent on first use and caches it by agent id
   (agents are created and changed at run time; nothing is mounted at start-up). The handler's
   in-memory registry of running tasks is what ``CancelTask`` and ``SubscribeToTask`` need, so it is
-  kept across agent edits; only its card is refreshed.
+  kept across agent edits; only its card is refreshed, in place (``CopyFrom``) on the one card object
+  per agent that the handler was built with.
 Auth is our personal API token (bearer); the router resolves the user before the SDK sees the request.
 """
 
@@ -280,6 +281,7 @@ class A2AServers:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self._handlers: dict[int, DefaultRequestHandler] = {}
+        self._cards: dict[int, AgentCard] = {}
         self._dispatchers: dict[int, JsonRpcDispatcher] = {}
         self._builder = ContextBuilder()
 
@@ -292,10 +294,11 @@ class A2AServers:
                 agent_card=card,
             )
             self._handlers[agent.id] = handler
+            self._cards[agent.id] = card
             self._dispatchers[agent.id] = JsonRpcDispatcher(request_handler=handler,
                                                             context_builder=self._builder)
         else:
-            handler._agent_card = card  # the agent may have been renamed or re-described since
+            self._cards[agent.id].CopyFrom(card)  # the agent may have been renamed or re-described since
         return self._dispatchers[agent.id]
 
     async def close(self) -> None:
