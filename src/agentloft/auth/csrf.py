@@ -1,9 +1,14 @@
 """Double-submit CSRF protection as a pure ASGI middleware (it must not buffer streamed responses).
 
-Every response to a browser without the readable ``agentloft_csrf`` cookie gets one. A write (POST, PUT,
-PATCH, DELETE) that carries the session cookie and no bearer token must echo that cookie in the
-``X-CSRF-Token`` header, or it is refused with 403 before any handler runs. Bearer-token clients are
-not exposed to CSRF (browsers never add that header by themselves) and need no token.
+Every response to a browser without the readable ``agentloft_csrf`` cookie gets one. Any request but
+GET, HEAD, OPTIONS and TRACE that carries the session cookie and no bearer token must echo that cookie
+in the ``X-CSRF-Token`` header, or it is refused with 403 before any handler runs. Bearer-token clients
+are not exposed to CSRF (browsers never add that header by themselves) and need no token.
+
+The middleware reads cookies and the bearer token exactly as authentication does
+(``HTTPConnection.cookies``, ``auth.dependencies.bearer_token``): a second parser that disagreed with
+authentication's on an odd Cookie header (``[x=1; agentloft_session=…`` made ``SimpleCookie`` give up)
+let a cross-site write through with the session but without the token.
 """
 
 from __future__ import annotations
@@ -11,26 +16,13 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-from http.cookies import SimpleCookie
 
+from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agentloft.auth.dependencies import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
+from agentloft.auth.dependencies import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, bearer_token
 
-_UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-
-
-def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(headers.get("cookie", ""))
-    except Exception:
-        return {}
-    return {k: m.value for k, m in jar.items()}
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 class CSRFMiddleware:
@@ -42,13 +34,12 @@ class CSRFMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
-        cookies = _cookies(headers)
-        has_bearer = headers.get("authorization", "").lower().startswith("bearer ")
-        if scope["method"] in _UNSAFE and SESSION_COOKIE in cookies and not has_bearer:
+        connection = HTTPConnection(scope)
+        cookies = connection.cookies
+        if scope["method"] not in _SAFE and SESSION_COOKIE in cookies and bearer_token(connection) is None:
             expected = cookies.get(CSRF_COOKIE, "")
-            given = headers.get(CSRF_HEADER, "")
-            if not expected or not hmac.compare_digest(expected, given):
+            given = connection.headers.get(CSRF_HEADER, "")
+            if not expected or not hmac.compare_digest(expected.encode(), given.encode()):
                 await self._refuse(send)
                 return
         if CSRF_COOKIE in cookies:

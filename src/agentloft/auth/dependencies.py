@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from agentloft.auth import service
 from agentloft.auth.models import User
@@ -23,8 +24,10 @@ CSRF_COOKIE = "agentloft_csrf"
 CSRF_HEADER = "x-csrf-token"
 
 
-def bearer_token(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
+def bearer_token(connection: HTTPConnection) -> str | None:
+    """The bearer token of the ``Authorization`` header, if any. The CSRF middleware asks this same
+    function, so a request it lets through without a CSRF token is one that authenticates by token."""
+    header = connection.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
