@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     stream_grace_seconds: float = 60.0
     # Seconds to wait for a model to connect or send its next chunk before the turn fails.
     model_timeout_seconds: float = 120.0
+    python_sandbox_user: str = Field(
+        default="agentloft-sandbox",
+        description="Unprivileged host user the python tool runs snippets as, inside bubblewrap. The server must "
+        "run as root to switch to it; without it (or without bwrap) the python tool refuses to run.",
+    )
     create_defaults: bool = Field(
         default=True, description="On the first start, create the default tools and the Assistant agent."
     )

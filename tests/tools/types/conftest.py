@@ -4,6 +4,7 @@ through the real wrapper (``runner.run_tool``), and a real HTTP server on 127.0.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,36 @@ def web_server() -> Iterator[LocalWeb]:
 def web(web_server: LocalWeb) -> LocalWeb:
     web_server.requests.clear()
     return web_server
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of the host's processes whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # it ended while we looked
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_running(marker: str, within_s: float = 10.0) -> list[int]:
+    """Wait until a process carries ``marker`` (call it in a thread while the event loop runs the tool)."""
+    deadline = time.monotonic() + within_s
+    while not (found := processes_with(marker)):
+        assert time.monotonic() < deadline, f"no process with {marker!r} started"
+        time.sleep(0.02)
+    return found
+
+
+def wait_until_gone(marker: str, within_s: float = 5.0) -> None:
+    """Wait until no process carries ``marker``; fail with their pids after ``within_s``. (It blocks: the
+    processes are the kernel's to end, nothing on the event loop needs to run meanwhile.)"""
+    deadline = time.monotonic() + within_s
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"processes still running: {left}"

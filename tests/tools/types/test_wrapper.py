@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
+import secrets
 
 import pytest
 from pydantic import BaseModel
@@ -14,7 +14,7 @@ from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.runner import RunTool, run_tool
 from agentloft.tools.types.fetch import TOOL_TYPE as FETCH
 from agentloft.tools.types.python_exec import TOOL_TYPE as PY
-from tests.tools.types.conftest import LOCAL, Run, make_ctx
+from tests.tools.types.conftest import LOCAL, Run, make_ctx, wait_until_gone, wait_until_running
 from tests.tools.types.local_server import LocalWeb
 
 
@@ -54,13 +54,14 @@ async def test_the_wrapper_time_limit_bounds_a_network_type(run: Run, web: Local
     assert not result.success and result.error == "tool 'fetch' timed out after 0.3 s"
 
 
-async def test_the_wrapper_time_limit_kills_the_python_child(run: Run, tmp_path: Path) -> None:
-    probe = tmp_path / "probe"
-    code = f"import time, pathlib\ntime.sleep(1)\npathlib.Path({str(probe)!r}).write_text('still alive')"
-    result = await run(PY, {"code": code}, allow=LOCAL, timeout_s=0.3)
-    assert not result.success and result.error == "tool 'python' timed out after 0.3 s"
-    await asyncio.sleep(1.3)
-    assert not probe.exists()
+async def test_the_wrapper_time_limit_kills_the_python_child(run: Run) -> None:
+    marker = f"{secrets.randbelow(10**6)}.{secrets.randbelow(10**6)}"
+    code = f"import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'])\ntime.sleep(30)"
+    call = asyncio.ensure_future(run(PY, {"code": code}, allow=LOCAL, timeout_s=1.5))
+    await asyncio.to_thread(wait_until_running, marker)
+    result = await call
+    assert not result.success and result.error == "tool 'python' timed out after 1.5 s"
+    wait_until_gone(marker)
 
 
 async def test_validation_message_names_every_bad_field(run: Run) -> None:

@@ -1,89 +1,69 @@
-"""Python: run a snippet in a separate, limited process and return its output.
+"""Python: run a snippet in the operating system's sandbox and return its output.
 
-How the child is confined (defence in depth; none of it is a hard security boundary, which is why the
-type is admin-only and needs approval by default):
-- a new interpreter, ``python -I`` (isolated: no environment variables, no user site, no cwd on the
-  path), with an environment of its own (nothing of the server's, secrets included);
-- resource limits set in ``preexec_fn``: address space (``RLIMIT_AS``), CPU seconds (``RLIMIT_CPU``),
-  file size (``RLIMIT_FSIZE``), no core dumps; plus a wall-clock limit after which its whole process
-  group is killed;
-- a fresh temporary directory as working directory and ``HOME``, removed afterwards;
-- no network, twice: when ``unshare -rn`` works on the host (a new, empty network namespace; probed once)
-  the child runs inside it; and always, a bootstrap installs an audit hook (``sys.addaudithook``, which
-  cannot be removed) that refuses socket creation and connection, starting other programs
-  (``subprocess``, ``os.system``/``exec``/``spawn``/``fork``) and loading native code through ``ctypes``,
-  refuses to open files in the server's data directory, and refuses writes (open for writing, remove,
-  rename, chmod, ...) outside the scratch directory;
-- stdout and stderr are read up to a limit and the rest discarded.
+Each snippet runs in a fresh interpreter (``python -I``: no environment, no user site) inside
+``tools.sandbox``: bubblewrap namespaces as a dedicated unprivileged host user, with limits on CPU,
+memory, processes, file size, open files and scratch space, plus a wall-clock limit that kills the whole
+process tree. The snippet sees the standard library, a private ``/tmp`` and working directory, and
+nothing of the server: no data directory, no server processes, no environment, no network.
+
+When the host cannot provide the sandbox the tool refuses to run and says why, unless an admin ticked
+``unsafeWithoutSandbox``; then the snippet runs as the server's own user with the limits only, and the
+result's metadata says ``sandboxed: false``.
+
+There is no in-process guard (an audit hook): code running in the interpreter can undo anything the
+interpreter set up before it, so it would only suggest a boundary that is not there.
+
+The snippet's source reaches the interpreter through an inherited memfd rather than a file, so the
+working directory starts empty and nothing of the run is written to the host's disk.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import resource
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
 
 from agentloft.core.schemas import ApiModel
+from agentloft.tools import sandbox
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
-BOOTSTRAP = r'''
-import os, sys
-_SCRATCH = os.path.realpath(sys.argv[2])
-_DENIED_ROOTS = tuple(p for p in sys.argv[3:] if p)
-_BLOCKED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork",
-                     "os.forkpty", "os.system", "pty.", "ctypes.", "os.kill", "os.killpg")
-_CHANGES = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink",
-            "os.link", "os.truncate", "os.utime", "shutil.rmtree", "os.chflags", "os.setxattr",
-            "os.removexattr"}
-_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_realpath, _fspath, _sep = os.path.realpath, os.fsdecode, os.sep
-def _inside(real, root):
-    return real == root or real.startswith(root + _sep)
-def _writable(path):
-    real = _realpath(path)
-    return _inside(real, _SCRATCH) or real == "/dev/null"
-def _guard(event, args):
-    if event.startswith(_BLOCKED_PREFIXES) and event != "socket.gethostname":
-        raise PermissionError(f"{event} is not allowed in this sandbox (no network, no processes)")
-    if event == "open" and isinstance(args[0], (str, bytes)):
-        path = _fspath(args[0])
-        if any(_inside(_realpath(path), r) for r in _DENIED_ROOTS):
-            raise PermissionError(f"{path} is not readable from this sandbox")
-        if isinstance(args[2], int) and args[2] & _WRITE and not _writable(path):
-            raise PermissionError(f"{path}: only the scratch directory is writable")
-    elif event in _CHANGES:
-        for arg in args:
-            if isinstance(arg, (str, bytes)) and not _writable(_fspath(arg)):
-                raise PermissionError(f"{_fspath(arg)}: only the scratch directory is writable")
-_code_path = sys.argv[1]
-with open(_code_path, encoding="utf-8") as _f:
+# Runs as ``python -c``: reads the snippet from the inherited descriptor, then runs it as ``__main__``
+# under the name "snippet.py" (what tracebacks show).
+BOOTSTRAP = """import os, sys
+with os.fdopen(int(sys.argv[1]), encoding="utf-8") as _f:
     _source = _f.read()
 sys.argv = ["snippet.py"]
-sys.addaudithook(_guard)
-del _f, _guard
-_globals = {"__name__": "__main__", "__builtins__": __builtins__}
-exec(compile(_source, "snippet.py", "exec"), _globals)
-'''
+del _f, os, sys
+exec(compile(globals().pop("_source"), "snippet.py", "exec"))
+"""
 
 
 class Config(ApiModel):
     timeout_seconds: float = Field(default=10, gt=0, le=300, description="Wall-clock limit for a run.")
-    memory_mb: int = Field(default=256, ge=32, le=8_192, description="Address-space limit of the process, in MB.")
+    memory_mb: int = Field(default=256, ge=32, le=8_192, description="Address-space limit per process, in MB.")
     max_output_chars: int = Field(
         default=10_000, ge=100, le=1_000_000, description="Longest stdout/stderr kept (each)."
     )
     max_file_mb: int = Field(default=16, ge=1, le=1_024, description="Largest file the snippet may write, in MB.")
+    scratch_mb: int = Field(
+        default=64, ge=1, le=4_096,
+        description="Space in the snippet's working directory and in its /tmp (each), in MB.",
+    )
+    max_processes: int = Field(
+        default=32, ge=4, le=1_024,
+        description="Processes and threads the sandbox user may have at once (shared by runs at the same time; "
+        "the sandbox itself takes three).",
+    )
+    max_open_files: int = Field(default=64, ge=16, le=4_096, description="Open files per process.")
+    unsafe_without_sandbox: bool = Field(
+        default=False,
+        description="UNSAFE. When this host cannot provide the sandbox, run snippets anyway, as the server's own "
+        "user with only resource limits: a snippet can then read the server's database and secret key, reach the "
+        "network and signal the server. Only for hosts where everyone who can run this tool is trusted with the "
+        "server itself.",
+    )
 
 
 class Input(ApiModel):
@@ -91,119 +71,83 @@ class Input(ApiModel):
         min_length=1,
         max_length=100_000,
         description="Python 3 code to run as a script. Print what you want to see; the output is returned. "
-        "No network access; the standard library is available; files go to a scratch directory.",
+        "No network access; the standard library is available; files go to a private scratch directory.",
     )
     stdin: str = Field(default="", max_length=1_000_000, description="Text passed to the script's standard input.")
 
 
-@lru_cache(maxsize=1)
-def network_namespace_prefix() -> tuple[str, ...]:
-    """``("unshare", "-rn")`` when this host lets us create a network namespace, else nothing."""
-    exe = shutil.which("unshare")
-    if not exe:
-        return ()
+SYSTEM_INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
+
+
+def interpreter() -> tuple[str, list[str]]:
+    """The interpreter snippets run on, and the directories outside ``/usr`` it needs to read.
+
+    The server's own base interpreter (never a virtualenv's, whose packages are the server's) when it lives
+    under ``/usr``; else the system's ``python3``, because the sandbox user usually cannot read an
+    interpreter installed in a home directory (pyenv); else the server's base interpreter and its prefix."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    base = Path(sys.base_prefix) / "bin" / version
+    own = str(base) if base.exists() else os.path.realpath(sys.executable)
+    if own.startswith("/usr/"):
+        return own, []
+    for candidate in SYSTEM_INTERPRETERS:
+        if os.path.exists(candidate):
+            return candidate, []
+    return own, sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_exec_prefix)})
+
+
+def limits(config: Config) -> sandbox.Limits:
+    mb = 1024 * 1024
+    return sandbox.Limits(
+        cpu_seconds=int(config.timeout_seconds) + 1, memory_bytes=config.memory_mb * mb,
+        processes=config.max_processes, file_bytes=config.max_file_mb * mb, open_files=config.max_open_files,
+        scratch_bytes=config.scratch_mb * mb,
+    )
+
+
+async def run_snippet(code: str, stdin: str, config: Config, sandbox_user: str) -> tuple[dict[str, object], bool]:
+    """Run ``code``; return (stdout, stderr, exit code, whether it was cut or timed out) and whether it ran
+    in the sandbox. Raises ``SandboxUnavailable`` when there is no sandbox and no opt-out."""
+    exe, prefixes = interpreter()
+    user: sandbox.SandboxUser | None = None
     try:
-        done = subprocess.run([exe, "-rn", "true"], capture_output=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    return (exe, "-rn") if done.returncode == 0 else ()
-
-
-def _limits(config: Config) -> Callable[[], None]:
-    memory = config.memory_mb * 1024 * 1024
-    cpu = int(config.timeout_seconds) + 1
-    fsize = config.max_file_mb * 1024 * 1024
-
-    def apply() -> None:  # runs in the child between fork and exec: only async-signal-safe-ish calls
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
-
-
-async def _read_capped(stream: asyncio.StreamReader | None, limit: int) -> tuple[bytes, bool]:
-    assert stream is not None  # the child's stdout and stderr are pipes
-    kept = bytearray()
-    dropped = False
-    while chunk := await stream.read(65536):
-        room = limit - len(kept)
-        if room > 0:
-            kept.extend(chunk[:room])
-        if len(chunk) > max(room, 0):
-            dropped = True
-    return bytes(kept), dropped
-
-
-async def _feed(proc: asyncio.subprocess.Process, stdin: str) -> None:
-    assert proc.stdin is not None
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        if stdin:
-            proc.stdin.write(stdin.encode())
-            await proc.stdin.drain()
-        proc.stdin.close()
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-async def run_snippet(code: str, stdin: str, config: Config, denied_roots: list[str]) -> dict[str, object]:
-    """Run ``code`` confined; return stdout, stderr, exit code and whether it timed out."""
-    scratch = Path(tempfile.mkdtemp(prefix="agentloft-py-"))
+        user = await sandbox.ensure_sandbox(sandbox_user, [exe, "-I", "-c", "pass"], prefixes)
+    except sandbox.SandboxUnavailable:
+        if not config.unsafe_without_sandbox:
+            raise
+    source = os.memfd_create("snippet", 0)
     try:
-        (scratch / ".snippet.py").write_text(code, encoding="utf-8")
-        prefix = await asyncio.to_thread(network_namespace_prefix)
-        argv = [*prefix, sys.executable, "-I", "-B", "-X", "utf8", "-c",
-                BOOTSTRAP, str(scratch / ".snippet.py"), str(scratch), *denied_roots]
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8",
-               "TMPDIR": str(scratch), "PYTHONIOENCODING": "utf-8"}
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=scratch, env=env, start_new_session=True,
-            preexec_fn=_limits(config),
-        )
-        cap = config.max_output_chars * 4
-        readers = asyncio.ensure_future(asyncio.gather(
-            _read_capped(proc.stdout, cap), _read_capped(proc.stderr, cap)
-        ))
-        timed_out = False
-        try:
-            async with asyncio.timeout(config.timeout_seconds):
-                await _feed(proc, stdin)
-                await asyncio.shield(readers)
-                await proc.wait()
-        except TimeoutError:
-            timed_out = True
-        finally:
-            if proc.returncode is None:
-                _kill_group(proc)
-                await proc.wait()
-        (out, out_cut), (err, err_cut) = await readers
-        return _outcome(proc.returncode, out, err, out_cut, err_cut, timed_out, config.max_output_chars)
+        os.write(source, code.encode("utf-8"))
+        os.lseek(source, 0, os.SEEK_SET)
+        command = [exe, "-I", "-B", "-X", "utf8", "-c", BOOTSTRAP, str(source)]
+        bounds, cap, feed = limits(config), config.max_output_chars * 4, stdin.encode("utf-8")
+        if user is not None:
+            done = await sandbox.run_confined(command, user=user, limits=bounds, wall_seconds=config.timeout_seconds,
+                                              output_cap=cap, stdin=feed, pass_fds=(source,), read_only=prefixes)
+        else:
+            done = await sandbox.run_unconfined(command, limits=bounds, wall_seconds=config.timeout_seconds,
+                                                output_cap=cap, stdin=feed, pass_fds=(source,))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        os.close(source)
+    return _outcome(done, config.max_output_chars), user is not None
 
 
-def _outcome(code: int | None, out: bytes, err: bytes, out_cut: bool, err_cut: bool, timed_out: bool,
-             limit: int) -> dict[str, object]:
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace")
+def _outcome(done: sandbox.Completed, limit: int) -> dict[str, object]:
+    stdout = done.stdout.decode("utf-8", errors="replace")
+    stderr = done.stderr.decode("utf-8", errors="replace")
     return {
-        "exitCode": code,
+        "exitCode": done.exit_code,
         "stdout": stdout[:limit],
         "stderr": stderr[-limit:] if len(stderr) > limit else stderr,
-        "truncated": out_cut or err_cut or len(stdout) > limit or len(stderr) > limit,
-        "timedOut": timed_out,
+        "truncated": done.stdout_cut or done.stderr_cut or len(stdout) > limit or len(stderr) > limit,
+        "timedOut": done.timed_out,
     }
 
 
 class PythonTool(ToolType[Config, Input]):
     slug = "python"
     name = "Python"
-    description = "Runs a Python snippet in a separate process with time and memory limits and no network."
+    description = "Runs a Python snippet in an operating-system sandbox with time and memory limits and no network."
     Config = Config
     Input = Input
     # Running code is powerful: new tools of this type start admin-only and asking for approval.
@@ -214,19 +158,24 @@ class PythonTool(ToolType[Config, Input]):
         return (
             "Run a Python 3 script and get its stdout, stderr and exit code. Use it for calculations, data "
             f"processing and checks that need real code. Limits: {config.timeout_seconds:g} s, "
-            f"{config.memory_mb} MB of memory, no network, no subprocesses; print results to see them."
+            f"{config.memory_mb} MB of memory, no network; the standard library is there, and files go to a "
+            "private scratch directory. Print results to see them."
         )
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
-        denied = [str(ctx.runtime.settings.data_dir.resolve())]
-        data = await run_snippet(input.code, input.stdin, config, denied)
+        try:
+            data, sandboxed = await run_snippet(input.code, input.stdin, config,
+                                                ctx.runtime.settings.python_sandbox_user)
+        except sandbox.SandboxUnavailable as exc:
+            return ToolResult.fail(f"the python sandbox is unavailable, so nothing ran: {exc}")
         if data["timedOut"]:
             error = f"the script ran longer than {config.timeout_seconds:g} s"
-            return ToolResult(success=False, data=data, error=error)
+            return ToolResult(success=False, data=data, error=error, metadata={"sandboxed": sandboxed})
         if data["exitCode"] != 0:
             tail = str(data["stderr"]).strip().splitlines()[-1:] or [f"exit code {data['exitCode']}"]
-            return ToolResult(success=False, data=data, error=f"the script failed: {tail[0]}")
-        return ToolResult.ok(data)
+            return ToolResult(success=False, data=data, error=f"the script failed: {tail[0]}",
+                              metadata={"sandboxed": sandboxed})
+        return ToolResult.ok(data, sandboxed=sandboxed)
 
 
 TOOL_TYPE = PythonTool()

@@ -1,0 +1,298 @@
+"""Run an untrusted program confined by the operating system: bubblewrap namespaces, a dedicated
+unprivileged host user, resource limits and a wall-clock limit.
+
+An in-process guard (an audit hook, a patched ``os``) is not a boundary: the confined code can overwrite
+whatever the interpreter installed before it. So the boundary is the kernel's:
+
+- **Namespaces** (``bwrap --unshare-all``): new PID, network, IPC, UTS, mount and user namespaces. The
+  program sees read-only system directories (``/usr`` and the merged-``/usr`` links, plus any extra
+  read-only paths the caller names, e.g. the interpreter's prefix), a fresh ``/proc`` that lists only its
+  own processes, a minimal ``/dev``, and two private, size-limited tmpfs: ``/tmp`` and the working
+  directory ``/scratch``. No ``/etc``, no data directory, no home directories, no server environment
+  (``--clearenv``), no network (an empty namespace with only loopback), no nested user namespaces
+  (``--disable-userns``). The program is the namespace's first process (``--as-pid-1``): when it ends,
+  the kernel kills and reaps everything else inside, whatever it did to its process group, and bwrap
+  reaps it before exiting, so no process of the sandbox user outlives a run (not even a zombie, which
+  would count against its process limit). ``--die-with-parent`` covers a server that dies.
+- **A dedicated host user** (``AGENTLOFT_PYTHON_SANDBOX_USER``, no supplementary groups): not root, and
+  not root mapped to another uid inside a user namespace, so the host enforces the rlimits (root ignores
+  ``RLIMIT_NPROC``) and ordinary file permissions. ``RLIMIT_NPROC`` counts processes per real uid, so
+  this uid must run nothing else; concurrent runs share its process budget.
+- **Resource limits**, set by util-linux ``prlimit`` on its way to ``bwrap`` (not with ``preexec_fn``,
+  which can deadlock a threaded server between fork and exec): CPU seconds, address space, processes,
+  file size, open files, no core dumps. The tmpfs sizes bound what the program can store.
+
+The server switches to the sandbox user in the child between fork and exec (``subprocess``'s ``user``,
+``group`` and ``extra_groups``). That needs root; a server running as an ordinary user cannot, and the
+sandbox is then unavailable (``SandboxUnavailable`` says why) rather than quietly weaker. ``bwrap`` itself
+runs as the sandbox user, so the kernel must let unprivileged users create user namespaces (Debian does;
+a container needs its runtime to allow it).
+
+``run_unconfined`` is the explicit, unsafe fallback an admin may opt into: limits and a clean
+environment only, as the server's own user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pwd
+import re
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SCRATCH = "/scratch"
+PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
+# Top-level system paths a Debian-style root has; links are recreated as links, directories bound read-only.
+SYSTEM_ROOTS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class SandboxUnavailable(RuntimeError):
+    """This host cannot run the sandbox; the message says why and what would fix it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one run may use. ``processes`` counts every process and thread of the sandbox user."""
+
+    cpu_seconds: int
+    memory_bytes: int
+    processes: int
+    file_bytes: int
+    open_files: int
+    scratch_bytes: int
+
+
+@dataclass(frozen=True)
+class SandboxUser:
+    name: str
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class Completed:
+    """How a run ended. When signal n ended the program, ``exit_code`` is 128 + n in the sandbox (bwrap
+    reports it so) and -n unconfined."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_cut: bool
+    stderr_cut: bool
+    timed_out: bool
+
+
+def sandbox_user(name: str) -> SandboxUser:
+    """The sandbox user, after the checks that need no process: or ``SandboxUnavailable`` with the reason."""
+    if not sys.platform.startswith("linux"):
+        raise SandboxUnavailable(f"the sandbox needs Linux namespaces; this host runs {sys.platform}")
+    for program in ("bwrap", "prlimit"):
+        if not shutil.which(program, path=PATH_ENV):
+            package = "bubblewrap" if program == "bwrap" else "util-linux"
+            raise SandboxUnavailable(f"{program} is not installed (Debian: apt-get install {package})")
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise SandboxUnavailable(
+            f"the sandbox user {name!r} does not exist (create it as root: useradd --system --user-group "
+            f"--no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin {name})"
+        ) from None
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        raise SandboxUnavailable(f"the sandbox user {name!r} must not be root or in group root")
+    if os.geteuid() != 0:
+        raise SandboxUnavailable(
+            f"the server runs as uid {os.geteuid()}, not root, so it cannot start programs as {name!r}; "
+            "run the server as root (it switches to the sandbox user for each run)"
+        )
+    return SandboxUser(name=name, uid=entry.pw_uid, gid=entry.pw_gid)
+
+
+_working: set[tuple[SandboxUser, tuple[str, ...]]] = set()
+
+
+async def ensure_sandbox(name: str, probe: Sequence[str], read_only: Sequence[str] = ()) -> SandboxUser:
+    """The sandbox user once ``probe`` (a command that should exit 0) ran inside the sandbox.
+
+    Success is remembered for the process's life; a failure is checked again on the next call, so fixing
+    the host (installing bwrap, creating the user) needs no restart."""
+    user = sandbox_user(name)
+    key = (user, (*probe, "\0", *read_only))
+    if key in _working:
+        return user
+    limits = Limits(cpu_seconds=5, memory_bytes=512 << 20, processes=16, file_bytes=1 << 20, open_files=64,
+                    scratch_bytes=1 << 20)
+    done = await run_confined(probe, user=user, limits=limits, wall_seconds=10, output_cap=4096, read_only=read_only)
+    if done.exit_code != 0:
+        why = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.exit_code}"
+        raise SandboxUnavailable(
+            f"bubblewrap could not start a sandbox as {name!r}: {why} (the kernel must allow unprivileged "
+            "user namespaces; in a container, the runtime must permit them)"
+        )
+    _working.add(key)
+    return user
+
+
+def prlimit_argv(limits: Limits) -> list[str]:
+    """``prlimit <limits> --``: sets the limits on itself, then execs what follows with them."""
+    return [
+        "prlimit", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}", f"--as={limits.memory_bytes}",
+        f"--nproc={limits.processes}", f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}",
+        "--core=0", "--",
+    ]
+
+
+def bwrap_argv(command: Sequence[str], limits: Limits, read_only: Sequence[str], info_fd: int) -> list[str]:
+    """``prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
+    mounts = ["--ro-bind", "/usr", "/usr"]
+    for root in SYSTEM_ROOTS:
+        if os.path.islink(root):
+            mounts += ["--symlink", os.readlink(root), root]
+        elif os.path.isdir(root):
+            mounts += ["--ro-bind", root, root]
+    for path in read_only:
+        if path != "/usr" and not path.startswith("/usr/"):
+            mounts += ["--ro-bind", path, path]
+    size = str(limits.scratch_bytes)
+    return [
+        *prlimit_argv(limits),
+        "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
+        "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox", *mounts,
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", SCRATCH, "--chdir", SCRATCH,
+        "--clearenv", "--setenv", "PATH", PATH_ENV, "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", "/tmp",
+        "--setenv", "LANG", "C.UTF-8", "--", *command,
+    ]
+
+
+async def run_confined(command: Sequence[str], *, user: SandboxUser, limits: Limits, wall_seconds: float,
+                       output_cap: int, stdin: bytes = b"", pass_fds: Sequence[int] = (),
+                       read_only: Sequence[str] = ()) -> Completed:
+    """Run ``command`` in the sandbox as ``user``; ``pass_fds`` stay open for it (e.g. a memfd with input)."""
+    info_read, info_write = os.pipe()  # bwrap reports the host pid of the sandbox's first process here
+    os.set_blocking(info_read, False)
+    try:
+        argv = bwrap_argv(command, limits, read_only, info_fd=info_write)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd="/", env={"PATH": PATH_ENV}, start_new_session=True,
+                pass_fds=(*pass_fds, info_write), user=user.uid, group=user.gid, extra_groups=[],
+            )
+        finally:
+            os.close(info_write)
+        return await _supervise(proc, stdin, wall_seconds, output_cap, lambda: _stop_sandbox(proc, info_read))
+    finally:
+        os.close(info_read)
+
+
+async def run_unconfined(command: Sequence[str], *, limits: Limits, wall_seconds: float, output_cap: int,
+                         stdin: bytes = b"", pass_fds: Sequence[int] = ()) -> Completed:
+    """UNSAFE: ``command`` as the server's own user, with the same limits, a clean environment and a
+    temporary working directory, but nothing hidden from it (files, network, processes)."""
+    scratch = tempfile.mkdtemp(prefix="agentloft-unconfined-")
+    env = {"PATH": PATH_ENV, "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8"}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *prlimit_argv(limits), *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=scratch, env=env, start_new_session=True, pass_fds=tuple(pass_fds),
+        )
+        return await _supervise(proc, stdin, wall_seconds, output_cap, lambda: _stop_group(proc))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _supervise(proc: asyncio.subprocess.Process, stdin: bytes, wall_seconds: float, cap: int,
+                     stop: Callable[[], Awaitable[None]]) -> Completed:
+    """Feed stdin, read both outputs up to ``cap`` bytes, and ``stop`` everything once ``wall_seconds``
+    pass or the caller is cancelled."""
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = asyncio.ensure_future(asyncio.gather(_read_capped(proc.stdout, cap), _read_capped(proc.stderr, cap)))
+    timed_out = False
+    try:
+        async with asyncio.timeout(wall_seconds):
+            await _feed(proc, stdin)
+            await asyncio.shield(readers)
+            await proc.wait()
+    except TimeoutError:
+        timed_out = True
+    finally:
+        if proc.returncode is None:
+            await stop()
+    (out, out_cut), (err, err_cut) = await readers
+    return Completed(proc.returncode, out, err, out_cut, err_cut, timed_out)
+
+
+async def _stop_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
+async def _stop_sandbox(proc: asyncio.subprocess.Process, info: int) -> None:
+    """Kill the sandbox's first process (and with it its PID namespace), then let bwrap reap it and exit.
+
+    Killing bwrap first would orphan that process: its zombie, owned by the sandbox user and counted against
+    the user's process limit, would wait for the host's init to reap it, which some container inits never
+    do. bwrap itself is killed only when it does not exit on its own (e.g. still setting up)."""
+    pid = _sandbox_pid(info)
+    if pid is not None:
+        _kill_child(pid, parent=proc.pid)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 2)
+    await _stop_group(proc)
+
+
+def _sandbox_pid(info: int) -> int | None:
+    """The ``child-pid`` bwrap wrote to its info pipe, if it got that far."""
+    raw = b""
+    with contextlib.suppress(OSError):  # BlockingIOError: nothing (more) written yet
+        while chunk := os.read(info, 4096):
+            raw += chunk
+    found = re.search(rb'"child-pid"\s*:\s*(\d+)', raw)
+    return int(found.group(1)) if found else None
+
+
+def _kill_child(pid: int, parent: int) -> None:
+    """SIGKILL ``pid`` if it is still ``parent``'s child; the pidfd makes the check and the signal concern
+    the same process even if the pid were reused in between."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+    except (OSError, ValueError, IndexError):
+        pass
+    finally:
+        os.close(handle)
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
+    kept = bytearray()
+    dropped = False
+    while chunk := await stream.read(65536):
+        room = limit - len(kept)
+        if room > 0:
+            kept.extend(chunk[:room])
+        if len(chunk) > max(room, 0):
+            dropped = True
+    return bytes(kept), dropped
+
+
+async def _feed(proc: asyncio.subprocess.Process, stdin: bytes) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        if stdin:
+            proc.stdin.write(stdin)
+            await proc.stdin.drain()
+        proc.stdin.close()
+
