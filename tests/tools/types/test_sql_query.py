@@ -1,13 +1,21 @@
+"""The SQL tool on SQLite (always) and PostgreSQL (with ``AGENTLOFT_TEST_POSTGRES_URL``): read-only, and
+bounded in time, value size, rows and result bytes."""
+
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentloft.tools.types.sql_query import TOOL_TYPE as SQL
 from agentloft.tools.types.sql_query import check_read_only
+from tests.pg import database as pg
 from tests.tools.types.conftest import Run
 
 
@@ -112,3 +120,126 @@ def test_description_and_secret() -> None:
 async def test_bad_inputs(run: Run, shop: dict[str, str]) -> None:
     result = await run(SQL, {"query": "SELECT 1", "params": [1]}, shop)
     assert not result.success and "params: Input should be a valid dictionary" in result.error
+
+
+# --- bounds, on SQLite and on PostgreSQL (the PostgreSQL half runs when AGENTLOFT_TEST_POSTGRES_URL is set) ---
+
+@dataclass
+class Database:
+    backend: str
+    config: dict[str, Any]
+    count: Callable[[], int]
+
+
+@pytest.fixture(scope="module")
+def pg_shop() -> Iterator[str]:
+    """One PostgreSQL database for the module's tests (none of them can change it): its app URL."""
+    if not pg.server_url():
+        pytest.skip("PostgreSQL half: set AGENTLOFT_TEST_POSTGRES_URL")
+    name = pg.new_name("sql")
+    url = pg.create_database(name)
+    try:
+        pg.query(url, "CREATE TABLE items (id serial PRIMARY KEY, name text, price numeric, data bytea)")
+        pg.query(url, "INSERT INTO items (name, price, data) VALUES ('apple', 1.5, '\\x0102'), ('pear', 2.25, NULL),"
+                      " ('fig', 4.0, NULL)")
+        yield url
+    finally:
+        pg.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, shop: dict[str, str]) -> Database:
+    if request.param == "sqlite":
+        return Database("sqlite", shop, lambda: count_items(shop))
+    url: str = request.getfixturevalue("pg_shop")
+    return Database("postgresql", {"url": url.replace("+asyncpg", "")},
+                    lambda: pg.query(url, "SELECT count(*) FROM items")[0][0])
+
+
+def peak_growth_mb(before: Callable[[], Any]) -> Callable[[], int]:
+    """Reset this process's peak resident size, run ``before``'s setup, and return a function that says
+    how far the peak rose since (in MB): a query that pulled a big value into the server shows here."""
+    Path("/proc/self/clear_refs").write_text("5")  # 5: reset the peak (VmHWM) to the current size
+    start = _peak_kb()
+    before()
+    return lambda: (_peak_kb() - start) // 1024
+
+
+def _peak_kb() -> int:
+    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1])
+
+
+async def test_rows_parameters_and_order_on_both(run: Run, db: Database) -> None:
+    result = await run(SQL, {"query": "SELECT name, price, data FROM items WHERE price > :min ORDER BY price DESC",
+                             "params": {"min": 2}}, db.config)
+    assert result.success, result.error
+    assert result.data == {"columns": ["name", "price", "data"], "rows": [["fig", 4.0, None], ["pear", 2.25, None]],
+                           "rowCount": 2, "truncated": False}
+    capped = await run(SQL, {"query": "SELECT name FROM items ORDER BY id"}, {**db.config, "maxRows": 2})
+    assert capped.data == {"columns": ["name"], "rows": [["apple"], ["pear"]], "rowCount": 2, "truncated": True,
+                           "note": "stopped after 2 rows: more rows exist; only the first 2 are shown (maxRows)"}
+    missing = await run(SQL, {"query": "SELECT name FROM items WHERE price > :min"}, db.config)
+    assert not missing.success
+
+
+async def test_a_huge_value_never_reaches_the_server(run: Run, db: Database) -> None:
+    """SQLite refuses to build it (SQLITE_LIMIT_LENGTH); PostgreSQL builds it but only its length leaves."""
+    query = {"sqlite": "SELECT length(randomblob(300000000))",
+             "postgresql": "SELECT length(repeat('x', 300000000))"}[db.backend]
+    growth = peak_growth_mb(lambda: None)
+    result = await run(SQL, {"query": query}, {**db.config, "timeoutSeconds": 60})
+    assert result.success, result.error
+    assert growth() < 30
+    if db.backend == "sqlite":
+        assert result.data == {"columns": [], "rows": [], "rowCount": 0, "truncated": True,
+                               "note": "stopped after 0 rows: the next row holds a value larger than 1000000 bytes "
+                                       "(maxValueBytes)"}
+    else:
+        assert result.data["rows"] == [[300_000_000]] and result.data["truncated"] is False
+
+
+async def test_a_40_mb_value_is_cut_off_with_a_note(run: Run, db: Database) -> None:
+    query = {"sqlite": "SELECT 'before' AS x UNION ALL SELECT hex(randomblob(20000000))",
+             "postgresql": "SELECT 'before' AS x UNION ALL SELECT repeat('ab', 20000000)"}[db.backend]
+    growth = peak_growth_mb(lambda: None)
+    result = await run(SQL, {"query": query}, {**db.config, "timeoutSeconds": 60})
+    assert result.success, result.error
+    assert growth() < 30  # the value is 40 MB
+    kept = [] if db.backend == "sqlite" else [["before"]]  # the standard library's cursor reads a row ahead
+    assert result.data["rows"] == kept and result.data["truncated"] is True
+    assert result.data["note"] == (f"stopped after {len(kept)} rows: the next row holds a value larger than "
+                                   "1000000 bytes (maxValueBytes)")
+
+
+async def test_many_rows_stop_at_the_result_byte_cap(run: Run, db: Database) -> None:
+    query = {"sqlite": "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1000000) "
+                       "SELECT hex(randomblob(500)) FROM s",
+             "postgresql": "SELECT repeat('x', 1000) FROM generate_series(1, 1000000)"}[db.backend]
+    growth = peak_growth_mb(lambda: None)
+    started = time.perf_counter()
+    result = await run(SQL, {"query": query}, {**db.config, "maxRows": 10_000, "maxResultBytes": 50_000})
+    assert result.success, result.error
+    assert time.perf_counter() - started < 5 and growth() < 30
+    rows = result.data["rows"]
+    assert 40 <= len(rows) <= 50 and len(json.dumps(rows)) <= 50_000
+    assert result.data["note"] == (f"stopped after {len(rows)} rows: the next row would take the result past "
+                                   "50000 bytes (maxResultBytes)")
+
+
+async def test_writes_are_refused_by_both_databases(run: Run, db: Database) -> None:
+    for query in ("WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'sneaky' FROM x",
+                  "WITH d AS (DELETE FROM items RETURNING *) SELECT * FROM d"):
+        result = await run(SQL, {"query": query}, db.config)
+        assert not result.success, query
+    assert db.count() == 3
+
+
+async def test_time_limit_on_both(run: Run, db: Database) -> None:
+    query = {"sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c "
+                       "WHERE x < 0",
+             "postgresql": "SELECT pg_sleep(30)"}[db.backend]
+    started = time.perf_counter()
+    result = await run(SQL, {"query": query}, {**db.config, "timeoutSeconds": 0.5})
+    assert time.perf_counter() - started < 3
+    assert not result.success and result.error == "the query ran longer than 0.5 s"
