@@ -63,7 +63,8 @@ class LocalWeb:
 
     def _app(self) -> Starlette:
         async def record(request: Request) -> dict[str, Any]:
-            entry = {"method": request.method, "path": request.url.path, "query": dict(request.query_params),
+            entry = {"method": request.method, "path": request.url.path,
+                     "rawPath": request.scope["raw_path"].decode("latin-1"), "query": dict(request.query_params),
                      "headers": dict(request.headers), "body": (await request.body()).decode(errors="replace")}
             self.requests.append(entry)
             return entry

@@ -93,3 +93,39 @@ def test_config_refuses_duplicate_parameters() -> None:
 async def test_bad_inputs(run: Run) -> None:
     result = await run(API, {"params": "owner=x"})
     assert not result.success and "params: Input should be a valid dictionary" in result.error
+
+
+def climbing(web: LocalWeb) -> dict[str, Any]:
+    """The endpoint of the attack: base .../api/public, two path parameters."""
+    return config(web, baseUrl=f"{web.url}/echo/api/public", method="GET", path="/items/{a}/{b}",
+                  parameters=[{"name": "a", "location": "path"}, {"name": "b", "location": "path"}])
+
+
+@pytest.mark.parametrize("value", [
+    "..", ".", "../..", "..\\..", "a/../b", "a\\..\\b", "%2e%2e", "%2E%2e", ".%2e", "%2e.", "..%2f..", "..%5c..",
+    "%252e%252e", "%25252e%25252e", "\uff0e\uff0e", "\u2025", "\uff0e", "", "x/../../..",
+])
+async def test_path_parameters_cannot_leave_their_segment(run: Run, web: LocalWeb, value: str) -> None:
+    for params in ({"a": value, "b": "x"}, {"a": "x", "b": value}):
+        result = await run(API, {"params": params}, climbing(web), allow=LOCAL)
+        assert not result.success, (params, result.data)
+        assert result.error.startswith(("a: ", "b: ")), result.error
+    assert web.requests == []  # refused before any request
+
+
+@pytest.mark.parametrize(("value", "encoded"), [
+    ("a/b", "a%2Fb"), ("a\\b", "a%5Cb"), ("q?x=1", "q%3Fx%3D1"), ("h#frag", "h%23frag"), ("50%", "50%25"),
+    ("%2F", "%252F"), ("...", "..."), ("v1.2", "v1.2"), (".hidden", ".hidden"), ("a b", "a%20b"),
+    ("\u00e9t\u00e9", "%C3%A9t%C3%A9"), (".. ", "..%20"),
+])
+async def test_other_values_are_encoded_into_one_segment(run: Run, web: LocalWeb, value: str, encoded: str) -> None:
+    result = await run(API, {"params": {"a": value, "b": "end"}}, climbing(web), allow=LOCAL)
+    assert result.success, result.error
+    assert web.requests[-1]["rawPath"] == f"/echo/api/public/items/{encoded}/end"
+
+
+async def test_a_template_with_a_dot_segment_is_refused(run: Run, web: LocalWeb) -> None:
+    cfg = config(web, method="GET", path="/v1/../admin/{a}", parameters=[{"name": "a", "location": "path"}])
+    result = await run(API, {"params": {"a": "x"}}, cfg, allow=LOCAL)
+    assert not result.success and result.error == "the path /v1/../admin/x has a '.' or '..' segment"
+    assert web.requests == []

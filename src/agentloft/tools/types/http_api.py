@@ -4,13 +4,21 @@ declared (path, query or JSON body), with headers (API keys) the model never see
 The admin describes the endpoint once — base URL, method, path template like ``/repos/{owner}/issues``,
 fixed headers, secret headers, and the parameters with their types — and the model gets a description
 that lists those parameters. Anything else the model sends is refused before a request is made.
+
+A path parameter stays in its own path segment: its value is percent-encoded whole (``/``, backslash, ``?``,
+``#`` and ``%`` included), and a value that is or contains a ``.`` or ``..`` segment is refused, in any
+spelling a server might turn back into one (percent-encoded, several times over, or as Unicode dots that
+NFKC folds to ``.``): HTTP clients and servers remove dot segments, so ``{"a": ".."}`` under base
+``/api/public`` would otherwise reach ``/api``.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from pydantic import Field, field_validator
 
@@ -97,14 +105,36 @@ def bind(config: Config, params: dict[str, Any]) -> tuple[str, dict[str, Any], d
         if value is None:
             continue
         if spec.location == "path":
-            path = path.replace("{" + name + "}", quote(str(value), safe=""))
+            path = path.replace("{" + name + "}", path_segment(name, value))
         elif spec.location == "query":
             query[name] = str(value).lower() if isinstance(value, bool) else value
         else:
             body[name] = value
     if "{" in path and "}" in path:
         raise ValueError(f"missing path parameters in {path}")
+    if _has_dot_segment(path):
+        raise ValueError(f"the path {path} has a '.' or '..' segment")
     return path, query, body
+
+
+def _has_dot_segment(text: str) -> bool:
+    return any(part in (".", "..") for part in re.split(r"[/\\]", text))
+
+
+def path_segment(name: str, value: Any) -> str:
+    """``value`` percent-encoded as one path segment, or ValueError when it could climb out of it."""
+    text = str(value)
+    if not text:
+        raise ValueError(f"{name}: a path parameter cannot be empty")
+    decoded = text
+    for _ in range(10):  # %252e%252e → %2e%2e → ..
+        decoded, before = unquote(decoded), decoded
+        if decoded == before:
+            break
+    if any(_has_dot_segment(form) for form in (text, decoded, unicodedata.normalize("NFKC", decoded))):
+        raise ValueError(f"{name}: {text!r} would leave its place in the path ('.' and '..' are not allowed as "
+                         "path segments)")
+    return quote(text, safe="")
 
 
 def decode_body(resp: netguard.GuardedResponse, max_chars: int) -> Any:
