@@ -67,3 +67,31 @@ def test_pagination_params_validated(admin: ApiClient) -> None:
     assert r.status_code == 422 and "page" in r.json()["error"]["fields"]
     r = admin.get("/api/admin/agents", params={"pageSize": 1000})
     assert r.status_code == 422 and "pageSize" in r.json()["error"]["fields"]
+
+
+def _tool(admin: ApiClient, slug: str, name: str, *, admin_only: bool) -> dict:
+    return admin.ok("POST", "/api/agent-tools", status=201,
+                    json={"slug": slug, "name": name, "type": "calculator", "adminOnly": admin_only})
+
+
+def test_a_prompt_naming_an_admin_only_tool_gets_a_warning(admin: ApiClient, user: ApiClient) -> None:
+    """Hidden means hidden in prompts too: a user's model never gets an admin-only tool, so a prompt that
+    names one would tell it about a tool it does not have."""
+    _tool(admin, "fetch", "Fetch a web page", admin_only=True)
+    _tool(admin, "web-search", "Web search", admin_only=True)
+    _tool(admin, "calc", "Calculator", admin_only=False)
+    created = admin.ok("POST", "/api/admin/agents", json=_agent(systemPrompt="Use FETCH to read pages; calc for sums."))
+    assert created["warnings"] == [
+        "The system prompt names the admin-only tool 'Fetch a web page' (fetch): users who are not admins do not "
+        "get it, but their model would still read about it. Describe the task instead; the model sees the tools "
+        "it has in its tool list."
+    ]
+    updated = admin.ok("PUT", f"/api/admin/agents/{created['id']}", json={"systemPrompt": "Try a web\nsearch."})
+    assert [w.split(":")[0] for w in updated["warnings"]] == [
+        "The system prompt names the admin-only tool 'Web search' (web-search)"]
+    for prompt in ("Prefetching and web-searching are different words.", "Use the calculator.", ""):
+        assert admin.ok("POST", "/api/admin/agents/prompt-check", json={"systemPrompt": prompt}) == {"warnings": []}
+    both = admin.ok("POST", "/api/admin/agents/prompt-check", json={"systemPrompt": "fetch, then web-search"})
+    assert len(both["warnings"]) == 2
+    assert "warnings" not in admin.ok("GET", f"/api/admin/agents/{created['id']}")
+    assert user.post("/api/admin/agents/prompt-check", json={"systemPrompt": "fetch"}).status_code == 403

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
+from agentloft.defaults import ASSISTANT
 from tests.support import LiveApp, signup, start_app
+
+PROMPT_MIGRATION = importlib.import_module("agentloft.migrations.versions.0006_default_prompt")
 
 EXPECTED_DISABLED = {"web-search", "http-api", "webhook", "sql-query", "python"}
 
@@ -62,3 +66,23 @@ def test_deleted_defaults_do_not_come_back(tmp_path: Path, template_db: Path) ->
 def test_defaults_can_be_switched_off(app: LiveApp) -> None:
     assert app.sql("SELECT count(*) FROM agent_tools")[0][0] == 0
     assert app.sql("SELECT count(*) FROM agents")[0][0] == 0
+
+
+def test_the_default_prompt_names_no_tool(tmp_path: Path, template_db: Path) -> None:
+    """With every default tool made admin-only, the Assistant's prompt still says nothing about any of them
+    (the earlier prompt named four); migration 0006 carries the same text to existing installs."""
+    assert ASSISTANT.system_prompt == PROMPT_MIGRATION.NEW_PROMPT
+    live = _start(tmp_path, template_db)
+    try:
+        with live.client() as admin:
+            signup(admin, "root")
+            for tool in admin.ok("GET", "/api/agent-tools", params={"pageSize": 100})["items"]:
+                admin.ok("PUT", f"/api/agent-tools/{tool['id']}", json={"adminOnly": True})
+            assistant = admin.ok("GET", "/api/admin/agents")["items"][0]
+            check = {"systemPrompt": assistant["systemPrompt"]}
+            assert admin.ok("POST", "/api/admin/agents/prompt-check", json=check) == {"warnings": []}
+            old = admin.ok("POST", "/api/admin/agents/prompt-check", json={"systemPrompt": PROMPT_MIGRATION.OLD_PROMPT})
+            assert sorted(w.split("(")[1].split(")")[0] for w in old["warnings"]) == [
+                "calculator", "datetime", "document", "fetch"]
+    finally:
+        live.stop()

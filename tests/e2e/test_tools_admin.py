@@ -123,3 +123,26 @@ def test_agent_tool_picker_with_approval_override(admin_page: Page) -> None:
     expect(dialog).to_be_hidden()
     links = api(page, "GET", f"/api/admin/agents/{agent['id']}/tools")["items"]
     assert [(link["slug"], link["needsApproval"]) for link in links] == [("calc", None), ("clock", None)]
+
+
+def test_agent_form_warns_when_the_prompt_names_an_admin_only_tool(admin_page: Page) -> None:
+    page = admin_page
+    api(page, "POST", "/api/agent-tools", {"slug": "secret-calc", "name": "Secret calc", "type": "calculator",
+                                           "adminOnly": True})
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper",
+                                                    "systemPrompt": "Use secret-calc for sums."})
+    assert agent["warnings"] and "'Secret calc' (secret-calc)" in agent["warnings"][0]
+    page.goto("/admin/agents")
+    dialog = page.locator("#agent-dialog")
+    warnings = dialog.locator(".prompt-warnings")
+    page.locator("#agents-table tr[data-slug='helper']").get_by_role("button", name="Edit").click()
+    expect(warnings).to_be_visible()  # shown as soon as the editor opens
+    expect(warnings).to_contain_text("names the admin-only tool 'Secret calc' (secret-calc)")
+    dialog.get_by_label("System prompt").fill("Add numbers carefully.")
+    expect(warnings).to_be_hidden()
+    dialog.get_by_label("System prompt").fill("Ask the Secret Calc.")
+    expect(warnings).to_be_visible()
+    page.screenshot(path="/tmp/agentloft-agent-prompt-warning.png")
+    dialog.get_by_role("button", name="Cancel").click()
+    page.get_by_role("button", name="New agent").click()
+    expect(warnings).to_be_hidden()

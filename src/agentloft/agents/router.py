@@ -1,14 +1,27 @@
-"""Agents: admin CRUD under /api/admin/agents; the enabled list for every signed-in user."""
+"""Agents: admin CRUD under /api/admin/agents; the enabled list for every signed-in user.
+
+Creating or updating an agent answers with ``warnings`` (e.g. its prompt names an admin-only tool), and
+``POST /api/admin/agents/prompt-check`` gives the same warnings for a prompt being typed."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
 from agentloft.agents import service
-from agentloft.agents.schemas import AgentCreate, AgentPublic, AgentRead, AgentUpdate
+from agentloft.agents.models import Agent
+from agentloft.agents.schemas import (
+    AgentCreate,
+    AgentPublic,
+    AgentRead,
+    AgentSaved,
+    AgentUpdate,
+    PromptCheck,
+    PromptWarnings,
+)
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging
 from agentloft.core.schemas import Page
+from agentloft.tools import service as tools_service
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
 admin_router = APIRouter(prefix="/api/admin/agents", tags=["admin"])
@@ -31,9 +44,19 @@ async def admin_list(_: AdminUser, db: DbSession, paging: Paging) -> Page[AgentR
     return Page[AgentRead].of([AgentRead.model_validate(r) for r in rows], total, paging)
 
 
-@admin_router.post("", response_model=AgentRead, status_code=201)
-async def admin_create(body: AgentCreate, _: AdminUser, db: DbSession) -> AgentRead:
-    return AgentRead.model_validate(await service.create_agent(db=db, data=body))
+async def _saved(db: DbSession, agent: Agent) -> AgentSaved:
+    warnings = await tools_service.prompt_warnings(db=db, prompt=agent.system_prompt)
+    return AgentSaved.model_validate(agent).model_copy(update={"warnings": warnings})
+
+
+@admin_router.post("", response_model=AgentSaved, status_code=201)
+async def admin_create(body: AgentCreate, _: AdminUser, db: DbSession) -> AgentSaved:
+    return await _saved(db, await service.create_agent(db=db, data=body))
+
+
+@admin_router.post("/prompt-check", response_model=PromptWarnings)
+async def admin_prompt_check(body: PromptCheck, _: AdminUser, db: DbSession) -> PromptWarnings:
+    return PromptWarnings(warnings=await tools_service.prompt_warnings(db=db, prompt=body.system_prompt))
 
 
 @admin_router.get("/{agent_id}", response_model=AgentRead)
@@ -41,9 +64,9 @@ async def admin_read(agent_id: int, _: AdminUser, db: DbSession) -> AgentRead:
     return AgentRead.model_validate(await service.get_agent(db=db, agent_id=agent_id))
 
 
-@admin_router.put("/{agent_id}", response_model=AgentRead)
-async def admin_update(agent_id: int, body: AgentUpdate, _: AdminUser, db: DbSession) -> AgentRead:
-    return AgentRead.model_validate(await service.update_agent(db=db, agent_id=agent_id, data=body))
+@admin_router.put("/{agent_id}", response_model=AgentSaved)
+async def admin_update(agent_id: int, body: AgentUpdate, _: AdminUser, db: DbSession) -> AgentSaved:
+    return await _saved(db, await service.update_agent(db=db, agent_id=agent_id, data=body))
 
 
 @admin_router.delete("/{agent_id}", status_code=204)

@@ -52,6 +52,22 @@ class AgentRead(ApiModel):
     updated_at: datetime
 
 
+class AgentSaved(AgentRead):
+    """An agent as stored by a create or update, with what the admin should know about it."""
+
+    warnings: list[str] = Field(
+        default_factory=list, description="E.g. the system prompt names an admin-only tool."
+    )
+
+
+class PromptCheck(ApiModel):
+    system_prompt: str = Field(max_length=100_000)
+
+
+class PromptWarnings(ApiModel):
+    warnings: list[str]
+
+
 class AgentPublic(ApiModel):
     """What any signed-in user sees of an agent: no prompt, no model wiring."""
 

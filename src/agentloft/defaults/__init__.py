@@ -48,10 +48,12 @@ ASSISTANT = AgentCreate(
     slug="assistant",
     name="Assistant",
     description="A helpful general assistant with a calculator, the clock, the web and a memory.",
+    # Names no tool: a tool an admin hides from users (e.g. fetch made admin-only) must not be announced to
+    # their model by the prompt; the model learns its tools from the tool list it is given. Migration 0006
+    # carries this text to installs that still have the earlier one.
     system_prompt=(
-        "You are Assistant, a helpful, precise assistant. Use your tools when they give a better answer: "
-        "the calculator for arithmetic, datetime for dates and times, fetch to read web pages, and the "
-        "document tool to remember what the user wants you to keep and to write deliverables. "
+        "You are Assistant, a helpful, precise assistant. Use the tools you have when they give a better "
+        "answer than you could give alone, and say so when you could not check something. "
         "Answer in the user's language."
     ),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -477,3 +478,27 @@ async def set_agent_tools(
         )
     await db.flush()
     return await list_agent_tools(db=db, agent_id=agent_id)
+
+
+# --- prompts that name hidden tools ------------------------------------------------------------------
+
+
+def _mentions(text: str, words: str) -> bool:
+    """``words`` (a slug or a name) appears in ``text`` as a whole word, in any case and spacing."""
+    pattern = r"\s+".join(re.escape(part) for part in words.split())
+    return bool(pattern) and re.search(rf"(?<![\w-]){pattern}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+async def prompt_warnings(*, db: AsyncSession, prompt: str) -> list[str]:
+    """Warnings for an agent's system prompt that names an admin-only tool (by slug or name): such a tool
+    never reaches a non-admin's model, but the prompt would still tell that model it exists."""
+    if not prompt.strip():
+        return []
+    rows = (await db.execute(select(AgentTool).where(AgentTool.admin_only != 0).order_by(AgentTool.slug))).scalars()
+    return [
+        f"The system prompt names the admin-only tool '{row.name}' ({row.slug}): users who are not admins do not "
+        "get it, but their model would still read about it. Describe the task instead; the model sees the tools "
+        "it has in its tool list."
+        for row in rows
+        if _mentions(prompt, row.slug) or _mentions(prompt, row.name)
+    ]

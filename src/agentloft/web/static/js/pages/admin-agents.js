@@ -13,6 +13,28 @@ const modal = dialog(dlg);
 let editing = null;
 let models = [];
 
+// Warnings about the prompt (e.g. it names an admin-only tool), checked while the admin types.
+const promptWarnings = h('div', { class: 'notice prompt-warnings', role: 'status', hidden: true });
+form.systemPrompt.closest('label').after(promptWarnings);
+let promptTimer = null;
+let promptCheck = 0;
+
+async function checkPrompt() {
+  const mine = ++promptCheck;
+  try {
+    const { warnings } = await api('POST', '/api/admin/agents/prompt-check', { systemPrompt: form.systemPrompt.value });
+    if (mine !== promptCheck) return; // a newer check is on its way
+    promptWarnings.replaceChildren(...warnings.map((text) => h('p', { text })));
+    promptWarnings.hidden = warnings.length === 0;
+  } catch {
+    promptWarnings.hidden = true; // only advice: the form works without it
+  }
+}
+form.systemPrompt.addEventListener('input', () => {
+  clearTimeout(promptTimer);
+  promptTimer = setTimeout(checkPrompt, 400);
+});
+
 
 function modelName(id) {
   if (id === null || id === undefined) return t('admin.agents.defaultModel');
@@ -52,6 +74,8 @@ async function openEditor(agent) {
   title.textContent = agent ? title.dataset.titleEdit : title.dataset.titleNew;
   fillModels();
   fillForm(form, agent || { enabled: true, maxSteps: 10, maxOutputTokens: 4096, modelId: null });
+  promptWarnings.hidden = true;
+  checkPrompt();
   modal.open();
   for (const hook of editorHooks) await hook.open(agent);
 }
