@@ -14,6 +14,7 @@ import httpx
 from sqlalchemy import text
 
 from agentloft.app import create_app
+from agentloft.cli import proxy_options
 from agentloft.core.db import Database
 from agentloft.core.settings import load_settings
 from tests.fakes.openai_server import ThreadedServer
@@ -87,8 +88,9 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
         "data_dir": data_dir, "env": "test", "secret_key": "test-secret-key", "create_defaults": False,
     }
     values.update(settings)
-    app = create_app(load_settings(**values))
-    server = ThreadedServer(app).start()
+    loaded = load_settings(**values)
+    # Served as ``agentloft serve`` serves it: forwarded headers believed only from the named proxies.
+    server = ThreadedServer(create_app(loaded), **proxy_options(loaded)).start()
     return LiveApp(url=server.url, data_dir=data_dir, server=server, database_url=settings.get("database_url"))
 
 

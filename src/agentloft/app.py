@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from agentloft import __version__
 from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
-from agentloft.auth.throttle import LoginThrottle
+from agentloft.auth.throttle import LoginThrottle, MemoryCounters
 from agentloft.chat.buffers import MemoryStreamBuffers
 from agentloft.chat.runs import RunRegistry
 from agentloft.core import migrate
@@ -72,7 +72,7 @@ def build_runtime(settings: Settings) -> Runtime:
         registry=ToolRegistry(),
         buffers=MemoryStreamBuffers(settings.stream_grace_seconds),
         runs=RunRegistry(),
-        throttle=LoginThrottle(settings.login_max_failures, settings.login_window_seconds),
+        throttle=LoginThrottle.from_settings(settings, MemoryCounters()),
         models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
     )
     rt.a2a = A2AServers(rt)

@@ -6,13 +6,22 @@ import argparse
 import asyncio
 import getpass
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloft.core import migrate
 from agentloft.core.settings import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
     from agentloft.auth.models import Role
+
+
+def proxy_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's proxy settings for ``settings``: ``X-Forwarded-For``/``-Proto`` are believed only from
+    the proxies named in ``AGENTLOFT_FORWARDED_ALLOW_IPS``. uvicorn's own default trusts loopback (and
+    its ``FORWARDED_ALLOW_IPS`` variable), which let a local client pick any address for the sign-in
+    throttle; an explicit list, even an empty one, overrides both."""
+    trusted = list(settings.forwarded_allow_ips)
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted}
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -23,7 +32,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"agentloft serving on http://{host}:{port}  (data: {settings.data_dir.resolve()})", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level, **proxy_options(settings))
     return 0
 
 

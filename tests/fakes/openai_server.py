@@ -225,10 +225,11 @@ def free_port() -> int:
 class ThreadedServer:
     """Runs an ASGI app under uvicorn in a daemon thread on a free loopback port."""
 
-    def __init__(self, app: Any, port: int | None = None) -> None:
+    def __init__(self, app: Any, port: int | None = None, **options: Any) -> None:
+        """``options`` go to ``uvicorn.Config`` (e.g. the app's proxy settings, ``agentloft.cli``)."""
         self.port = port or free_port()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

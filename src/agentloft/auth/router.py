@@ -57,17 +57,19 @@ async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -
 
 @router.post("/login", response_model=Me)
 async def login(body: LoginInput, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
-    throttle = rt.throttle
+    """Sign in. Every attempt is counted by the throttle before the password is checked (``auth.throttle``);
+    a refused one is 429 ``login_throttled`` with ``Retry-After``."""
     address = request.client.host if request.client else "unknown"
-    wait = throttle.retry_after(body.username, address)
-    if wait:
-        raise TooMany(f"too many failed sign-in attempts; try again in {wait} s", code="login_throttled")
-    try:
-        user = await service.authenticate(db=db, username=body.username, password=body.password)
-    except Exception:
-        throttle.failed(body.username, address)
-        raise
-    throttle.succeeded(body.username)
+    decision = await rt.throttle.attempt(username=body.username, address=address)
+    if not decision.allowed:
+        wait = decision.retry_after
+        raise TooMany(
+            f"too many sign-in attempts; try again in {wait} s",
+            code="login_throttled",
+            headers={"Retry-After": str(wait)},
+        )
+    user = await service.authenticate(db=db, username=body.username, password=body.password)
+    await rt.throttle.succeeded(username=body.username)
     await _sign_in(response, rt, db, user)
     return _me(user)
 

@@ -32,6 +32,7 @@ class AppError(Exception):
         code: str | None = None,
         status: int | None = None,
         fields: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -40,6 +41,7 @@ class AppError(Exception):
         if status:
             self.status = status
         self.fields = fields
+        self.headers = headers  # sent with the error response, e.g. a 429's ``Retry-After``
 
     def body(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -100,7 +102,7 @@ def invalid_from_pydantic(exc: ValidationError, *, prefix: str = "") -> Invalid:
 
 
 def error_response(err: AppError) -> JSONResponse:
-    return JSONResponse(err.body(), status_code=err.status)
+    return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
 
 
 _STATUS_CODES = {

@@ -8,11 +8,12 @@ read the data.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -42,8 +43,35 @@ class Settings(BaseSettings):
     # Hosts and CIDRs that tools may reach although they are private (e.g. a local SearXNG or Ollama).
     allowed_internal_hosts: list[str] = Field(default_factory=list)
     session_days: int = 30
-    login_max_failures: int = 5
-    login_window_seconds: int = 300
+    login_max_failures: int = Field(
+        default=5, ge=1,
+        description="Sign-in attempts an account gets at once, from any address; after that each further "
+        "attempt waits twice as long as the one before (see login_backoff_seconds). A successful sign-in "
+        "starts over.",
+    )
+    login_backoff_seconds: float = Field(
+        default=1.0, gt=0, description="The first wait of an account that used up its free attempts."
+    )
+    login_backoff_max_seconds: float = Field(
+        default=86400.0, gt=0, description="The longest wait of an account; a long guessing run gets about "
+        "twenty tries per this many seconds.",
+    )
+    login_address_max_attempts: int = Field(
+        default=30, ge=1,
+        description="Sign-in attempts (to any accounts, successful ones too) one address may make per "
+        "login_address_window_seconds; IPv6 addresses count per /64.",
+    )
+    login_address_window_seconds: float = Field(
+        default=600.0, gt=0, description="The window of login_address_max_attempts, from an address's first "
+        "attempt in it."
+    )
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks of the reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto are believed (passed to uvicorn by `agentloft serve`); the client is the "
+        "rightmost address in X-Forwarded-For that is not one of them. Empty: none, and the client "
+        "address is the connection's own.",
+    )
     stream_grace_seconds: float = 60.0
     # Seconds to wait for a model to connect or send its next chunk before the turn fails.
     model_timeout_seconds: float = 120.0
@@ -55,6 +83,22 @@ class Settings(BaseSettings):
     create_defaults: bool = Field(
         default=True, description="On the first start, create the default tools and the Assistant agent."
     )
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxy_addresses(cls, value: list[str]) -> list[str]:
+        """Addresses or networks only, so that a typo stops the start instead of trusting nobody (or
+        somebody else) silently. Not uvicorn's ``*``: it believes the leftmost address of the header,
+        which the client writes itself."""
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"AGENTLOFT_FORWARDED_ALLOW_IPS: {item!r} is not an IP address or network "
+                    "(name the proxy's address, or its network such as 10.0.0.0/8)"
+                ) from None
+        return value
 
     @model_validator(mode="after")
     def _require_secret_in_production(self) -> Settings:
