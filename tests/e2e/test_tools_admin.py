@@ -146,3 +146,46 @@ def test_agent_form_warns_when_the_prompt_names_an_admin_only_tool(admin_page: P
     dialog.get_by_role("button", name="Cancel").click()
     page.get_by_role("button", name="New agent").click()
     expect(warnings).to_be_hidden()
+
+
+def test_debug_panel_asks_before_a_call_that_needs_approval(admin_page: Page, app: LiveApp) -> None:
+    """Issue 13 point 7: the document tool's delete, tried out in the debug panel, waits for a second,
+    explicit step; cancelling or editing the input sends nothing approved."""
+    page = admin_page
+    tool = api(page, "POST", "/api/agent-tools", {"slug": "docs", "name": "Docs", "type": "document"})
+    doc = api(page, "POST", "/api/agent-documents", {"title": "Keep me", "content": "x"})
+
+    def stored() -> list[tuple[object, ...]]:
+        return app.sql("SELECT id FROM agent_documents WHERE id = ?", (doc["id"],))
+
+    page.goto("/admin/agent-tools")
+    page.locator(f"#tools-table tr[data-slug='{tool['slug']}']").get_by_role("button", name="Debug").click()
+    debug = page.locator("#debug-dialog")
+    field = debug.get_by_label("Input (JSON, as the model would send it)")
+    approval = debug.get_by_test_id("debug-approval")
+    field.fill(json.dumps({"action": "delete", "id": doc["id"]}))
+
+    debug.get_by_role("button", name="Run").click()
+    expect(approval).to_be_visible()
+    expect(approval).to_contain_text("needs approval")
+    expect(debug.locator(".debug-result")).to_be_hidden()
+    assert stored() == [(doc["id"],)]
+    debug.get_by_role("button", name="Cancel").click()
+    expect(approval).to_be_hidden()
+    assert stored() == [(doc["id"],)]
+
+    debug.get_by_role("button", name="Run").click()
+    expect(approval).to_be_visible()
+    field.fill(json.dumps({"action": "list"}))  # a different call: the confirmation is gone
+    expect(approval).to_be_hidden()
+    field.fill(json.dumps({"action": "delete", "id": doc["id"]}))
+    debug.get_by_role("button", name="Run").click()
+    expect(approval).to_be_visible()
+    page.screenshot(path="/tmp/agentloft-debug-approval.png")
+    assert stored() == [(doc["id"],)]
+
+    debug.get_by_role("button", name="Approve and run").click()
+    expect(approval).to_be_hidden()
+    expect(debug.locator(".debug-status")).to_have_text("Success")
+    expect(debug.get_by_test_id("debug-output")).to_contain_text('"deleted": true')
+    assert stored() == []

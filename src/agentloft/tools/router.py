@@ -14,9 +14,12 @@ Admins only (403 ``admin_required`` for others, 401 when not signed in):
   ``{"type": ...}`` for an unknown type; 409 ``tool_slug_taken`` for a slug in use.
 - ``GET/PUT/DELETE /api/agent-tools/{id}`` – read, partial update (same fields, all optional; a given
   ``config`` replaces the stored one), delete (204; the tool leaves every agent too).
-- ``POST /api/agent-tools/{id}/execute`` ``{input}`` – run the tool now (debug panel) as the admin, call
-  approved, even when disabled; answers the ``ToolResult`` ``{success, data, error, metadata}`` with
-  ``metadata.durationMs``. Bad input is a failed result, not an HTTP error.
+- ``POST /api/agent-tools/{id}/execute`` ``{input, approved?}`` – run the tool now (debug panel) as the
+  admin, even when disabled; answers the ``ToolResult`` ``{success, data, error, metadata}`` with
+  ``metadata.durationMs``. Bad input is a failed result, not an HTTP error. ``approved`` (default false)
+  is the admin's confirmation: a call that needs approval (the tool's setting, or its type for this
+  input, e.g. the document tool's delete) answers ``success: false`` with ``metadata.needsApproval``
+  and does nothing until it is sent again with ``approved: true``.
 - ``GET /api/admin/agents/{id}/tools`` – the agent's tools in order: ``toolId, needsApproval`` (the
   agent's override, null = inherit), ``position, effectiveNeedsApproval, slug, name, type, enabled,
   adminOnly``. ``PUT`` with a JSON list ``[{toolId, needsApproval?, position?}]`` replaces the list and
@@ -131,7 +134,8 @@ async def execute_tool(
     tool_id: str, body: ExecuteRequest, admin: AdminUser, rt: Rt, db: DbSession
 ) -> ToolResult:
     return await service.execute_tool(
-        db=db, rt=rt, tool_id=tool_id, user_id=admin.id, user_role=admin.role, input=body.input
+        db=db, rt=rt, tool_id=tool_id, user_id=admin.id, user_role=admin.role, input=body.input,
+        approved=body.approved,
     )
 
 

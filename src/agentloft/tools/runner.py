@@ -8,7 +8,9 @@ It owns the rules shared by all tools, so no tool type repeats them:
 - ``metadata.durationMs`` is always set.
 Visibility (admin-only, disabled) is decided when the run's tools are loaded (``tools.service``): a tool
 that is not in a run's list cannot be called in that run at all. Approval is decided by
-``needs_approval`` below and enforced by the engine's pause/resume flow.
+``needs_approval`` below; the chat engine pauses on it and resumes with ``ctx.approved`` set, and
+``run_tool`` itself refuses a call that needs approval without it (seed 000: ``approved`` is true only
+for a call that was approved), so no caller — the admin's debug runner included — can skip it.
 """
 
 from __future__ import annotations
@@ -71,11 +73,25 @@ def needs_approval(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) ->
         parsed = parse_input(tool, raw_args)
     except ValidationError:
         return False  # invalid input never executes; it fails in run_tool with the message
-    return bool(tool.type.needs_approval(parsed, tool.config, ctx))
+    return _asks_approval(tool, parsed, ctx)
+
+
+def _asks_approval(tool: RunTool, parsed: BaseModel, ctx: ToolContext) -> bool:
+    return tool.needs_approval or bool(tool.type.needs_approval(parsed, tool.config, ctx))
+
+
+def approval_needed(tool: RunTool) -> ToolResult:
+    """The answer to a call that needs approval and was not approved: nothing ran (seed 000's shape,
+    ``metadata.needsApproval``)."""
+    return ToolResult.fail(
+        f"tool '{tool.name}' needs approval for this call: nothing was done; run it again once approved",
+        needsApproval=True,
+    )
 
 
 async def run_tool(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    """Validate, execute with a time limit, time it, and never raise."""
+    """Validate, refuse a call that needs approval without it, execute with a time limit, time it, and
+    never raise."""
     started = time.perf_counter()
 
     def done(result: ToolResult) -> ToolResult:
@@ -86,6 +102,8 @@ async def run_tool(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) ->
         parsed = parse_input(tool, raw_args)
     except ValidationError as exc:
         return done(ToolResult.fail(_validation_message(exc)))
+    if not ctx.approved and _asks_approval(tool, parsed, ctx):
+        return done(approval_needed(tool))
     try:
         result = await asyncio.wait_for(tool.type.execute(parsed, tool.config, ctx), timeout=tool.timeout_s)
     except TimeoutError:

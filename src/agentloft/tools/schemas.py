@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.core.schemas import ApiModel
 
@@ -81,6 +81,11 @@ class AgentToolRead(ApiModel):
 
 class ExecuteRequest(ApiModel):
     input: dict[str, Any] = Field(default_factory=dict, description="Arguments, as the model would send.")
+    approved: StrictBool = Field(
+        default=False,
+        description="The admin confirmed this call. Without it, a call that needs approval answers "
+        "needsApproval and does nothing.",
+    )
 
 
 class ToolInfo(ApiModel):

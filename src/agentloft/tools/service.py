@@ -408,16 +408,25 @@ async def tools_for_chat(
 
 
 async def execute_tool(
-    *, db: AsyncSession, rt: Runtime, tool_id: str, user_id: int, user_role: str, input: dict[str, Any]
+    *,
+    db: AsyncSession,
+    rt: Runtime,
+    tool_id: str,
+    user_id: int,
+    user_role: str,
+    input: dict[str, Any],
+    approved: bool = False,
 ) -> ToolResult:
     """Run one tool for the admin's debug panel. As in seed 001 there is no check here beyond the
-    router's admin-only rule: disabled and admin-only tools run too, and the call counts as approved."""
+    router's admin-only rule: disabled and admin-only tools run too. Approval is not skipped: ``approved``
+    is the admin's explicit confirmation of this call, and a call that needs approval without it answers
+    ``needsApproval`` and does nothing (``tools.runner.run_tool``)."""
     row = await get_tool(db=db, tool_id=tool_id)
     tool = build_run_tool(row, rt)
     if tool is None:
         return ToolResult.fail(f"tool '{row.slug}' cannot run: its type or stored config is not usable")
     ctx = ToolContext(
-        runtime=rt, tool_id=row.id, tool_slug=row.slug, user_id=user_id, user_role=user_role, approved=True
+        runtime=rt, tool_id=row.id, tool_slug=row.slug, user_id=user_id, user_role=user_role, approved=approved
     )
     return await run_tool(tool, input, ctx)
 

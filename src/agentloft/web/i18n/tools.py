@@ -37,6 +37,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "tools.run": "Run",
         "tools.success": "Success",
         "tools.failed": "Failed",
+        "tools.debugNeedsApproval": "This call needs approval before it runs. Nothing has been done yet.",
+        "tools.debugApprove": "Approve and run",
         "agentTools.title": "Tools",
         "agentTools.intro": "Tick the tools this agent may use. Approval: inherit the tool's setting, or "
         "override it for this agent.",
@@ -80,6 +82,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "tools.run": "运行",
         "tools.success": "成功",
         "tools.failed": "失败",
+        "tools.debugNeedsApproval": "此调用需要批准后才会运行，目前尚未执行任何操作。",
+        "tools.debugApprove": "批准并运行",
         "agentTools.title": "工具",
         "agentTools.intro": "勾选此智能体可用的工具。审批：沿用工具的设置，或为此智能体单独覆盖。",
         "agentTools.inheritAsk": "沿用（需审批）",

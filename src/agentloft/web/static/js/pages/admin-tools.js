@@ -1,5 +1,7 @@
 // Admin: tools. Table with the seed's one-click permission toggle, a create/edit dialog whose config form
-// comes from the type's JSON Schema, and a debug panel that runs a tool on JSON input.
+// comes from the type's JSON Schema, and a debug panel that runs a tool on JSON input. A call that needs
+// approval is confirmed as a second step: the first run answers needsApproval and does nothing; "Approve
+// and run" sends the same input again with approved: true.
 import { api, loadAll } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { t } from '../i18n.js';
@@ -12,10 +14,12 @@ const form = document.getElementById('tool-form');
 const modal = dialog(document.getElementById('tool-dialog'));
 const debugForm = document.getElementById('debug-form');
 const debugModal = dialog(document.getElementById('debug-dialog'));
+const approval = debugForm.querySelector('.debug-approval');
 let types = [];
 let editing = null;
 let configForm = null;
 let debugging = null;
+let awaitingApproval = null; // the input of a call that answered needsApproval, until approved or dropped
 
 const typeOf = (slug) => types.find((ty) => ty.slug === slug);
 
@@ -125,35 +129,67 @@ async function remove(button, tool) {
 function openDebug(tool) {
   debugging = tool;
   resetFormErrors(debugForm);
+  dropApproval();
   debugForm.querySelector('.debug-slug').textContent = tool.slug;
   debugForm.input.value = JSON.stringify(sampleInput(typeOf(tool.type)?.inputSchema), null, 2);
   debugForm.querySelector('.debug-result').hidden = true;
   debugModal.open();
 }
 
+function dropApproval() {
+  awaitingApproval = null;
+  approval.hidden = true;
+}
+
+function showResult(result) {
+  const status = debugForm.querySelector('.debug-status');
+  status.className = `badge debug-status ${result.success ? 'ok' : 'danger'}`;
+  status.textContent = result.success ? t('tools.success') : t('tools.failed');
+  const ms = result.metadata?.durationMs;
+  debugForm.querySelector('.debug-duration').textContent = ms === undefined ? '' : `${ms} ms`;
+  debugForm.querySelector('.result-json').textContent = JSON.stringify(result.success ? result.data : result.error, null, 2);
+  debugForm.querySelector('.debug-result').hidden = false;
+}
+
+async function runDebug(button, input, approved) {
+  await busy(button, async () => {
+    try {
+      const result = await api('POST', `/api/agent-tools/${debugging.id}/execute`, { input, approved });
+      if (!approved && !result.success && result.metadata?.needsApproval) {
+        awaitingApproval = input;
+        debugForm.querySelector('.debug-result').hidden = true;
+        approval.hidden = false;
+        approval.querySelector('.debug-approve').focus();
+        return;
+      }
+      showResult(result);
+    } catch (error) {
+      showFormError(debugForm, error);
+    }
+  });
+}
+
 debugForm.addEventListener('submit', async (event) => {
   event.preventDefault();
   resetFormErrors(debugForm);
+  dropApproval();
   let input;
   try { input = JSON.parse(debugForm.input.value || '{}'); } catch {
     showFormError(debugForm, { message: t('tools.badJson'), fields: { input: t('tools.badJson') } });
     return;
   }
-  await busy(debugForm.querySelector('button[type=submit]'), async () => {
-    try {
-      const result = await api('POST', `/api/agent-tools/${debugging.id}/execute`, { input });
-      const status = debugForm.querySelector('.debug-status');
-      status.className = `badge debug-status ${result.success ? 'ok' : 'danger'}`;
-      status.textContent = result.success ? t('tools.success') : t('tools.failed');
-      const ms = result.metadata?.durationMs;
-      debugForm.querySelector('.debug-duration').textContent = ms === undefined ? '' : `${ms} ms`;
-      debugForm.querySelector('.result-json').textContent = JSON.stringify(result.success ? result.data : result.error, null, 2);
-      debugForm.querySelector('.debug-result').hidden = false;
-    } catch (error) {
-      showFormError(debugForm, error);
-    }
-  });
+  await runDebug(debugForm.querySelector('button[type=submit]'), input, false);
 });
+
+approval.querySelector('.debug-approve').addEventListener('click', async (event) => {
+  const input = awaitingApproval;
+  if (input === null) return;
+  dropApproval();
+  await runDebug(event.currentTarget, input, true);
+});
+approval.querySelector('.debug-reject').addEventListener('click', dropApproval);
+// The confirmation is for the input that was sent; editing it asks again on the next run.
+debugForm.input.addEventListener('input', dropApproval);
 
 document.getElementById('new-tool').addEventListener('click', () => openEditor(null));
 
