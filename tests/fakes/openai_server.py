@@ -5,6 +5,10 @@ is empty, the ``default`` responder's step). A step is text in chunks, one or se
 error, a malformed stream, or a stall; each can be slowed per chunk and carries usage. Every request body
 is recorded so tests can assert what the model was sent (tools, messages, max tokens).
 
+A step may instead carry a ``raw`` body (a stream written by hand, see ``tests/llm/corpus``), and says
+how its stream is cut into writes (``writes``: one event per write, the whole body at once, or N bytes
+per write; see ``tests.fakes.sse``).
+
 Run it in a thread with ``FakeModelServer().start()``; ``.base_url`` is what a model configuration needs.
 """
 
@@ -25,6 +29,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.fakes.sse import Writes, cut, deliver, split_events
 
 
 @dataclass
@@ -51,6 +57,10 @@ class Step:
     input_tokens: int = 10
     output_tokens: int | None = None
     match: Callable[[dict[str, Any]], bool] | None = None  # only used for requests it matches
+    reasoning: str = ""  # streamed before the text, in ``reasoning_field`` deltas (one per word)
+    reasoning_field: str = "reasoning_content"
+    raw: bytes | None = None  # the whole streamed body, sent as is (cut as ``writes`` says)
+    writes: Writes = "event"
 
 
 def text(value: str, **kw: Any) -> Step:
@@ -145,27 +155,50 @@ def _usage_chunk(model: str, step: Step, completion: int) -> str:
     return f"data: {json.dumps(payload)}\n\n"
 
 
-async def _stream(step: Step, model: str) -> AsyncIterator[str]:
-    if step.first_delay:
-        await asyncio.sleep(step.first_delay)
+def _events(step: Step, model: str) -> list[tuple[float, str]]:
+    """The stream's events, each with the pause before it."""
+    out: list[tuple[float, str]] = [(step.first_delay, _chunk(model, {"role": "assistant", "content": ""}))]
+    for word in _words(step.reasoning):
+        out.append((step.delay, _chunk(model, {step.reasoning_field: word})))
     pieces = _split(step)
-    yield _chunk(model, {"role": "assistant", "content": ""})
     for i, piece in enumerate(pieces):
         if step.malformed_after is not None and i >= step.malformed_after:
-            yield "data: {this is not json\n\n"
-            return
-        if step.delay:
-            await asyncio.sleep(step.delay)
-        yield _chunk(model, {"content": piece})
+            out.append((0.0, "data: {this is not json\n\n"))
+            return out
+        out.append((step.delay, _chunk(model, {"content": piece})))
     for idx, tc in enumerate(step.tool_calls):
         call_id = tc.id or f"call_{idx}_{abs(hash((tc.name, json.dumps(tc.args, sort_keys=True)))) % 10**8}"
-        yield _chunk(model, {"tool_calls": [{"index": idx, "id": call_id, "type": "function",
-                                             "function": {"name": tc.name, "arguments": ""}}]})
-        yield _chunk(model, {"tool_calls": [{"index": idx, "function": {"arguments": json.dumps(tc.args)}}]})
-    yield _chunk(model, {}, "tool_calls" if step.tool_calls else "stop")
+        out.append((0.0, _chunk(model, {"tool_calls": [{"index": idx, "id": call_id, "type": "function",
+                                                        "function": {"name": tc.name, "arguments": ""}}]})))
+        out.append((0.0, _chunk(model, {"tool_calls": [{"index": idx,
+                                                        "function": {"arguments": json.dumps(tc.args)}}]})))
+    out.append((0.0, _chunk(model, {}, "tool_calls" if step.tool_calls else "stop")))
     completion = step.output_tokens if step.output_tokens is not None else max(1, len(pieces))
-    yield _usage_chunk(model, step, completion)
-    yield "data: [DONE]\n\n"
+    out.append((0.0, _usage_chunk(model, step, completion)))
+    out.append((0.0, "data: [DONE]\n\n"))
+    return out
+
+
+def _words(value: str) -> list[str]:
+    words = value.split(" ") if value else []
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+
+
+async def _stream(step: Step, model: str) -> AsyncIterator[bytes]:
+    if step.raw is not None:
+        async for piece in deliver(cut(split_events(step.raw), step.writes), delay=step.delay):
+            yield piece
+        return
+    events = _events(step, model)
+    if step.writes != "event":
+        await asyncio.sleep(events[0][0])
+        async for piece in deliver(cut([e.encode() for _, e in events], step.writes)):
+            yield piece
+        return
+    for pause, event in events:
+        if pause:
+            await asyncio.sleep(pause)
+        yield event.encode()
 
 
 def _non_stream(step: Step, model: str) -> dict[str, Any]:
@@ -259,3 +292,17 @@ class FakeModelServer(ThreadedServer):
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+
+def sse_body(*deltas: dict[str, Any], finish: str | None = "stop", usage: tuple[int, int] | None = (10, 5),
+             model: str = "fake", done: bool = True) -> bytes:
+    """A streamed chat completion written out: a chunk per delta (a delta of ``{}`` is skipped), then the
+    finish reason, usage in a last chunk without choices, and ``[DONE]``; each part can be left out."""
+    events = [_chunk(model, delta) for delta in deltas if delta]
+    if finish is not None:
+        events.append(_chunk(model, {}, finish))
+    if usage is not None:
+        events.append(_usage_chunk(model, Step(input_tokens=usage[0]), usage[1]))
+    if done:
+        events.append("data: [DONE]\n\n")
+    return "".join(events).encode()

@@ -51,6 +51,24 @@ def test_text_deltas_merge_and_everything_else_keeps_its_place() -> None:
     assert merged[-1]["choices"][0]["finish_reason"] == "stop"
 
 
+def _texts(merged: list[dict[str, Any]]) -> list[Any]:
+    return [m["choices"][0]["delta"].get("content") for m in merged]
+
+
+def test_a_thinking_tag_is_never_merged_with_the_text_around_it() -> None:
+    pieces = ["<think>", "I ", "ponder", "</think>", "\n\n", "The ", "answer", "<thinking>", "x", "</thinking>", "y"]
+    merged = merge_text_deltas([_chunk({"content": p}) for p in pieces])
+    assert _texts(merged) == ["<think>", "I ponder", "</think>", "\n\n", "The answer", "<thinking>", "x",
+                              "</thinking>", "y"]
+
+
+def test_whitespace_alone_never_starts_a_merged_run() -> None:
+    """pydantic-ai drops a part's leading whitespace per delta for some models: a whitespace-only delta
+    stays on its own, whatever follows it; after text it may join."""
+    merged = merge_text_deltas([_chunk({"content": p}) for p in ["\n\n", "Four", " ", "\n", "five"]])
+    assert _texts(merged) == ["\n\n", "Four \nfive"]
+
+
 def _sse(*payloads: dict[str, Any] | str) -> bytes:
     return b"".join(b"data: " + (p.encode() if isinstance(p, str) else orjson.dumps(p)) + b"\n\n" for p in payloads)
 

@@ -4,7 +4,7 @@ The ``openai`` SDK turns every streamed chunk into a typed object (~200 us of CP
 then runs each through its event pipeline; both costs are per chunk. Here the SSE body is read raw,
 decoded with ``orjson`` and validated into the SDK's chunk type (``chunk_of``); consecutive plain text
 deltas that are already waiting in one network read are merged into one chunk before pydantic-ai sees
-them. A model that streams slower than
+them (never across a thinking tag, see ``merge_text_deltas``). A model that streams slower than
 we read (every real one) is passed through chunk by chunk, unchanged; a fast one costs per network read,
 not per chunk. Everything non-streaming stays the SDK's and pydantic-ai's.
 
@@ -21,6 +21,7 @@ types (``APITimeoutError``, ``APIConnectionError``, its status errors with the p
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import deque
 from collections.abc import AsyncIterator
 from functools import cached_property
@@ -40,6 +41,8 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from agentloft.llm.providers import ModelSpec, build_model
+
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]*>")  # a delta that is exactly one tag: <think>, </think>, <x>
 
 
 def _plain_text(payload: dict[str, Any]) -> str | None:
@@ -62,8 +65,19 @@ def _plain_text(payload: dict[str, Any]) -> str | None:
     return content
 
 
+def _is_tag(text: str) -> bool:
+    return text[:1] == "<" and text[-1:] == ">" and _TAG.fullmatch(text) is not None
+
+
 def merge_text_deltas(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fold runs of plain text deltas into their first chunk (order and everything else kept)."""
+    """Fold runs of plain text deltas into their first chunk (order and everything else kept).
+
+    Merging must not change what pydantic-ai makes of the text, however the network cut the bytes:
+    - a delta that is exactly one tag (``<think>``, ``</think>``, any ``<x>``/``</x>``) is never merged:
+      pydantic-ai switches between text and thinking only on a delta that equals a thinking tag, so a
+      ``</think>`` folded into the text around it would turn the whole answer into reasoning;
+    - a run never starts with a whitespace-only delta: pydantic-ai drops a part's leading whitespace per
+      delta for some models (``ignore_streamed_leading_whitespace``)."""
     out: list[dict[str, Any]] = []
     pieces: list[str] = []
     head: dict[str, Any] | None = None
@@ -79,13 +93,15 @@ def merge_text_deltas(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for payload in payloads:
         text = _plain_text(payload)
-        if text is None:
+        if text is None or _is_tag(text):
             flush()
             out.append(payload)
-        elif head is None:
-            head, pieces[:] = payload, [text]
-        else:
+        elif head is not None:
             pieces.append(text)
+        elif not text.strip():
+            out.append(payload)  # whitespace alone never starts a run
+        else:
+            head, pieces[:] = payload, [text]
     flush()
     return out
 
