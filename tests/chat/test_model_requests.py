@@ -1,5 +1,5 @@
-"""What a streamed model request looks like on the wire (``chat.lean_openai.LeanCompletions`` sends it
-instead of the SDK's request machinery): the key, the headers, the body, and the SDK's retry rules."""
+"""What a streamed model request looks like on the wire (the ``openai`` SDK sends it; ``llm.lean_openai``
+only reads the reply): the key, the headers, the body, the SDK's retry rules, and connection reuse."""
 
 from __future__ import annotations
 

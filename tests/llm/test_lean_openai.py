@@ -1,17 +1,32 @@
-"""The lean stream reader's pieces (``chat.lean_openai``) that do not need a server: turning decoded chunks
-into the SDK's type, merging text deltas, and the order in which a stream hands its chunks on."""
+"""The stream reader for OpenAI-compatible models (``llm.lean_openai``): its SSE framing, turning decoded
+chunks into the SDK's type, merging deltas, the order in which it hands chunks on, and that pydantic-ai's
+OpenAI model really reads through it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import orjson
+import pytest
 from openai import APIError
-from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
+from pydantic_ai.messages import ModelRequest, PartDeltaEvent, TextPart
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
-from agentloft.llm.lean_openai import MERGE_LIMIT, MergingChunkStream, chunk_of, merge_text_deltas
+from agentloft.llm.lean_openai import (
+    MERGE_LIMIT,
+    EventSplitter,
+    LeanAsyncOpenAI,
+    MergingChunkStream,
+    chunk_of,
+    event_data,
+    merge_deltas,
+)
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, sse_body
+from tests.fakes.sse import cut
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -27,10 +42,9 @@ def test_a_well_formed_chunk_is_the_same_object_the_sdk_builds() -> None:
         _chunk({}, "stop", usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}),
         _chunk({"content": "x", "reasoning_content": "thinking"}),  # a provider's extra field is kept
     ]:
-        built = chunk_of(payload)
-        assert built == construct_type(type_=ChatCompletionChunk, value=payload)
-    assert chunk_of(_chunk({"content": "x", "reasoning_content": "thinking"})).choices[0].delta.reasoning_content \
-        == "thinking"  # type: ignore[attr-defined]
+        assert chunk_of(payload) == ChatCompletionChunk.construct(**payload)
+    built = chunk_of(_chunk({"content": "x", "reasoning_content": "thinking"}))
+    assert getattr(built.choices[0].delta, "reasoning_content", None) == "thinking"
 
 
 def test_an_odd_chunk_is_still_read_leniently() -> None:
@@ -41,32 +55,66 @@ def test_an_odd_chunk_is_still_read_leniently() -> None:
     assert built.choices[0].delta.content == "hi" and built.choices[0].finish_reason == "eos"
 
 
+# --- framing ------------------------------------------------------------------------------------------
+
+
+def _frames(body: bytes, size: int) -> list[bytes | None]:
+    splitter = EventSplitter()
+    events = [e for piece in cut([body], size) for e in splitter.feed(piece)]
+    return [event_data(e) for e in events]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 1000])
+def test_events_come_out_the_same_however_the_bytes_are_cut(size: int) -> None:
+    body = (b": keep-alive\r\n\r\n"
+            b"data: {\"a\": 1}\r\n\r\n"
+            b"event: update\ndata: {\"b\":\ndata: 2}\n\n"
+            b"data:{\"c\": \"\xc3\xa9\"}\r\r"
+            b"data: [DONE]\n\n"
+            b"data: {\"unterminated\": 1}")
+    assert _frames(body, size) == [None, b'{"a": 1}', b'{"b":\n2}', b'{"c": "\xc3\xa9"}', b"[DONE]"]
+
+
+# --- merging ------------------------------------------------------------------------------------------
+
+
+def _contents(merged: list[dict[str, Any]]) -> list[Any]:
+    return [m["choices"][0]["delta"].get("content") if m.get("choices") else "usage" for m in merged]
+
+
 def test_text_deltas_merge_and_everything_else_keeps_its_place() -> None:
     payloads = [_chunk({"role": "assistant", "content": "a"}), _chunk({"content": "b"}), _chunk({"content": "c"}),
                 _chunk({"tool_calls": [{"index": 0, "id": "t", "type": "function",
                                         "function": {"name": "f", "arguments": ""}}]}),
                 _chunk({"content": "d"}), _chunk({}, "stop")]
-    merged = merge_text_deltas(payloads)
-    assert [m["choices"][0]["delta"].get("content") for m in merged] == ["abc", None, "d", None]
+    merged = merge_deltas(payloads)
+    assert _contents(merged) == ["abc", None, "d", None]
     assert merged[-1]["choices"][0]["finish_reason"] == "stop"
 
 
-def _texts(merged: list[dict[str, Any]]) -> list[Any]:
-    return [m["choices"][0]["delta"].get("content") for m in merged]
+def test_reasoning_deltas_merge_per_field_and_never_with_text() -> None:
+    payloads = [_chunk({"reasoning_content": "a"}), _chunk({"reasoning_content": "b"}),
+                _chunk({"reasoning": "c"}), _chunk({"content": "d"}), _chunk({"content": "e"})]
+    merged = merge_deltas(payloads)
+    assert [m["choices"][0]["delta"] for m in merged] == [
+        {"reasoning_content": "ab"}, {"reasoning": "c"}, {"content": "de"}]
 
 
 def test_a_thinking_tag_is_never_merged_with_the_text_around_it() -> None:
     pieces = ["<think>", "I ", "ponder", "</think>", "\n\n", "The ", "answer", "<thinking>", "x", "</thinking>", "y"]
-    merged = merge_text_deltas([_chunk({"content": p}) for p in pieces])
-    assert _texts(merged) == ["<think>", "I ponder", "</think>", "\n\n", "The answer", "<thinking>", "x",
-                              "</thinking>", "y"]
+    merged = merge_deltas([_chunk({"content": p}) for p in pieces])
+    assert _contents(merged) == ["<think>", "I ponder", "</think>", "\n\n", "The answer", "<thinking>", "x",
+                                 "</thinking>", "y"]
 
 
 def test_whitespace_alone_never_starts_a_merged_run() -> None:
     """pydantic-ai drops a part's leading whitespace per delta for some models: a whitespace-only delta
     stays on its own, whatever follows it; after text it may join."""
-    merged = merge_text_deltas([_chunk({"content": p}) for p in ["\n\n", "Four", " ", "\n", "five"]])
-    assert _texts(merged) == ["\n\n", "Four \nfive"]
+    merged = merge_deltas([_chunk({"content": p}) for p in ["\n\n", "Four", " ", "\n", "five"]])
+    assert _contents(merged) == ["\n\n", "Four \nfive"]
+
+
+# --- the stream ---------------------------------------------------------------------------------------
 
 
 def _sse(*payloads: dict[str, Any] | str) -> bytes:
@@ -75,8 +123,8 @@ def _sse(*payloads: dict[str, Any] | str) -> bytes:
 
 async def _read_all(body: bytes) -> tuple[list[str | None], BaseException | None]:
     """Every chunk's text as the stream hands them on (the whole body arrives in one network read)."""
-    request = httpx.Request("POST", "http://model.test/v1/chat/completions")
-    stream = MergingChunkStream(httpx.Response(200, stream=httpx.ByteStream(body), request=request))
+    request = httpx2.Request("POST", "http://model.test/v1/chat/completions")
+    stream = MergingChunkStream(httpx2.Response(200, stream=httpx2.ByteStream(body), request=request))
     texts: list[str | None] = []
     try:
         async for chunk in stream:
@@ -105,3 +153,22 @@ async def test_an_error_event_mid_stream_comes_after_the_text_before_it() -> Non
     texts, error = await _read_all(body)
     assert "".join(t or "" for t in texts) == "one two three"
     assert isinstance(error, APIError) and error.message == "the model fell over"
+
+
+async def test_pydantic_ai_reads_streamed_replies_through_the_lean_reader(
+    fake_model: FakeModel, fake_model_server: FakeModelServer
+) -> None:
+    """The contract the reader rests on: pydantic-ai's ``OpenAIChatModel`` asks the client it is given for
+    ``chat.completions.create(stream=True)``, which ``LeanAsyncOpenAI`` routes to the reader. A backlog
+    (the whole body in one write) then reaches pydantic-ai as a few merged deltas instead of one each."""
+    pieces = [f"w{i} " for i in range(60)]
+    fake_model.push(Step(raw=sse_body({"role": "assistant", "content": ""}, *({"content": p} for p in pieces)),
+                         writes="whole"))
+    client = LeanAsyncOpenAI(base_url=fake_model_server.base_url, api_key="k", http_client=httpx2.AsyncClient())
+    model = OpenAIChatModel("m", provider=OpenAIProvider(openai_client=client))
+    async with model.request_stream([ModelRequest.user_text_prompt("hi")], None,
+                                    ModelRequestParameters()) as streamed:
+        deltas = [e async for e in streamed if isinstance(e, PartDeltaEvent)]
+        assert streamed.get().parts == [TextPart(content="".join(pieces))]
+    assert 0 < len(deltas) < 10
+    await client.close()

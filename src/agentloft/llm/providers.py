@@ -1,19 +1,46 @@
-"""Build pydantic-ai models from stored configurations.
+"""Build pydantic-ai models from stored configurations, on the app's shared ``httpx2`` client.
 
-``openai`` covers every OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio, OpenRouter,
-DeepSeek); local servers often run without a key, so a placeholder key is sent when none is set.
+A configuration names one of two wire formats: ``openai`` (every OpenAI-compatible endpoint) or
+``anthropic`` (the Messages API). The presets of the admin form map onto these two; what differs between
+OpenAI-compatible services is told by the endpoint's host, and picks pydantic-ai's provider for it, whose
+model profile carries the service's quirks:
+
+- DeepSeek (``api.deepseek.com``): reasoning in ``reasoning_content``, sent back on tool-call turns;
+  ``max_tokens`` instead of ``max_completion_tokens``, which it ignores;
+- Ollama (port 11434 or a host named ``ollama``): reasoning in ``reasoning``, no strict tool schemas,
+  leading whitespace of some models' replies dropped;
+- OpenRouter (``openrouter.ai``): ``vendor/model`` names get that vendor's profile;
+- anything else (OpenAI, vLLM, LM Studio, …): pydantic-ai's OpenAI provider, as for OpenAI itself.
+
+Local servers often run without a key, so a placeholder key is sent when none is set; Anthropic needs one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-import httpx
+import httpx2
+from openai import AsyncOpenAI
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers import Provider
 from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.deepseek import DeepSeekProvider
+from pydantic_ai.providers.ollama import OllamaProvider
 from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.providers.openrouter import OpenRouterProvider
+
+from agentloft.llm.lean_openai import LeanAsyncOpenAI
+
+OPENAI_URL = "https://api.openai.com/v1"
+OLLAMA_PORT = 11434
+
+
+class ModelSetupError(ValueError):
+    """A stored configuration from which no model can be built; the message is for the user."""
 
 
 @dataclass(frozen=True)
@@ -26,16 +53,35 @@ class ModelSpec:
     api_key: str | None
 
 
-def build_model(spec: ModelSpec, *, http_client: httpx.AsyncClient | None = None) -> Model:
-    """The model for ``spec``. ``http_client`` serves OpenAI-compatible endpoints only: the anthropic SDK
-    refuses any client but its own ``httpx2`` one, so Anthropic models keep the SDK's default client."""
+def build_model(spec: ModelSpec, *, http_client: httpx2.AsyncClient) -> Model:
+    """The pydantic-ai model for ``spec``; its SDK client sends through ``http_client``."""
     if spec.provider == "anthropic":
-        return AnthropicModel(
-            spec.model, provider=AnthropicProvider(api_key=spec.api_key or "", base_url=spec.base_url)
-        )
-    provider = OpenAIProvider(
-        base_url=spec.base_url or "https://api.openai.com/v1",
-        api_key=spec.api_key or "not-needed",
-        http_client=http_client,
-    )
-    return OpenAIChatModel(spec.model, provider=provider)
+        return _anthropic(spec, http_client)
+    if spec.provider == "openai":
+        client = LeanAsyncOpenAI(base_url=spec.base_url or OPENAI_URL, api_key=spec.api_key or "not-needed",
+                                 http_client=http_client)
+        return OpenAIChatModel(spec.model, provider=openai_flavour(spec.base_url)(client))
+    raise ModelSetupError(f"unknown provider {spec.provider!r}")
+
+
+def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient) -> Model:
+    if not spec.api_key:
+        raise ModelSetupError("this Anthropic model has no API key; an administrator has to add one")
+    base_url = spec.base_url
+    if base_url is not None and base_url.rstrip("/").endswith("/v1"):
+        base_url = base_url.rstrip("/")[:-3]  # the SDK adds ``/v1/messages`` itself
+    provider = AnthropicProvider(api_key=spec.api_key, base_url=base_url or None, http_client=http_client)
+    return AnthropicModel(spec.model, provider=provider)
+
+
+def openai_flavour(base_url: str | None) -> Callable[[AsyncOpenAI], Provider[AsyncOpenAI]]:
+    """pydantic-ai's provider for the OpenAI-compatible service at ``base_url`` (see the module's doc)."""
+    parts = urlsplit(base_url or OPENAI_URL)
+    host = (parts.hostname or "").lower()
+    if host == "deepseek.com" or host.endswith(".deepseek.com"):
+        return lambda client: DeepSeekProvider(openai_client=client)
+    if parts.port == OLLAMA_PORT or "ollama" in host:
+        return lambda client: OllamaProvider(openai_client=client)
+    if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
+        return lambda client: OpenRouterProvider(openai_client=client)
+    return lambda client: OpenAIProvider(openai_client=client)

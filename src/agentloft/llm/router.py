@@ -65,4 +65,4 @@ async def delete_model(model_id: int, _: AdminUser, db: DbSession) -> Response:
 @admin_router.post("/{model_id}/test", response_model=ModelTestResult)
 async def test_model(model_id: int, _: AdminUser, rt: Rt, db: DbSession) -> ModelTestResult:
     row = await service.get_model(db=db, model_id=model_id)
-    return await service.test_model(row=row, box=rt.box)
+    return await service.test_model(row=row, box=rt.box, models=rt.models)

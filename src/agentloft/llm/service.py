@@ -13,8 +13,9 @@ from agentloft.core.crypto import SecretBox
 from agentloft.core.errors import NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
+from agentloft.llm.clients import ModelClients
 from agentloft.llm.models import ModelConfig
-from agentloft.llm.providers import ModelSpec, build_model
+from agentloft.llm.providers import ModelSpec
 from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
 
 BOOTSTRAP_NAME = "Default (from environment)"
@@ -143,12 +144,17 @@ async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: 
     await _clear_default(db, row.id)
 
 
-async def test_model(*, row: ModelConfig, box: SecretBox, limit_s: float = 30.0) -> ModelTestResult:
-    """Make one small request and report success or the provider's error message."""
+async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients,
+                     limit_s: float = 30.0) -> ModelTestResult:
+    """Make one small request through the same clients chats use; report the reply, or why it failed in
+    words an administrator can act on (never an error status: a failing model is the answer here)."""
     started = time.perf_counter()
     try:
-        agent = Agent(build_model(spec_of(row, box)))
-        result = await agent.run(
+        model = models.model(spec_of(row, box))
+    except Exception as exc:
+        return ModelTestResult(ok=False, latency_ms=_ms(started), error=f"The model cannot be set up: {_describe(exc)}")
+    try:
+        result = await Agent(model).run(
             "Reply with the single word OK.",
             model_settings=ModelSettings(max_tokens=16, timeout=limit_s),
         )
