@@ -1,10 +1,22 @@
-"""Model failures end a turn with a readable ``error`` chunk; partial text is kept; the session goes on."""
+"""Failures end a turn with a readable ``error`` chunk; partial text is kept; the session goes on.
+
+Every way a turn can fail once its session is claimed (the model cannot be built, the model cannot be
+reached or answers with an error, the engine raises before or during the stream, the stream cannot be
+opened, the turn cannot be saved) is driven over HTTP through the chat endpoint: the client is told, the
+reply is ``failed`` with the reason, the session is idle and takes the next message. The engine's own
+failures are caused by replacing one of its collaborators in the live app (it runs in this process).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from agentloft.chat import parts
+from agentloft.chat import service as chat_service
+from agentloft.llm import clients
 from tests.chat.helpers import chat, make_agent, session_status
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text
 from tests.support import ApiClient, LiveApp, login, start_app
@@ -57,7 +69,9 @@ def test_connection_refused(app: LiveApp, user: ApiClient, admin: ApiClient, fak
     make_agent(admin, "gone", modelId=model["id"])
     res = chat(user, "gone", "anyone there?")
     assert res.of("error")[0]["errorText"] == "The model could not be reached (connection failed)."
-    assert _failed(app, res.session_id)[0] == "failed"
+    _assert_freed(app, res, "could not be reached")
+    again = chat(user, "gone", "still nobody?", session_id=res.session_id)
+    assert again.status == 200 and again.of("error")  # told again, not refused as busy
 
 
 def test_model_timeout(tmp_path: Path, template_db: Path, fake_model_server: FakeModelServer,
@@ -109,3 +123,146 @@ def test_restart_marks_cut_off_runs_interrupted(
             assert chat(alice, "helper", "still there?", session_id=sid).text == "I am back"
     finally:
         second.stop()
+
+
+# --- every way a start can fail ------------------------------------------------------------------------
+
+
+def _assert_freed(app: LiveApp, res: Any, reason: str) -> None:
+    """The client got an ``error`` chunk and the end of the stream; the reply is ``failed`` with the reason;
+    the session is idle."""
+    assert res.status == 200
+    errors = res.of("error")
+    assert errors and reason in errors[0]["errorText"], res.chunks
+    assert res.types[-1] == "[DONE]"
+    status, _, error = _failed(app, res.session_id)
+    assert status == "failed" and reason in error
+    assert session_status(app, res.session_id) == "idle"
+
+
+def _next_message_works(user: ApiClient, fake_model: FakeModel, session_id: str) -> None:
+    fake_model.reset()
+    fake_model.push(text("all good again"))
+    assert chat(user, "helper", "and now?", session_id=session_id).text == "all good again"
+
+
+def test_a_model_its_configuration_cannot_build_fails_the_turn(
+    app: LiveApp, user: ApiClient, admin: ApiClient, fake_model: FakeModel
+) -> None:
+    """An Anthropic model saved without a key: the provider cannot be built once the session is claimed."""
+    model = admin.ok("POST", "/api/admin/models", json={"name": "Claude", "provider": "anthropic",
+                                                        "model": "claude-sonnet-4-5"})
+    make_agent(admin, "keyless", modelId=model["id"])
+    res = chat(user, "keyless", "hello")
+    assert res.of("error")[0]["errorText"] == ("The model is not set up correctly: this Anthropic model has no "
+                                               "API key; an administrator has to add one.")
+    _assert_freed(app, res, "no API key")
+    assert chat(user, "keyless", "hello again", session_id=res.session_id).of("error")
+
+
+def test_a_provider_that_raises_while_being_built_fails_the_turn(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What anthropic 2.x did with an ``httpx`` client: the SDK refuses its arguments."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("Invalid `http_client` argument")
+
+    monkeypatch.setattr(clients, "build_model", refuse)
+    res = chat(user, "helper", "hello")
+    assert res.of("error")[0]["errorText"] == "The reply failed: Invalid `http_client` argument"
+    _assert_freed(app, res, "Invalid `http_client` argument")
+    monkeypatch.undo()
+    _next_message_works(user, fake_model, res.session_id)
+
+
+def test_an_engine_failure_before_the_model_is_asked_fails_the_turn(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("agent construction broke")
+
+    monkeypatch.setattr(clients.ModelClients, "agent", broken)
+    res = chat(user, "helper", "hello")
+    _assert_freed(app, res, "agent construction broke")
+    assert not fake_model.requests
+    monkeypatch.undo()
+    _next_message_works(user, fake_model, res.session_id)
+
+
+def test_an_engine_failure_mid_stream_fails_the_turn(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our own code raising between the model's chunks (here: recording what the client saw)."""
+    feed = parts.PartsCollector.feed
+    seen: list[str] = []
+
+    def feed_until_text(self: parts.PartsCollector, chunk: Any) -> None:
+        seen.append(chunk.type)
+        if chunk.type == "text-delta" and seen.count("text-delta") == 2:
+            raise RuntimeError("collector broke")
+        feed(self, chunk)
+
+    monkeypatch.setattr(parts.PartsCollector, "feed", feed_until_text)
+    fake_model.push(text("one two three four"))
+    res = chat(user, "helper", "hello")
+    assert res.text == "one "  # what went out before the failure stays with the client
+    assert res.of("error")[0]["errorText"] == "The reply failed: internal error (RuntimeError)."
+    _assert_freed(app, res, "internal error (RuntimeError)")
+    monkeypatch.undo()
+    _next_message_works(user, fake_model, res.session_id)
+
+
+def test_an_unreadable_history_fails_the_turn_cleanly(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    first = chat(user, "helper", "hello")
+    app.sql("UPDATE agent_sessions SET model_history = ? WHERE id = ?", ('[{"kind": "nonsense"}]', first.session_id))
+    res = chat(user, "helper", "again", session_id=first.session_id)
+    _assert_freed(app, res, "The reply failed")
+    assert len(fake_model.requests) == 1  # the model was not asked with a history that is not one
+
+
+def test_a_stream_that_cannot_be_opened_frees_the_session(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a buffer there is no stream to put an ``error`` chunk in: the request itself fails (503,
+    the error shape), and the turn is ended as failed all the same."""
+    buffers = app.server.server.config.app.state.runtime.buffers
+    opened = buffers.open
+
+    async def refuse(key: str, meta: dict[str, Any] | None = None) -> None:
+        raise ConnectionError("buffer store unreachable")
+
+    first = chat(user, "helper", "hello")
+    monkeypatch.setattr(buffers, "open", refuse)
+    resp = user.post("/api/agents/helper/chat", json={"message": "again", "sessionId": first.session_id})
+    assert resp.status_code == 503 and resp.json()["error"]["code"] == "turn_not_started"
+    status, _, error = _failed(app, first.session_id)
+    assert status == "failed" and "could not start" in error
+    assert session_status(app, first.session_id) == "idle"
+    monkeypatch.setattr(buffers, "open", opened)
+    _next_message_works(user, fake_model, first.session_id)
+
+
+def test_a_turn_that_cannot_be_saved_still_ends(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    update_message = chat_service.update_message
+
+    async def refuse_complete(**values: Any) -> None:
+        if values.get("status") == "complete":
+            raise ConnectionError("database went away")
+        await update_message(**values)
+
+    monkeypatch.setattr(chat_service, "update_message", refuse_complete)
+    fake_model.push(text("a fine reply"))
+    res = chat(user, "helper", "hello")
+    assert res.text == "a fine reply"
+    assert res.of("error")[0]["errorText"] == "The reply could not be saved: internal error (ConnectionError)."
+    assert res.types[-1] == "[DONE]"
+    status, _, error = _failed(app, res.session_id)
+    assert status == "failed" and "could not be saved" in error
+    assert session_status(app, res.session_id) == "idle"
+    monkeypatch.undo()
+    _next_message_works(user, fake_model, res.session_id)
+

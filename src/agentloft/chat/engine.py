@@ -47,14 +47,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, DoneChunk, FinishChunk, TextDeltaChunk
+from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, DoneChunk, ErrorChunk, FinishChunk, TextDeltaChunk
 from pydantic_ai.usage import UsageLimits
 
 from agentloft.agents import service as agents_service
@@ -93,19 +93,21 @@ class TurnResult:
 @dataclass
 class PreparedTurn:
     """Everything a run needs, gathered while the caller still holds its request (so bad input is a
-    clean HTTP error) and carried into the background task."""
+    clean HTTP error) and carried into the background task. What can fail once the session is claimed
+    (building the model from its configuration, reading the history) is left to the run, which ends a
+    failure like any other: an ``error`` chunk, the message ``failed``, the session idle."""
 
     session_id: str
     buffer_key: str
     message_id: str
     scope: RunScope
-    model: Model
+    model_row: ModelConfig
     model_config_id: int | None
     system_prompt: str
     max_steps: int
     max_tokens: int | None
     tools: list[RunTool]
-    history: list[ModelMessage]
+    history: str | None  # the session's model history (JSON), read when the run starts
     prompt: str | None = None
     deferred: DeferredToolResults | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
@@ -215,14 +217,16 @@ async def prepare_turn(
                      extra=dict(tool_extra or {}))
     return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope,
                             buffer_key=buffer_key or session_id, message_id=reply_id,
-                            history=_history(raw_history), prompt=user_text)
+                            history=raw_history, prompt=user_text)
 
 
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
     """A ``PreparedTurn`` with what the agent (or the plain chat's defaults) and the model row decide,
-    and its buffer opened; ``fields`` are the rest of the turn's fields."""
+    and its buffer opened; ``fields`` are the rest of the turn's fields. The session is claimed already:
+    if the buffer cannot be opened, the turn is ended as failed (the session freed) before the error
+    goes on to the caller."""
     turn = PreparedTurn(
-        model=rt.models.model(llm_service.spec_of(inputs.model_row, rt.box)),
+        model_row=inputs.model_row,
         model_config_id=inputs.model_row.id,
         system_prompt=agent.system_prompt if agent else "",
         max_steps=agent.max_steps if agent else 10,
@@ -230,8 +234,30 @@ async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fie
         tools=inputs.tools,
         **fields,
     )
-    await rt.buffers.open(turn.buffer_key, {"sessionId": turn.session_id, "messageId": turn.message_id})
+    try:
+        await rt.buffers.open(turn.buffer_key, {"sessionId": turn.session_id, "messageId": turn.message_id})
+    except BaseException as exc:
+        log.exception("could not open the stream of session %s", turn.session_id)
+        await asyncio.shield(_abandon(rt, turn, f"The reply could not start: {_internal(exc)}."))
+        if isinstance(exc, Exception):
+            raise AppError("the reply could not start; try again", code="turn_not_started", status=503) from exc
+        raise
     return turn
+
+
+async def _abandon(rt: Runtime, turn: PreparedTurn, reason: str) -> None:
+    """End a turn that cannot run or could not be saved: its message ``failed`` with ``reason``, the
+    session idle (history and parts as they were). Last resort, so it logs instead of raising."""
+    try:
+        async with rt.db.session() as db:
+            await service.update_message(db=db, message_id=turn.message_id, status=FAILED, error=reason)
+            await service.set_session_state(db=db, session_id=turn.session_id, status=IDLE)
+    except Exception:
+        log.exception("could not free session %s after a failed turn", turn.session_id)
+
+
+def _internal(exc: BaseException) -> str:
+    return f"internal error ({type(exc).__name__})"
 
 
 def _deferred_results(approvals: list[Any]) -> DeferredToolResults:
@@ -271,7 +297,7 @@ async def prepare_resume(
     return await _open_turn(
         rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or session_id,
         message_id=reply.id,
-        history=_history(session.model_history), deferred=_deferred_results(approvals), parts=collector.parts,
+        history=session.model_history, deferred=_deferred_results(approvals), parts=collector.parts,
         input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
     )
 
@@ -286,6 +312,7 @@ class _Outcome:
     output_tokens: int = 0
     output: Any = None
     stopped: str | None = None  # "stopped" | "interrupted"
+    run: Any = None  # pydantic-ai's event stream of the run, once it started
     # The closing chunks (``finish``, ``[DONE]``): held back until the turn is saved, because a client
     # acts on ``finish`` at once (answers an approval, sends the next message) and must find the saved
     # state (pending approvals, an idle session) when it does.
@@ -299,37 +326,50 @@ def _settings(rt: Runtime, turn: PreparedTurn) -> ModelSettings:
     return settings
 
 
-async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
-                      collector: PartsCollector, outcome: _Outcome) -> None:
-    buffers = rt.buffers
-    key = turn.buffer_key
-    agent = rt.models.agent(turn.model, turn.system_prompt or None)
+async def _agent_events(rt: Runtime, turn: PreparedTurn, outcome: _Outcome) -> AsyncGenerator[Any, None]:
+    """The run's pydantic-ai events. Everything the run needs is built here, inside the stream, so a
+    failure to build it (a model its configuration cannot make, an unreadable history) reaches the
+    client as the stream's ``error`` chunk, like a model that fails."""
+    model = rt.models.model(llm_service.spec_of(turn.model_row, rt.box))
+    agent = rt.models.agent(model, turn.system_prompt or None)
     runner = agent.run_stream_events(
         turn.prompt,
-        message_history=turn.history or None,
+        message_history=_history(turn.history) or None,
         deferred_tool_results=turn.deferred,
         # no tools, no toolset: pydantic-ai runs each step's toolset calls side by side in tasks otherwise
         toolsets=[RunToolset(turn.tools, turn.scope)] if turn.tools else None,
         usage_limits=UsageLimits(request_limit=turn.max_steps),
         model_settings=_settings(rt, turn),
     )
-    first_text = True
     async with runner as events:
-        try:
-            async for chunk in stream.transform_stream(events):
-                collector.feed(chunk)
-                frame = stream.encode_event(chunk)
-                if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
-                    outcome.closing.append(frame)
-                    continue
-                await buffers.append(key, frame)
-                if first_text and isinstance(chunk, TextDeltaChunk):
-                    # Let the readers send the first text before this run reads on: a fast model has
-                    # the rest of its reply queued already, and decoding it would delay the first words.
-                    first_text = False
-                    await asyncio.sleep(0)
-        finally:
-            _capture(events, outcome)
+        outcome.run = events
+        async for event in events:
+            yield event
+
+
+async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
+                      collector: PartsCollector, outcome: _Outcome) -> None:
+    buffers = rt.buffers
+    key = turn.buffer_key
+    first_text = True
+    source = _agent_events(rt, turn, outcome)
+    try:
+        async for chunk in stream.transform_stream(source):
+            collector.feed(chunk)
+            frame = stream.encode_event(chunk)
+            if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
+                outcome.closing.append(frame)
+                continue
+            await buffers.append(key, frame)
+            if first_text and isinstance(chunk, TextDeltaChunk):
+                # Let the readers send the first text before this run reads on: a fast model has
+                # the rest of its reply queued already, and decoding it would delay the first words.
+                first_text = False
+                await asyncio.sleep(0)
+    finally:
+        await source.aclose()  # ends the run (and its model stream) when this loop ended first
+        if outcome.run is not None:
+            _capture(outcome.run, outcome)
 
 
 def _capture(events: Any, outcome: _Outcome) -> None:
@@ -370,7 +410,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
             outcome.closing = [stream.encode_event(chunk) for chunk in ending]
     except Exception as exc:  # a bug of ours, not a model failure (those end up in the stream)
         log.exception("chat run of session %s crashed", turn.session_id)
-        stream.failure_text = stream.failure_text or f"Internal error: {type(exc).__name__}"
+        _crashed(stream, collector, outcome, exc)
     finally:
         runs.leave(turn.session_id)
     result = await _finish(rt, turn, stream, collector, outcome)
@@ -381,6 +421,17 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
         if task is not None:
             task.uncancel()  # the user's stop is handled: the result says so
     return result
+
+
+def _crashed(stream: EngineEventStream, collector: PartsCollector, outcome: _Outcome, exc: Exception) -> None:
+    """End the stream of a run that failed outside the model's stream: an ``error`` chunk, then the
+    closing chunks (those the stream produced already, else its own)."""
+    stream.failure_text = stream.failure_text or f"The reply failed: {_internal(exc)}."
+    error = ErrorChunk(error_text=stream.failure_text)
+    collector.feed(error)
+    closing = outcome.closing or [stream.encode_event(FinishChunk(finish_reason="error")),
+                                  stream.encode_event(DoneChunk())]
+    outcome.closing = [stream.encode_event(error), *closing]
 
 
 _INTERRUPTED_NOTE = "The server shut down while this reply was being written."
@@ -403,6 +454,30 @@ def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str
 
 async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
                   collector: PartsCollector, outcome: _Outcome) -> TurnResult:
+    """Save the turn, then send the closing chunks and close the buffer. A turn that cannot be saved is
+    still ended: its message ``failed``, the session idle, an ``error`` chunk to the client."""
+    buffers = rt.buffers
+    result: TurnResult | None = None
+    try:
+        result, history = _result(turn, stream, collector, outcome)
+        await asyncio.shield(_save(rt, turn, collector, result, history))
+    except Exception as exc:
+        log.exception("could not save the turn of session %s", turn.session_id)
+        reason = f"The reply could not be saved: {_internal(exc)}."
+        result = TurnResult(status=FAILED, text="", message_id=turn.message_id, error=reason)
+        outcome.closing = [stream.encode_event(ErrorChunk(error_text=reason)), *outcome.closing]
+        await asyncio.shield(_abandon(rt, turn, reason))
+    finally:
+        for frame in outcome.closing:
+            await buffers.append(turn.buffer_key, frame)
+        await buffers.close(turn.buffer_key, error=result.error if result else stream.failure_text)
+    assert result is not None  # set on both ways out of ``try``; anything else raised
+    return result
+
+
+def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsCollector,
+            outcome: _Outcome) -> tuple[TurnResult, str | None]:
+    """The turn's result and the model history to keep."""
     collector.close_open()
     pending = _pending(outcome.output)
     status = _status(stream, outcome, pending)
@@ -416,14 +491,7 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
         pending=pending,
     )
     history = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
-    buffers = rt.buffers
-    try:
-        await asyncio.shield(_save(rt, turn, collector, result, history))
-    finally:
-        for frame in outcome.closing:
-            await buffers.append(turn.buffer_key, frame)
-        await buffers.close(turn.buffer_key, error=result.error)
-    return result
+    return result, history
 
 
 async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, result: TurnResult,

@@ -20,11 +20,15 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.ui.vercel_ai import VercelAIEventStream
 from pydantic_ai.ui.vercel_ai.response_types import BaseChunk, DataChunk, ErrorChunk
 
+from agentloft.llm.providers import ModelSetupError
+
 log = logging.getLogger(__name__)
 
 
 def describe_failure(error: BaseException) -> str:
     """A sentence for the user; the raw exception goes to the log."""
+    if isinstance(error, ModelSetupError):
+        return f"The model is not set up correctly: {error}."
     if isinstance(error, ModelHTTPError):
         detail = _body_message(error.body) or ""
         return f"The model answered with HTTP {error.status_code}" + (f": {detail}" if detail else ".")
