@@ -74,6 +74,7 @@ def _before(rec: Recorder, owner: Any, attr: str, name: str, after: str | None =
 
 
 def serve(port: int, data_dir: str, log: str, profile: tuple[str, str] | None, out: str | None) -> None:
+    import httpx2
     import uvicorn
     from pydantic_ai import Agent
 
@@ -82,7 +83,6 @@ def serve(port: int, data_dir: str, log: str, profile: tuple[str, str] | None, o
     from agentloft.chat import engine, service, turns
     from agentloft.chat.buffers import MemoryStreamBuffers
     from agentloft.core.settings import load_settings
-    from agentloft.llm import lean_http
 
     rec = Recorder(profile, out)
     app = create_app(load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret",
@@ -91,7 +91,7 @@ def serve(port: int, data_dir: str, log: str, profile: tuple[str, str] | None, o
     _before(rec, turns, "start_chat", "handler")
     _before(rec, service, "begin_turn", "write", "written")
     _before(rec, engine, "drive", "drive")
-    _before(rec, lean_http.LeanTransport, "handle_async_request", "sent", "headers")
+    _before(rec, httpx2.AsyncHTTPTransport, "handle_async_request", "sent", "headers")
     run_stream_events = Agent.run_stream_events
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:

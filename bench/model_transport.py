@@ -11,9 +11,10 @@ printed with their ratio to the baseline measured in the same run:
 
 - ``sdk`` (baseline): ``OpenAIChatModel`` on a plain ``AsyncOpenAI`` over one shared ``httpx2`` client
   made by pydantic-ai's factory, the way pydantic-ai is used out of the box;
-- ``lean``: what the app builds (``llm.providers.build_model``): the same client, our reader;
-- ``lean-httptools``: our reader over the hand-written HTTP/1.1 transport (``llm.lean_http``) under a
-  legacy ``httpx`` client, which the ``openai`` SDK still accepts.
+- ``lean``: what the app builds (``llm.providers.build_model``): the same client, our reader.
+
+(A third variant, our reader over a hand-written HTTP/1.1 transport on ``httptools``, was measured
+before that transport was removed; see docs/benchmarks.md.)
 
 Measured: wall time of the round (and its excess over the model's own pace), this process's CPU seconds
 per chunk, and the events pydantic-ai handled per chunk (below 1 when deltas were merged).
@@ -107,14 +108,12 @@ def cpu_seconds(pid: int) -> float:
 
 def _variants(base_url: str) -> dict[str, Callable[[], tuple[Any, Callable[[], Awaitable[None]]]]]:
     """Each variant: a factory of (model, close)."""
-    import httpx
     import httpx2
     from openai import AsyncOpenAI
     from pydantic_ai.models import create_async_httpx2_client
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from agentloft.llm.lean_openai import LeanAsyncOpenAI
     from agentloft.llm.providers import ModelSpec, build_model
 
     timeout = httpx2.Timeout(120, connect=10)
@@ -128,16 +127,7 @@ def _variants(base_url: str) -> dict[str, Callable[[], tuple[Any, Callable[[], A
         http = create_async_httpx2_client(timeout=timeout)
         return build_model(ModelSpec("openai", "fake", base_url, "k"), http_client=http), http.aclose
 
-    def lean_httptools() -> tuple[Any, Callable[[], Awaitable[None]]]:
-        from agentloft.llm.lean_http import LeanTransport
-
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-        http = httpx.AsyncClient(timeout=httpx.Timeout(120, connect=10),
-                                 transport=LeanTransport(httpx.AsyncHTTPTransport(limits=limits)))
-        client = LeanAsyncOpenAI(base_url=base_url, api_key="k", http_client=http)  # pyright: ignore[reportArgumentType]  # the SDK takes a legacy httpx client at run time
-        return OpenAIChatModel("fake", provider=OpenAIProvider(openai_client=client)), http.aclose
-
-    return {"sdk": sdk, "lean": lean, "lean-httptools": lean_httptools}
+    return {"sdk": sdk, "lean": lean}
 
 
 # --- one chat, one round ---------------------------------------------------------------------------------
@@ -260,7 +250,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--paces", type=float, nargs="+", default=[5, 30], help="ms between the model's chunks")
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 100])
-    p.add_argument("--variants", nargs="+", default=["sdk", "lean", "lean-httptools"])
+    p.add_argument("--variants", nargs="+", default=["sdk", "lean"])
     p.add_argument("--serve-fake", type=int, help=argparse.SUPPRESS)
     return p.parse_args()
 
