@@ -4,6 +4,8 @@ OpenAI model really reads through it."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -16,6 +18,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from agentloft.llm import lean_openai
 from agentloft.llm.lean_openai import (
     MERGE_LIMIT,
     EventSplitter,
@@ -153,6 +156,59 @@ async def test_an_error_event_mid_stream_comes_after_the_text_before_it() -> Non
     texts, error = await _read_all(body)
     assert "".join(t or "" for t in texts) == "one two three"
     assert isinstance(error, APIError) and error.message == "the model fell over"
+
+
+class HeldBody(httpx2.AsyncByteStream):
+    """A body that sends ``head``, then holds the connection open until ``release`` is set (or forever)."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+        self.release = asyncio.Event()
+        self.finished = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        await self.release.wait()
+        self.finished = True
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _read_held(body: HeldBody) -> tuple[list[str | None], httpx2.Response]:
+    request = httpx2.Request("POST", "http://model.test/v1/chat/completions")
+    response = httpx2.Response(200, stream=body, request=request)
+    stream = MergingChunkStream(response)
+    texts = [chunk.choices[0].delta.content async for chunk in stream]
+    await stream.close()  # returns although the body has not ended
+    return texts, response
+
+
+async def test_the_stream_ends_at_done_and_the_body_is_read_to_its_end_after() -> None:
+    """A body that ends a while after ``[DONE]`` (the last chunk of a chunked body, still on its way)
+    delays nothing, and is still read to its end so its connection goes back to the pool."""
+    body = HeldBody(_sse(_chunk({"content": "all "}), _chunk({"content": "done"}), "[DONE]"))
+    texts, response = await _read_held(body)
+    assert texts == ["all ", "done"] and not body.finished and not response.is_closed
+    body.release.set()
+    await _drained()
+    assert body.finished and response.is_closed
+
+
+async def test_a_body_that_goes_on_after_done_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lean_openai, "DRAIN_S", 0.05)
+    body = HeldBody(_sse(_chunk({"content": "all"}), "[DONE]"))
+    texts, response = await _read_held(body)
+    assert texts == ["all"]
+    await _drained()  # ends after DRAIN_S, without the body's end
+    assert response.is_closed and not body.finished
+
+
+async def _drained() -> None:
+    """Wait for the readers still draining a body after their stream was closed."""
+    pending = list(lean_openai._DRAINS)
+    assert pending, "no body is being drained"
+    await asyncio.wait(pending, timeout=10)
 
 
 async def test_pydantic_ai_reads_streamed_replies_through_the_lean_reader(

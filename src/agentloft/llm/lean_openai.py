@@ -18,15 +18,14 @@ Merging must not change what pydantic-ai makes of the stream, whichever way the 
 
 The SSE framing follows the SDK's decoder: LF, CRLF or CR line ends, ``data:`` lines joined by ``\\n``,
 comment lines and data-less events skipped, an event not ended by a blank line dropped, ``[DONE]`` ends
-the stream (the rest of the body is then read, briefly, so the connection can be reused), a payload with
-``error`` raises the SDK's ``APIError``, transport failures become its ``APITimeoutError`` and
-``APIConnectionError``.
+the stream (the rest of the body is then read in the background, briefly, so the connection can be
+reused), a payload with ``error`` raises the SDK's ``APIError``, transport failures become its
+``APITimeoutError`` and ``APIConnectionError``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 from collections import deque
@@ -44,6 +43,7 @@ from pydantic import ValidationError
 
 MERGE_LIMIT = 128  # events decoded and merged per chunk handed on, so the pipeline keeps moving
 DRAIN_S = 1.0  # how long the rest of a body after ``[DONE]`` may take before the connection is dropped
+_DRAINS: set[asyncio.Task[None]] = set()  # pumps reading a body's end after their stream was closed
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*>")
 _MERGED_FIELDS = ("content", "reasoning_content", "reasoning")
 
@@ -178,12 +178,12 @@ class MergingChunkStream:
     behind", up to ``MERGE_LIMIT`` events at a time. Until the reply's first words (or tool call) have
     been handed on, the consumer takes one event at a time: a fast model's backlog is decoded after them."""
 
-    def __init__(self, response: httpx2.Response, release: Any = None) -> None:
+    def __init__(self, response: httpx2.Response) -> None:
         self.response = response
-        self._release = release  # the SDK's context manager of the response, exited on close
         self._queue: deque[bytes] = deque()
         self._ready = asyncio.Event()
         self._ended = False
+        self._draining = False
         self._error: BaseException | None = None
         self._pump_task: asyncio.Task[None] | None = None
 
@@ -194,15 +194,24 @@ class MergingChunkStream:
         await self.close()
 
     async def close(self) -> None:
-        if self._pump_task is not None and not self._pump_task.done():
-            self._pump_task.cancel()
-            await asyncio.gather(self._pump_task, return_exceptions=True)
-        if self._release is not None:
-            await self._release.__aexit__(None, None, None)
+        """Stop reading and close the response; a body being drained after ``[DONE]`` is left to finish
+        (it closes the response itself, within ``DRAIN_S``)."""
+        task = self._pump_task
+        if task is not None and not task.done():
+            if self._draining:
+                _DRAINS.add(task)
+                task.add_done_callback(_DRAINS.discard)
+                return
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         await self.response.aclose()
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self._chunks()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._ready.set()
 
     async def _pump(self) -> None:
         splitter = EventSplitter()
@@ -214,6 +223,8 @@ class MergingChunkStream:
                     done = self._queue_events(events)
                     self._ready.set()
                     if done:
+                        self._end()  # the consumer need not wait for the body's end
+                        self._draining = True
                         await self._drain(body)
                         return
         except httpx2.TimeoutException as exc:
@@ -225,16 +236,19 @@ class MergingChunkStream:
         except Exception as exc:  # handed to the consumer after what was queued before it
             self._error = exc
         finally:
-            self._ended = True
-            self._ready.set()
+            self._end()
 
     async def _drain(self, body: AsyncIterator[bytes]) -> None:
-        """Read what follows ``[DONE]`` (the body's end, usually already on its way) so the connection
-        goes back to the pool; a body that goes on is cut off with its connection."""
-        with contextlib.suppress(TimeoutError, httpx2.HTTPError):
+        """Read what follows ``[DONE]`` (the body's end, usually already on its way), so the connection
+        goes back to the pool; a body that goes on longer is cut off with its connection."""
+        try:
             async with asyncio.timeout(DRAIN_S):
                 async for _ in body:
                     pass
+        except (TimeoutError, httpx2.HTTPError):
+            pass
+        finally:
+            await self.response.aclose()  # nothing left to do when the body was read to its end
 
     def _queue_events(self, events: list[bytes]) -> bool:
         """Queue the events' data; True at ``[DONE]``."""
@@ -319,9 +333,8 @@ class LeanCompletions(AsyncCompletions):
     async def create(self, **params: Any) -> Any:
         if params.get("stream") is not True:
             return await super().create(**params)
-        manager = self._streaming.create(**params)
-        response = await manager.__aenter__()
-        return MergingChunkStream(response.http_response, manager)
+        response = await self._streaming.create(**params).__aenter__()
+        return MergingChunkStream(response.http_response)
 
 
 # The SDK declares ``chat`` and ``completions`` as properties to type checkers and makes them
