@@ -13,6 +13,13 @@ or an admin page on the LAN. So every tool that opens a URL calls :func:`guarded
 
 Refusals and failures are :class:`NetError` whose message is meant for the model and the user
 ("blocked: 10.0.0.1 is a private address"); :func:`failure` turns one into a failed ``ToolResult``.
+
+The check-and-pin step is an HTTP transport (:class:`GuardedTransport` for httpx, :class:`GuardedTransport2`
+for httpx2), so clients this module does not drive go through the same guard: the A2A client (a2a-sdk,
+on httpx) and the MCP client (mcp, on httpx2) get one with :func:`guarded_client` / :func:`guarded_client2`.
+Those clients hold long-lived event streams, so their limits differ from :func:`request`'s: no bound on a
+whole exchange, a bound on each read (``STREAM_READ_TIMEOUT_S``), and a size cap on every response that is
+not an event stream (``STREAM_MAX_BODY_BYTES``); an event stream's events are bounded by its reader.
 """
 
 from __future__ import annotations
@@ -22,13 +29,15 @@ import ipaddress
 import json
 import socket
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import httpx
+import httpx2
 
+from agentloft.core.runtime import Runtime
 from agentloft.tools.base import ToolContext, ToolResult
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -39,6 +48,13 @@ DEFAULT_TIMEOUT_S = 20.0
 DEFAULT_MAX_REDIRECTS = 5
 USER_AGENT = "agentloft-tools/0.1"
 REDIRECT_CODES = {301, 302, 303, 307, 308}
+# Limits of the clients that hold event streams open (MCP, A2A): connecting and sending are quick or fail,
+# a stream may stay silent between events for minutes, a plain (non-stream) answer is capped in size.
+STREAM_CONNECT_TIMEOUT_S = 10.0
+STREAM_WRITE_TIMEOUT_S = 30.0
+STREAM_READ_TIMEOUT_S = 300.0
+STREAM_MAX_BODY_BYTES = 16_000_000
+STREAM_MAX_CONNECTIONS = 50
 # Headers that may follow a redirect to another origin; everything else (credentials) stays behind.
 CROSS_ORIGIN_SAFE_HEADERS = {"accept", "accept-language", "user-agent", "content-type"}
 
@@ -191,17 +207,19 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
     return seen
 
 
-async def check_url(url: httpx.URL, allow: AllowList, allowed_domains: Iterable[str] | None = None) -> IPAddress:
-    """Refuse the URL or return the address to connect to. Nothing is sent before this returns."""
-    if url.scheme not in ("http", "https"):
-        raise Blocked(f"blocked: only http and https URLs are allowed, not {url.scheme or 'no scheme'}")
-    host = url.raw_host.decode("ascii", errors="replace").strip("[]")
+async def check_target(
+    scheme: str, host: str, port: int | None, allow: AllowList, allowed_domains: Iterable[str] | None = None
+) -> IPAddress:
+    """Refuse the target or return the address to connect to. Nothing is sent before this returns."""
+    if scheme not in ("http", "https"):
+        raise Blocked(f"blocked: only http and https URLs are allowed, not {scheme or 'no scheme'}")
+    host = host.strip("[]")
     if not host:
         raise Blocked("blocked: the URL has no host")
     domains = list(allowed_domains or [])
     if domains and not domain_matches(host, domains):
         raise Blocked(f"blocked: {host} is not in the allowed domains ({', '.join(domains)})")
-    addresses = await _resolve(host, url.port or (443 if url.scheme == "https" else 80))
+    addresses = await _resolve(host, port or (443 if scheme == "https" else 80))
     if allow.allows_name(host):
         return addresses[0]
     refusal = ""
@@ -213,6 +231,12 @@ async def check_url(url: httpx.URL, allow: AllowList, allowed_domains: Iterable[
             f"blocked: {ip} is {reason}" if str(ip) == host else f"blocked: {host} resolves to {ip}, {reason}"
         )
     raise Blocked(refusal + " (an admin can allow it in the internal hosts setting)")
+
+
+async def check_url(url: httpx.URL, allow: AllowList, allowed_domains: Iterable[str] | None = None) -> IPAddress:
+    """:func:`check_target` for an httpx URL."""
+    host = url.raw_host.decode("ascii", errors="replace")
+    return await check_target(url.scheme, host, url.port, allow, allowed_domains)
 
 
 def _redirect_method(status: int, method: str) -> str:
@@ -235,17 +259,6 @@ async def _read_capped(resp: httpx.Response, max_bytes: int, truncate: bool) -> 
                 raise TooLarge(f"response too large: more than {max_bytes} bytes")
             return bytes(buf[:max_bytes]), True
     return bytes(buf), False
-
-
-def _pinned_request(
-    client: httpx.AsyncClient, method: str, url: httpx.URL, ip: IPAddress, headers: httpx.Headers,
-    body: dict[str, Any],
-) -> httpx.Request:
-    request = client.build_request(method, url.copy_with(host=str(ip)), headers=headers, **body)
-    request.headers["Host"] = url.netloc.decode("ascii")
-    if url.scheme == "https":
-        request.extensions["sni_hostname"] = url.raw_host.decode("ascii")
-    return request
 
 
 async def request(
@@ -278,12 +291,12 @@ async def request(
     body: dict[str, Any] = {"json": json} if json is not None else {"content": content}
     redirects: list[str] = []
     try:
+        transport = GuardedTransport(allow, allowed_domains=allowed_domains, verify=verify, max_body_bytes=None)
         async with asyncio.timeout(timeout_s), httpx.AsyncClient(
-            trust_env=False, follow_redirects=False, verify=verify or _ssl_context(), timeout=timeout_s
+            transport=transport, follow_redirects=False, timeout=timeout_s
         ) as client:
             while True:
-                ip = await check_url(current, allow, allowed_domains)
-                req = _pinned_request(client, method, current, ip, sent, body)
+                req = client.build_request(method, current, headers=sent, **body)
                 resp = await client.send(req, stream=True)
                 try:
                     location = resp.headers.get("location")
@@ -319,15 +332,171 @@ async def request(
         raise NetError(f"request to {current.host} failed: {type(exc).__name__}: {exc}") from exc
 
 
+# --- the guard as a transport -------------------------------------------------------------------------
+
+
+def _pinned_url(url: Any, ip: IPAddress) -> Any:
+    """The same URL with the checked address as its host (httpx and httpx2 URLs share this API)."""
+    return url.copy_with(host=str(ip))
+
+
+class _CappedStream(httpx.AsyncByteStream, httpx2.AsyncByteStream):
+    """A response body that fails once it passes ``limit`` bytes (both libraries' stream interface)."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise TooLarge(f"response too large: more than {self._limit} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _needs_cap(headers: Any, limit: int | None) -> bool:
+    """Event streams are read event by event (their reader bounds an event); any other body is capped."""
+    if limit is None:
+        return False
+    return not str(headers.get("content-type", "")).lower().startswith("text/event-stream")
+
+
+class _Guard:
+    """What both transports share: the check of each request's target and the pinned copy sent on."""
+
+    def __init__(self, allow: AllowList, allowed_domains: Iterable[str] | None, max_body_bytes: int | None) -> None:
+        self.allow = allow
+        self.allowed_domains = list(allowed_domains or [])
+        self.max_body_bytes = max_body_bytes
+
+    async def target(self, url: Any) -> IPAddress:
+        host = url.raw_host.decode("ascii", errors="replace")
+        return await check_target(url.scheme, host, url.port, self.allow, self.allowed_domains)
+
+    @staticmethod
+    def extensions(request: Any) -> dict[str, Any]:
+        """The request's extensions plus the TLS server name: certificates are checked against the URL's
+        host name, never the pinned address."""
+        extensions = dict(request.extensions)
+        if request.url.scheme == "https":
+            extensions["sni_hostname"] = request.url.raw_host.decode("ascii")
+        return extensions
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that checks every request's host (every redirect hop too, since each hop is a
+    request) and connects to the very address it checked. The ``Host`` header keeps the name: httpx set it
+    when the request was built."""
+
+    def __init__(
+        self,
+        allow: AllowList,
+        *,
+        allowed_domains: Iterable[str] | None = None,
+        verify: ssl.SSLContext | None = None,
+        max_body_bytes: int | None = STREAM_MAX_BODY_BYTES,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        self._guard = _Guard(allow, allowed_domains, max_body_bytes)
+        self._inner = httpx.AsyncHTTPTransport(
+            verify=verify or _ssl_context(), trust_env=False,
+            limits=limits or httpx.Limits(max_connections=STREAM_MAX_CONNECTIONS),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        ip = await self._guard.target(request.url)
+        pinned = httpx.Request(request.method, _pinned_url(request.url, ip), headers=request.headers,
+                               stream=request.stream, extensions=self._guard.extensions(request))
+        response = await self._inner.handle_async_request(pinned)
+        if not _needs_cap(response.headers, self._guard.max_body_bytes):
+            return response
+        assert self._guard.max_body_bytes is not None
+        return httpx.Response(response.status_code, headers=response.headers, extensions=response.extensions,
+                              stream=_CappedStream(response.stream, self._guard.max_body_bytes))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class GuardedTransport2(httpx2.AsyncBaseTransport):
+    """:class:`GuardedTransport` for httpx2 (the HTTP library of the ``mcp`` SDK)."""
+
+    def __init__(
+        self,
+        allow: AllowList,
+        *,
+        allowed_domains: Iterable[str] | None = None,
+        verify: ssl.SSLContext | None = None,
+        max_body_bytes: int | None = STREAM_MAX_BODY_BYTES,
+    ) -> None:
+        self._guard = _Guard(allow, allowed_domains, max_body_bytes)
+        self._inner = httpx2.AsyncHTTPTransport(
+            verify=verify or _ssl_context2(), trust_env=False,
+            limits=httpx2.Limits(max_connections=STREAM_MAX_CONNECTIONS),
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        ip = await self._guard.target(request.url)
+        pinned = httpx2.Request(request.method, _pinned_url(request.url, ip), headers=request.headers,
+                                stream=request.stream, extensions=self._guard.extensions(request))
+        response = await self._inner.handle_async_request(pinned)
+        if not _needs_cap(response.headers, self._guard.max_body_bytes):
+            return response
+        assert self._guard.max_body_bytes is not None
+        return httpx2.Response(response.status_code, headers=response.headers, extensions=response.extensions,
+                               stream=_CappedStream(response.stream, self._guard.max_body_bytes))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@lru_cache(maxsize=1)
+def _ssl_context2() -> ssl.SSLContext:
+    return httpx2.create_ssl_context()
+
+
+def stream_timeout() -> httpx.Timeout:
+    """Timeouts for clients that hold event streams: quick to connect, patient between events."""
+    return httpx.Timeout(STREAM_CONNECT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S, write=STREAM_WRITE_TIMEOUT_S)
+
+
+def guarded_client(allow: AllowList, *, headers: Mapping[str, str] | None = None) -> httpx.AsyncClient:
+    """An httpx client whose every request passes the guard (the A2A client's)."""
+    sent = {"User-Agent": USER_AGENT, **dict(headers or {})}
+    return httpx.AsyncClient(transport=GuardedTransport(allow), headers=sent, timeout=stream_timeout(),
+                             follow_redirects=False, trust_env=False)
+
+
+def guarded_client2(allow: AllowList, *, headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
+    """An httpx2 client whose every request passes the guard (the MCP client's)."""
+    sent = {"User-Agent": USER_AGENT, **dict(headers or {})}
+    timeout = httpx2.Timeout(STREAM_CONNECT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S, write=STREAM_WRITE_TIMEOUT_S)
+    return httpx2.AsyncClient(transport=GuardedTransport2(allow), headers=sent, timeout=timeout,
+                              follow_redirects=False, trust_env=False)
+
+
+async def _instance_entries(rt: Runtime) -> list[str]:
+    from agentloft.system import service as system_service  # local: keeps this module light to import
+
+    async with rt.db.session() as db:
+        instance = await system_service.get_settings(db=db, settings=rt.settings)
+    return list(instance.allowed_internal_hosts)
+
+
+async def instance_allow_list(rt: Runtime) -> AllowList:
+    """The admin's ``allowed_internal_hosts`` setting (for clients that are not tools: MCP, A2A)."""
+    return AllowList.parse(await _instance_entries(rt))
+
+
 async def allow_list_for(ctx: ToolContext, extra: Iterable[str] = ()) -> AllowList:
     """The admin's ``allowed_internal_hosts`` setting, plus what the caller passes down in
     ``ctx.extra["allowed_internal_hosts"]`` and ``extra``."""
-    from agentloft.system import service as system_service  # local: keeps this module light to import
-
-    rt = ctx.runtime
-    async with rt.db.session() as db:
-        instance = await system_service.get_settings(db=db, settings=rt.settings)
-    entries = [*instance.allowed_internal_hosts, *ctx.extra.get("allowed_internal_hosts", ()), *extra]
+    entries = [*await _instance_entries(ctx.runtime), *ctx.extra.get("allowed_internal_hosts", ()), *extra]
     return AllowList.parse(entries)
 
 

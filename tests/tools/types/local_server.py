@@ -100,6 +100,15 @@ class LocalWeb:
 
             return StreamingResponse(body(), media_type="text/plain")
 
+        async def events(request: Request) -> Response:
+            await record(request)
+
+            async def body() -> Any:
+                for i in range(200):  # as long as /big, as an event stream
+                    yield f"data: {i} {'x' * 65536}\n\n".encode()
+
+            return StreamingResponse(body(), media_type="text/event-stream")
+
         async def binary(request: Request) -> Response:
             await record(request)
             return Response(b"\x89PNG\r\n\x1a\n" + b"\0" * 100, media_type="image/png")
@@ -129,6 +138,7 @@ class LocalWeb:
             Route("/page", page), Route("/echo", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             Route("/echo/{rest:path}", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             Route("/redirect", redirect, methods=["GET", "POST"]), Route("/loop", loop), Route("/slow", slow),
-            Route("/big", big), Route("/binary", binary), Route("/search", search), Route("/feed.xml", feed),
+            Route("/big", big), Route("/events", events), Route("/binary", binary), Route("/search", search),
+            Route("/feed.xml", feed),
             Route("/atom.xml", atom), Route("/data.json", data),
         ])
