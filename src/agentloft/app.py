@@ -42,6 +42,7 @@ ROUTER_MODULES = (
     "agentloft.llm.router",
     "agentloft.agents.router",
     "agentloft.tools.router",
+    "agentloft.tools.mcp.router",
     "agentloft.documents.router",
     "agentloft.a2a.router",
     "agentloft.web.router",
@@ -50,6 +51,7 @@ ROUTER_MODULES = (
 LIFECYCLE_MODULES = (
     "agentloft.llm.lifecycle",
     "agentloft.tools.lifecycle",
+    "agentloft.tools.mcp.lifecycle",
     "agentloft.chat.lifecycle",
     "agentloft.a2a.lifecycle",
     "agentloft.defaults",

@@ -25,8 +25,9 @@ def test_fresh_database_has_defaults(tmp_path: Path, template_db: Path) -> None:
             types = {t["slug"] for t in admin.ok("GET", "/api/agent-tools/types")["items"]}
             tools = admin.ok("GET", "/api/agent-tools", params={"pageSize": 100})["items"]
             by_type = {t["type"]: t for t in tools}
-            assert set(by_type) == types  # one instance of every built-in type
-            assert len(types) == 15
+            # one instance of every built-in type; MCP tools come from refreshing a server, never by default
+            assert set(by_type) == types - {"mcp"}
+            assert len(types) == 16
             for slug, tool in by_type.items():
                 assert tool["enabled"] is (slug not in EXPECTED_DISABLED), slug
                 assert tool["name"] and tool["description"], slug

@@ -75,7 +75,8 @@ def test_every_registered_type_is_listed_and_documented(admin: ApiClient, echo_t
     items: list[dict[str, Any]] = body["items"]
     slugs = [t["slug"] for t in items]
     assert body["total"] == len(items) and slugs == sorted(slugs)
-    assert set(slugs) == {t.slug for t in builtin_types()} | {"agent-invoke", echo_type}  # a2a registers one
+    # a2a and mcp register one each
+    assert set(slugs) == {t.slug for t in builtin_types()} | {"agent-invoke", "mcp", echo_type}
     for t in items:
         assert t["name"].strip() and t["description"].strip(), t["slug"]
         assert t["configSchema"]["type"] == "object" and t["inputSchema"]["type"] == "object", t["slug"]

@@ -1,9 +1,22 @@
+"""Agents: an admin-configured prompt, model, limits and tools that users chat with.
+
+A remote agent (``kind = 'remote'``, added by 0010) lives elsewhere and is reached over A2A: its card URL,
+an encrypted bearer token and the card as last fetched are kept here; prompt, model and tools do not
+apply to it.
+"""
+
 from __future__ import annotations
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.core.db import Base, TimestampMixin
+from agentloft.core.db import Base, TimestampMixin, UTCDateTime
+
+LOCAL = "local"
+REMOTE = "remote"
 
 
 class Agent(TimestampMixin, Base):
@@ -21,3 +34,10 @@ class Agent(TimestampMixin, Base):
     max_output_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=4096)
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     a2a_callable: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    # added by 0010: remote agents (A2A)
+    kind: Mapped[str] = mapped_column(String(10), nullable=False, default=LOCAL, server_default=LOCAL)
+    card_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    remote_token_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
+    card: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    card_fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    card_error: Mapped[str | None] = mapped_column(Text, nullable=True)

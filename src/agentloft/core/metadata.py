@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "chat", "documents", "a2a")
+DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a")
 
 
 def import_all_models() -> None:

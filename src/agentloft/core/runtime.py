@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentloft.chat.buffers import StreamBuffers
     from agentloft.chat.runs import RunRegistry
     from agentloft.llm.clients import ModelClients
+    from agentloft.tools.mcp.connections import McpConnections
     from agentloft.tools.registry import ToolRegistry
 
 
@@ -44,3 +45,5 @@ class Runtime:
     """Model clients and built pydantic-ai models, shared by every turn (``llm.clients``)."""
     a2a: A2AServers = field(init=False)
     """The A2A server side, one request handler per agent; it needs the runtime, so it is set right after."""
+    mcp: McpConnections = field(init=False)
+    """This process's MCP clients, one per server; set by ``tools.mcp.lifecycle`` at start-up."""

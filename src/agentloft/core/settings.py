@@ -77,8 +77,20 @@ class Settings(BaseSettings):
     model_timeout_seconds: float = 120.0
     python_sandbox_user: str = Field(
         default="agentloft-sandbox",
-        description="Unprivileged host user the python tool runs snippets as, inside bubblewrap. The server must "
-        "run as root to switch to it; without it (or without bwrap) the python tool refuses to run.",
+        description="Unprivileged host user the python tool runs snippets as, inside bubblewrap (stdio MCP servers "
+        "run as it too). The server must run as root to switch to it; without it (or without bwrap) the python "
+        "tool refuses to run.",
+    )
+    mcp_idle_seconds: float = Field(
+        default=300.0, gt=0,
+        description="Seconds an MCP server connection (for stdio: its process) stays open unused before it "
+        "is closed; the next call opens it again.",
+    )
+    mcp_stdio_sandbox: bool = Field(
+        default=True,
+        description="Run stdio MCP servers in bubblewrap as the sandbox user. Off runs them as this server's "
+        "own user, with its files in reach: only for a machine that runs nothing else. They run as "
+        "python_sandbox_user, the one dedicated user of every sandbox.",
     )
     create_defaults: bool = Field(
         default=True, description="On the first start, create the default tools and the Assistant agent."

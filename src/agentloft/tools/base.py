@@ -20,6 +20,11 @@ from pydantic import BaseModel, ConfigDict
 from agentloft.core.runtime import Runtime
 
 
+class InvalidInput(ValueError):
+    """The model's arguments do not fit a tool's input schema, for types whose schema is data (an MCP
+    server's tool) rather than a Pydantic model. The message is shown to the model."""
+
+
 class ToolResult(BaseModel):
     """What a tool returns. ``metadata`` always carries ``durationMs`` once it passed the wrapper."""
 
@@ -80,6 +85,15 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     Input: ClassVar[type[BaseModel]]
     # Config fields holding secrets: stored encrypted, never returned by the API.
     secret_fields: ClassVar[tuple[str, ...]] = ()
+
+    def input_schema(self, config: ConfigT) -> dict[str, Any]:
+        """The JSON Schema the model fills. The ``Input`` model's, unless the schema comes with the
+        config (an MCP tool's is the server's)."""
+        return self.Input.model_json_schema()
+
+    def parse_input(self, raw: dict[str, Any], config: ConfigT) -> BaseModel:
+        """The model's arguments as this type's input; raises ``ValidationError`` or ``InvalidInput``."""
+        return self.Input.model_validate(raw)
 
     @abstractmethod
     def describe(self, config: ConfigT) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agentloft.tools.base import ToolContext, ToolResult, ToolType
+from agentloft.tools.base import InvalidInput, ToolContext, ToolResult, ToolType
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class RunTool:
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        return self.type.Input.model_json_schema()
+        return self.type.input_schema(self.config)
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -61,7 +61,7 @@ def _validation_message(exc: ValidationError) -> str:
 def parse_input(tool: RunTool, raw_args: dict[str, Any] | BaseModel) -> BaseModel:
     if isinstance(raw_args, BaseModel):
         return raw_args
-    return tool.type.Input.model_validate(raw_args)
+    return tool.type.parse_input(raw_args, tool.config)
 
 
 def needs_approval(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) -> bool:
@@ -71,7 +71,7 @@ def needs_approval(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) ->
         return True
     try:
         parsed = parse_input(tool, raw_args)
-    except ValidationError:
+    except (ValidationError, InvalidInput):
         return False  # invalid input never executes; it fails in run_tool with the message
     return _asks_approval(tool, parsed, ctx)
 
@@ -102,6 +102,8 @@ async def run_tool(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) ->
         parsed = parse_input(tool, raw_args)
     except ValidationError as exc:
         return done(ToolResult.fail(_validation_message(exc)))
+    except InvalidInput as exc:
+        return done(ToolResult.fail(f"invalid input: {exc}"))
     if not ctx.approved and _asks_approval(tool, parsed, ctx):
         return done(approval_needed(tool))
     try:

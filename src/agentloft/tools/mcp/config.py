@@ -1,0 +1,26 @@
+"""The config and input of the ``mcp`` tool type (apart, so the service can build rows without the type)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, RootModel
+
+from agentloft.core.schemas import ApiModel
+
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Config(ApiModel):
+    server_id: str = Field(min_length=1, max_length=40, description="The MCP server (mcp_servers.id).")
+    tool_name: str = Field(min_length=1, max_length=500, description="The tool's name on that server.")
+    title: str = Field(default="", max_length=500)
+    description: str = Field(default="", max_length=20_000, description="The server's description of the tool.")
+    input_schema: dict[str, Any] = Field(default_factory=lambda: dict(EMPTY_SCHEMA))
+    missing: bool = Field(default=False, description="The server no longer lists the tool.")
+    changed: bool = Field(default=False, description="Its description or schema changed while it was enabled.")
+    timeout_seconds: float = Field(default=60, gt=0, le=3600, description="Time limit for one call.")
+
+
+class Input(RootModel[dict[str, Any]]):
+    """The arguments, as the server's schema wants them."""

@@ -1,0 +1,186 @@
+"""How a stdio MCP server's process is started: in bubblewrap, as the unprivileged sandbox user.
+
+The command is code an admin chose (often a package from a registry), so it never runs as the server's own
+user, and it never sees the data directory, the server's environment or its ``/proc``. It runs as the
+python tool's dedicated sandbox user (``tools.sandbox``, ``AGENTLOFT_PYTHON_SANDBOX_USER``), checked the
+same way. The wrapper is ``bwrap`` (Debian's bubblewrap): PID, IPC and UTS namespaces, no network unless
+the server is allowed it, read-only system directories, a private ``/tmp`` as working directory and home,
+``--die-with-parent``; inside, ``setpriv`` drops to the sandbox user's uid and gid (a real host user, not
+root mapped to another uid in a user namespace), with no supplementary groups and no way to gain
+privileges back.
+
+Unlike a python snippet, an MCP server is long-lived and is started by the ``mcp`` SDK's stdio transport,
+which takes a command line and nothing else (no user switch between fork and exec): so bubblewrap starts
+as root, and the switch is the last step of the command line. That also lets the sandbox read-only bind
+an interpreter the sandbox user could not reach by itself (a pyenv build under ``/root``) when the command
+names it.
+
+What the process can read: ``/usr`` (and the ``/bin``/``/lib`` links), ``/etc``, ``/opt``, this Python's
+own prefixes (so a server installed next to the platform, ``python -m some_server``, runs) and the
+absolute paths named in the command and its arguments, except anything inside the data directory.
+
+Starting as the sandbox user needs root (to switch users) and bubblewrap. Without them a stdio server does
+not start and the admin is told why; the ``mcp_stdio_sandbox`` setting can turn the sandbox off, which runs
+the command as the server's own user (the README says what that means).
+
+:class:`Launcher` is the seam: the connection manager asks one for the process to start, so another
+sandbox can take this one's place without touching the MCP code.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from mcp.client.stdio import StdioServerParameters
+
+from agentloft.core.settings import Settings
+from agentloft.tools.sandbox import PATH_ENV, SYSTEM_ROOTS, SandboxUnavailable, sandbox_user
+
+SECRET_ENV = "MCP_BEARER_TOKEN"
+SYSTEM_DIRS = ("/usr", "/etc", "/opt")
+
+__all__ = ["BwrapLauncher", "DirectLauncher", "Launcher", "SandboxUnavailable", "StdioSpec", "launcher_for"]
+
+
+@dataclass(frozen=True)
+class StdioSpec:
+    """What an admin configured for a stdio server."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    secret: str | None = None
+    network: bool = False
+
+    def environment(self) -> dict[str, str]:
+        env = dict(self.env)
+        if self.secret:
+            env[SECRET_ENV] = self.secret
+        return env
+
+
+class Launcher(Protocol):
+    def __call__(self, spec: StdioSpec) -> StdioServerParameters:
+        """The process to start for this server (the program, its arguments, its environment)."""
+        ...
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _named_paths(spec: StdioSpec, data_dir: Path) -> list[str]:
+    """Absolute paths the command line names, as they are on disk; none inside the data directory."""
+    out: list[str] = []
+    for word in (spec.command, *spec.args):
+        if not word.startswith("/") or not os.path.exists(word):
+            continue
+        real = Path(os.path.realpath(word))
+        if not _inside(real, data_dir) and str(real) not in out:
+            out.append(str(real))
+    return out
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """The paths, less those inside another one of them (already visible through it)."""
+    unique = sorted(set(paths), key=len)
+    return [p for i, p in enumerate(unique) if not any(_inside(Path(p), Path(q)) for q in unique[:i])]
+
+
+def _parents(paths: list[str]) -> list[str]:
+    """Every directory above the paths that the system mounts do not already provide, outermost first."""
+    out: set[str] = set()
+    for path in paths:
+        for parent in Path(path).parents:
+            if str(parent) != "/" and not any(_inside(parent, Path(d)) for d in SYSTEM_DIRS):
+                out.add(str(parent))
+    return sorted(out, key=lambda p: (p.count("/"), p))
+
+
+def _python_prefixes(data_dir: Path) -> list[str]:
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return sorted(p for p in prefixes if not _inside(Path(p), data_dir))
+
+
+@dataclass
+class BwrapLauncher:
+    """Starts the command in bubblewrap as ``user`` (see the module docstring)."""
+
+    data_dir: Path
+    user: str
+    bwrap: str | None = field(default_factory=lambda: shutil.which("bwrap", path=PATH_ENV))
+    setpriv: str | None = field(default_factory=lambda: shutil.which("setpriv", path=PATH_ENV))
+
+    def _ids(self) -> tuple[int, int]:
+        if self.bwrap is None or self.setpriv is None:
+            raise SandboxUnavailable(
+                "stdio MCP servers run in bubblewrap as the sandbox user, and 'bwrap' or 'setpriv' is not "
+                "installed (Debian: apt-get install bubblewrap util-linux)"
+            )
+        user = sandbox_user(self.user)  # the python tool's checks: exists, not root, this server is root
+        return user.uid, user.gid
+
+    def _mounts(self, spec: StdioSpec) -> list[str]:
+        out: list[str] = []
+        for path in SYSTEM_ROOTS:
+            if os.path.islink(path):
+                out += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                out += ["--ro-bind", path, path]
+        for path in SYSTEM_DIRS:
+            out += ["--ro-bind-try", path, path]
+        data_dir = Path(os.path.realpath(self.data_dir))
+        paths = _outermost([*_python_prefixes(data_dir), *_named_paths(spec, data_dir)])
+        # bwrap would make the missing parents of a bind target readable by root only (0700)
+        for parent in _parents(paths):
+            out += ["--perms", "0755", "--dir", parent]
+        for path in paths:
+            out += ["--ro-bind-try", path, path]
+        return out
+
+    def argv(self, spec: StdioSpec) -> list[str]:
+        uid, gid = self._ids()
+        assert self.bwrap is not None and self.setpriv is not None
+        namespaces = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if not spec.network:
+            namespaces.append("--unshare-net")
+        env = {"PATH": PATH_ENV, "HOME": "/tmp", "LANG": "C.UTF-8", **spec.environment()}
+        return [
+            self.bwrap, "--die-with-parent", "--new-session", *namespaces, *self._mounts(spec),
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
+            *_setenv(env.items()),
+            "--", self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--",
+            spec.command, *spec.args,
+        ]
+
+    def __call__(self, spec: StdioSpec) -> StdioServerParameters:
+        argv = self.argv(spec)
+        return StdioServerParameters(command=argv[0], args=argv[1:], env={})
+
+
+def _setenv(items: Iterable[tuple[str, str]]) -> list[str]:
+    out: list[str] = []
+    for name, value in items:
+        out += ["--setenv", name, value]
+    return out
+
+
+@dataclass
+class DirectLauncher:
+    """No sandbox: the command runs as this server's own user, with only the configured environment on
+    top of the SDK's minimal default one (PATH, HOME, ...). Only when an admin turned the sandbox off."""
+
+    def __call__(self, spec: StdioSpec) -> StdioServerParameters:
+        return StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.environment())
+
+
+def launcher_for(settings: Settings) -> Launcher:
+    if not settings.mcp_stdio_sandbox:
+        return DirectLauncher()
+    return BwrapLauncher(data_dir=settings.data_dir, user=settings.python_sandbox_user)

@@ -1,0 +1,31 @@
+"""MCP start-up and shutdown: the ``mcp`` tool type registered (through the add-on call, like every
+type), this process's connection manager built; its connections (and stdio processes) closed."""
+
+from __future__ import annotations
+
+import logging
+
+from agentloft.core.runtime import Runtime
+from agentloft.tools import netguard
+from agentloft.tools.mcp import service, tool
+from agentloft.tools.mcp.connections import McpConnections
+from agentloft.tools.mcp.launch import launcher_for
+
+log = logging.getLogger(__name__)
+
+
+async def startup(rt: Runtime) -> None:
+    rt.registry.register(tool.TOOL_TYPE)
+
+    async def allow_list() -> netguard.AllowList:
+        return await netguard.instance_allow_list(rt)
+
+    async def tools_changed(server_id: str) -> None:
+        await service.refresh_server(rt=rt, server_id=server_id)
+
+    rt.mcp = McpConnections(idle_s=rt.settings.mcp_idle_seconds, launcher=launcher_for(rt.settings),
+                            allow_list=allow_list, on_tools_changed=tools_changed)
+
+
+async def shutdown(rt: Runtime) -> None:
+    await rt.mcp.aclose()

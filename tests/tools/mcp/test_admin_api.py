@@ -1,0 +1,75 @@
+"""The MCP server admin API against a real MCP server (the SDK's ``MCPServer`` over streamable HTTP):
+adding, secrets that are never returned, refreshing tools into ``agent_tools`` rows, slugs, disappearing
+and changing tools, and who may do any of it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.support import ApiClient, LiveApp
+from tests.tools.mcp.conftest import TOKEN, HttpPeer, tools_by_name
+
+Add = Callable[..., dict[str, Any]]
+
+
+def test_add_refresh_and_tools_start_disabled(
+    app: LiveApp, admin: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add
+) -> None:
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN, headers={"X-Team": "blue"})
+    assert server["secretSet"] is True and "secret" not in server
+    assert server["headers"] == {"X-Team": "•••"}
+    stored = app.sql("SELECT secret_enc, headers_enc FROM mcp_servers")[0]
+    assert TOKEN not in str(stored) and "blue" not in str(stored)
+
+    page = admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh")
+    tools = tools_by_name(page)
+    assert {"shout", "add", "weather", "picture", "note", "broken", "grow", "shrink", "whoami"} <= set(tools)
+    shout = tools["shout"]
+    assert shout["slug"] == "testing__shout"
+    assert shout["description"] == "Echo the text back, upper-cased when asked."
+    assert shout["inputSchema"]["required"] == ["text"]
+    assert not shout["enabled"] and not shout["missing"]
+    # the server saw the secret and the header
+    assert mcp_http.guard.headers[-1]["authorization"] == f"Bearer {TOKEN}"
+    assert mcp_http.guard.headers[-1]["x-team"] == "blue"
+
+    # each tool is an ordinary tool row of type mcp, disabled until an admin enables it
+    row = admin.ok("GET", f"/api/agent-tools/{shout['toolId']}")
+    assert row["type"] == "mcp" and row["enabled"] is False
+    assert row["config"]["serverId"] == server["id"] and row["config"]["toolName"] == "shout"
+    listed = admin.ok("GET", f"/api/admin/mcp-servers/{server['id']}")
+    assert listed["toolCount"] == len(tools) and listed["serverInfo"]["name"] == "testing"
+    assert listed["lastError"] is None and listed["refreshedAt"]
+
+
+def test_refresh_is_idempotent_and_keeps_admin_choices(
+    admin: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add
+) -> None:
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    admin.ok("PUT", f"/api/agent-tools/{tools['add']['toolId']}",
+             json={"enabled": True, "adminOnly": True, "needsApproval": True})
+    again = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    assert {t["toolId"] for t in again.values()} == {t["toolId"] for t in tools.values()}
+    assert again["add"]["enabled"] and again["add"]["adminOnly"] and again["add"]["needsApproval"]
+
+
+def test_wrong_secret_is_a_clear_failure(
+    admin: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add
+) -> None:
+    server = add_server(transport="http", url=mcp_http.url, secret="not-the-token-3141")
+    r = admin.post(f"/api/admin/mcp-servers/{server['id']}/refresh")
+    assert r.status_code == 502, r.text
+    error = r.json()["error"]
+    assert error["code"] == "mcp_server_failed" and "401" in error["message"], error
+    assert "3141" not in error["message"]
+    assert admin.ok("GET", f"/api/admin/mcp-servers/{server['id']}")["lastError"]
+
+
+def test_the_network_guard_covers_mcp_servers(admin: ApiClient, mcp_http: HttpPeer, add_server: Add) -> None:
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    r = admin.post(f"/api/admin/mcp-servers/{server['id']}/refresh")
+    assert r.status_code == 502
+    assert "blocked: 127.0.0.1 is a loopback address" in r.json()["error"]["message"]
+    assert mcp_http.guard.headers == [], "nothing reached the server"

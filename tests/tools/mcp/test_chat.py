@@ -1,0 +1,67 @@
+"""MCP tools in a chat: the model gets the server's name-fitted slug, description and input schema, its
+call runs on the MCP server and the result streams back; admin-only MCP tools never reach a non-admin's
+model (nor the plain LLM chat's tool list)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.chat.helpers import chat
+from tests.fakes.openai_server import FakeModel, call, text
+from tests.support import ApiClient
+from tests.tools.mcp.conftest import TOKEN, HttpPeer, tools_by_name
+
+Add = Callable[..., dict[str, Any]]
+
+
+def model_tools(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["function"]["name"]: t["function"] for t in request.get("tools", [])}
+
+
+def test_agent_calls_an_mcp_tool(
+    admin: ApiClient, user: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add,
+    make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel,
+) -> None:
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    for name in ("add", "weather"):
+        admin.ok("PUT", f"/api/agent-tools/{tools[name]['toolId']}", json={"enabled": True})
+    admin.ok("PUT", f"/api/agent-tools/{tools['weather']['toolId']}", json={"adminOnly": True})
+    agent = make_agent("calc")
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools",
+             json=[{"toolId": tools["add"]["toolId"]}, {"toolId": tools["weather"]["toolId"]}])
+
+    fake_model.push(call("testing__add", {"a": 20, "b": 22}), text("It is 42."))
+    reply = chat(user, "calc", "what is 20 + 22?")
+    assert reply.status == 200, reply.body
+    [output] = reply.of("tool-output-available")
+    assert output["output"]["success"] is True and output["output"]["data"] == {"result": 42}
+    assert reply.text == "It is 42."
+
+    offered = model_tools(fake_model.requests[0])
+    assert set(offered) == {"testing__add"}, "the admin-only MCP tool is not offered to a user"
+    assert offered["testing__add"]["description"] == "Add two integers."
+    assert offered["testing__add"]["parameters"]["required"] == ["a", "b"]
+    # what a chat page lists for the user: the same
+    listed = user.ok("GET", "/api/llm/chat/tools?agent=calc")["items"]
+    assert [t["name"] for t in listed] == ["testing__add"]
+    assert {t["name"] for t in admin.ok("GET", "/api/llm/chat/tools?agent=calc")["items"]} == {
+        "testing__add", "testing__weather"}
+
+
+def test_a_user_cannot_run_a_hidden_mcp_tool_by_naming_it(
+    admin: ApiClient, user: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add,
+    make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel,
+) -> None:
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    admin.ok("PUT", f"/api/agent-tools/{tools['whoami']['toolId']}", json={"enabled": True, "adminOnly": True})
+    agent = make_agent("sneaky")
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools", json=[{"toolId": tools["whoami"]["toolId"]}])
+    calls_before = len(mcp_http.guard.headers)
+    fake_model.push(call("testing__whoami", {}), text("done"))
+    reply = chat(user, "sneaky", "who are you?")
+    assert reply.status == 200
+    assert not reply.of("tool-output-available"), "the hidden tool never ran"
+    assert len(mcp_http.guard.headers) == calls_before, "nothing reached the MCP server"
