@@ -86,7 +86,7 @@ def _base_url(request: Request) -> str:
 @router.get("/a2a/{slug}/.well-known/agent-card.json", include_in_schema=False)
 async def agent_card(slug: str, request: Request, db: DbSession) -> JSONResponse:
     """Public, like any A2A card: it says how to call the agent, not what it was told."""
-    agent = await service.get_callable_agent(db=db, slug=slug)
+    agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
     return JSONResponse(a2a_server.agent_card_dict(a2a_server.build_card(agent, _base_url(request))))
 
 
@@ -96,7 +96,7 @@ async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
     """A2A 1.0 JSON-RPC for one agent (SendMessage, SendStreamingMessage, GetTask, CancelTask, …)."""
     request.state.a2a_user = await _a2a_user(request, rt)
     async with rt.db.session() as db:
-        agent = await service.get_callable_agent(db=db, slug=slug)
+        agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
     card = a2a_server.build_card(agent, _base_url(request))
     dispatcher = rt.a2a.dispatcher(agent, card)
     return await dispatcher.handle_requests(request)

@@ -19,8 +19,9 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.a2a import remote
 from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
-from agentloft.agents.models import Agent
+from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
 from agentloft.core.db import utcnow
@@ -74,9 +75,12 @@ class TaskOutcome:
 # ---------------------------------------------------------------- lookups
 
 
-async def get_callable_agent(*, db: AsyncSession, slug: str) -> Agent:
-    """An agent other agents and A2A clients may call: enabled and marked A2A-callable."""
+async def get_callable_agent(*, db: AsyncSession, slug: str, local_only: bool = False) -> Agent:
+    """An agent other agents and A2A clients may call: enabled and marked A2A-callable. Remote agents are
+    callable by agent-invoke; the A2A server serves local ones only (``local_only``)."""
     stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True), Agent.a2a_callable.is_(True))
+    if local_only:
+        stmt = stmt.where(Agent.kind == LOCAL)
     row = (await db.execute(stmt)).scalar_one_or_none()
     if row is None:
         raise NotFound(f"agent '{slug}' is not available over A2A", code="a2a_agent_not_found")
@@ -149,6 +153,12 @@ def new_task_id() -> str:
     return str(uuid.uuid4())
 
 
+def _message_extra(task_id: str, caller: Caller) -> dict[str, Any]:
+    """The columns both messages of a task carry (seed 003, 3.1.1)."""
+    return {"source": "a2a", "a2a_task_id": task_id, "caller_agent_id": caller.agent_id,
+            "caller_session_id": caller.session_id}
+
+
 def _limited(agent: Agent, max_output_tokens: int | None) -> Agent:
     """A detached copy of the callee with the tool's output limit applied (never raised above the agent's
     own). The engine reads the row's fields; the stored agent is left untouched."""
@@ -176,12 +186,7 @@ async def run_task(
     if task.session_id is None:  # ``create_task`` always sets it; the column allows NULL as the seed's does
         raise InvocationError("this task has no session to run in")
     await _update_state(rt, task.id, "working")
-    extra = {
-        "source": "a2a",
-        "a2a_task_id": task.id,
-        "caller_agent_id": caller.agent_id,
-        "caller_session_id": caller.session_id,
-    }
+    extra = _message_extra(task.id, caller)
     chain = [*caller.path(), callee.id]
     turn = engine.run_turn(
         rt,
@@ -302,6 +307,12 @@ async def invoke_agent_via_a2a(
     task = await create_task(rt=rt, callee=callee, caller=caller)
     await emit("a2a-task-started", {"taskId": task.id, "calleeAgentSlug": callee.slug,
                                     "calleeAgentName": callee.name})
+    if callee.kind == REMOTE:
+        state, text, error = await remote.run_remote_task(
+            rt=rt, task=task, callee=callee, input_text=input_text, extra=_message_extra(task.id, caller),
+            timeout_s=options.timeout_s,
+        )
+        return TaskOutcome(task_id=task.id, state=state, text=text, error=error)
     return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
                           timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens)
 

@@ -41,3 +41,11 @@ class Agent(TimestampMixin, Base):
     card: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     card_fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     card_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    @property
+    def remote_token_set(self) -> bool:
+        return bool(self.remote_token_enc)
+
+    @property
+    def is_remote(self) -> bool:
+        return self.kind == REMOTE

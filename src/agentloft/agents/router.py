@@ -1,12 +1,20 @@
 """Agents: admin CRUD under /api/admin/agents; the enabled list for every signed-in user.
 
 Creating or updating an agent answers with ``warnings`` (e.g. its prompt names an admin-only tool), and
-``POST /api/admin/agents/prompt-check`` gives the same warnings for a prompt being typed."""
+``POST /api/admin/agents/prompt-check`` gives the same warnings for a prompt being typed.
+
+Remote agents: ``POST``/``PUT`` take ``kind: "remote"``, ``cardUrl`` and a write-only ``remoteToken``
+(answers carry ``remoteTokenSet``, the fetched ``card``, ``cardFetchedAt`` and ``cardError``);
+``POST /api/admin/agents/{id}/card/refresh`` fetches the card again. Users chat with local agents only.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Response
 
+from agentloft.a2a import remote as a2a_remote
 from agentloft.agents import service
 from agentloft.agents.models import Agent
 from agentloft.agents.schemas import (
@@ -19,7 +27,8 @@ from agentloft.agents.schemas import (
     PromptWarnings,
 )
 from agentloft.auth.dependencies import AdminUser, CurrentUser
-from agentloft.core.dependencies import DbSession, Paging
+from agentloft.core.dependencies import DbSession, Paging, Rt
+from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import Page
 from agentloft.tools import service as tools_service
 
@@ -49,9 +58,18 @@ async def _saved(db: DbSession, agent: Agent) -> AgentSaved:
     return AgentSaved.model_validate(agent).model_copy(update={"warnings": warnings})
 
 
+def _card_fetcher(rt: Runtime) -> service.CardFetcher:
+    """Remote agents' cards are fetched by the A2A domain (protocol and network guard)."""
+
+    async def fetch(url: str, token: str | None) -> tuple[dict[str, Any] | None, str | None]:
+        return await a2a_remote.fetch_card(rt, url, token)
+
+    return fetch
+
+
 @admin_router.post("", response_model=AgentSaved, status_code=201)
-async def admin_create(body: AgentCreate, _: AdminUser, db: DbSession) -> AgentSaved:
-    return await _saved(db, await service.create_agent(db=db, data=body))
+async def admin_create(body: AgentCreate, _: AdminUser, rt: Rt, db: DbSession) -> AgentSaved:
+    return await _saved(db, await service.create_agent(db=db, data=body, box=rt.box, fetch_card=_card_fetcher(rt)))
 
 
 @admin_router.post("/prompt-check", response_model=PromptWarnings)
@@ -65,8 +83,16 @@ async def admin_read(agent_id: int, _: AdminUser, db: DbSession) -> AgentRead:
 
 
 @admin_router.put("/{agent_id}", response_model=AgentSaved)
-async def admin_update(agent_id: int, body: AgentUpdate, _: AdminUser, db: DbSession) -> AgentSaved:
-    return await _saved(db, await service.update_agent(db=db, agent_id=agent_id, data=body))
+async def admin_update(agent_id: int, body: AgentUpdate, _: AdminUser, rt: Rt, db: DbSession) -> AgentSaved:
+    row = await service.update_agent(db=db, agent_id=agent_id, data=body, box=rt.box, fetch_card=_card_fetcher(rt))
+    return await _saved(db, row)
+
+
+@admin_router.post("/{agent_id}/card/refresh", response_model=AgentRead)
+async def admin_refresh_card(agent_id: int, _: AdminUser, rt: Rt, db: DbSession) -> AgentRead:
+    """Fetch a remote agent's card again; ``cardError`` says why when it cannot be fetched."""
+    row = await service.store_card(db=db, agent_id=agent_id, box=rt.box, fetch_card=_card_fetcher(rt))
+    return AgentRead.model_validate(row)
 
 
 @admin_router.delete("/{agent_id}", status_code=204)

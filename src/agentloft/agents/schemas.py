@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from agentloft.core.schemas import ApiModel
 
@@ -11,6 +11,8 @@ Slug = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
 ]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+Kind = Literal["local", "remote"]
+CardUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000, pattern=r"^https?://\S+$")]
 
 
 class AgentCreate(ApiModel):
@@ -23,6 +25,17 @@ class AgentCreate(ApiModel):
     max_output_tokens: int = Field(default=4096, ge=1, le=1_000_000)
     enabled: bool = True
     a2a_callable: bool = Field(default=False, alias="a2aCallable")
+    kind: Kind = Field(default="local", description="'remote': an agent elsewhere, called over A2A.")
+    card_url: CardUrl | None = Field(default=None, description="remote only: the URL of its agent card.")
+    remote_token: str | None = Field(
+        default=None, max_length=8000, description="remote only: bearer token sent to it (write-only)."
+    )
+
+    @model_validator(mode="after")
+    def _remote_needs_card(self) -> AgentCreate:
+        if self.kind == "remote" and not self.card_url:
+            raise ValueError("cardUrl: a remote agent needs the URL of its agent card")
+        return self
 
 
 class AgentUpdate(ApiModel):
@@ -35,6 +48,11 @@ class AgentUpdate(ApiModel):
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     enabled: bool | None = None
     a2a_callable: bool | None = Field(default=None, alias="a2aCallable")
+    kind: Kind | None = None
+    card_url: CardUrl | None = None
+    remote_token: str | None = Field(
+        default=None, max_length=8000, description="Omitted or null keeps the stored token; \"\" removes it."
+    )
 
 
 class AgentRead(ApiModel):
@@ -48,6 +66,12 @@ class AgentRead(ApiModel):
     max_output_tokens: int
     enabled: bool
     a2a_callable: bool = Field(alias="a2aCallable")
+    kind: str
+    card_url: str | None
+    remote_token_set: bool
+    card: dict[str, Any] | None = Field(description="remote only: the agent card as last fetched.")
+    card_fetched_at: datetime | None
+    card_error: str | None = Field(description="remote only: why the card could not be fetched last time.")
     created_at: datetime
     updated_at: datetime
 

@@ -1,0 +1,326 @@
+"""Remote agents: agents that live elsewhere, called over A2A with a2a-sdk's client.
+
+An admin registers one by its agent card URL and an optional bearer token; the card is fetched (and can be
+fetched again) through the network guard and kept on the agent row. ``agent-invoke`` then calls it like a
+local agent: the same checks, the same ``a2a_task_sessions`` row and callee session, the same
+``data-a2a-task-started`` chunk and the same buffer ``a2a_<taskId>``, into which the remote task's text
+is written as UI-message-stream chunks while it arrives, so the side panel cannot tell the difference.
+The callee session keeps the input sent and the remote reply as ``source='a2a'`` messages.
+
+The client streams (``SendStreamingMessage``) when the card says the agent can, and sends one
+``SendMessage`` otherwise. One token per remote agent: the remote side sees a single caller for every
+local user, which the admin page says. Every failure (card unreachable, auth refused, a task that failed
+or wants input, a time limit, a stream that broke) ends the task as failed with the reason, in the panel
+and in the tool result; the remote task is cancelled when the call is given up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.client import ClientConfig, create_client
+from a2a.client.card_resolver import parse_agent_card
+from a2a.client.client import Client as A2AClient
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
+from google.protobuf.json_format import MessageToDict, ParseError
+from pydantic_ai.ui.vercel_ai.response_types import (
+    BaseChunk,
+    DoneChunk,
+    ErrorChunk,
+    FinishChunk,
+    FinishStepChunk,
+    StartChunk,
+    StartStepChunk,
+    TextDeltaChunk,
+    TextEndChunk,
+    TextStartChunk,
+)
+
+from agentloft.a2a.models import A2ATaskSession
+from agentloft.agents import service as agents_service
+from agentloft.agents.models import Agent
+from agentloft.chat import service as chat_service
+from agentloft.chat.models import COMPLETE, FAILED, IDLE
+from agentloft.core.runtime import Runtime
+from agentloft.tools import netguard
+
+log = logging.getLogger(__name__)
+
+SDK_VERSION = 6
+CARD_MAX_BYTES = 1_000_000
+TERMINAL: set[int] = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
+            TaskState.TASK_STATE_REJECTED}
+# States in which a remote task stops and waits for something an agent-invoke call cannot give.
+WAITING: dict[int, str] = {TaskState.TASK_STATE_INPUT_REQUIRED: "the remote agent asks for more input",
+           TaskState.TASK_STATE_AUTH_REQUIRED: "the remote agent asks for authorization"}
+
+
+class RemoteError(Exception):
+    """A remote call that cannot go on; the message is the reason shown in the panel and the result."""
+
+
+def state_name(state: int) -> str:
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower()
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+# ---------------------------------------------------------------- the card
+
+
+async def fetch_card(rt: Runtime, card_url: str, token: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The agent card at ``card_url`` as JSON, or None and the reason (never raises)."""
+    try:
+        response = await netguard.request(
+            "GET", card_url, allow=await netguard.instance_allow_list(rt), headers=_headers(token),
+            max_bytes=CARD_MAX_BYTES,
+        )
+    except netguard.NetError as exc:
+        return None, f"the agent card could not be fetched: {exc}"
+    if not response.ok:
+        return None, f"the agent card could not be fetched: HTTP {response.status_code}"
+    try:
+        data = response.json_body()
+        card = parse_agent_card(data)
+    except (ValueError, ParseError) as exc:
+        return None, f"the agent card is not valid: {exc}"
+    if not card.supported_interfaces:
+        return None, "the agent card names no interface to call"
+    return MessageToDict(card), None
+
+
+def card_of(agent: Agent) -> AgentCard:
+    if not agent.card:
+        raise RemoteError(agent.card_error or f"agent '{agent.slug}' has no agent card yet (refresh it)")
+    try:
+        return parse_agent_card(dict(agent.card))
+    except (ValueError, ParseError) as exc:
+        raise RemoteError(f"the stored agent card of '{agent.slug}' is not valid: {exc}") from exc
+
+
+# ---------------------------------------------------------------- the panel's stream
+
+
+@dataclass
+class _Panel:
+    """Writes the remote reply into the task's buffer as UI-message-stream chunks, as the engine would."""
+
+    rt: Runtime
+    key: str
+    message_id: str
+    text_open: bool = False
+    parts: list[str] = field(default_factory=list)
+
+    async def put(self, chunk: BaseChunk) -> None:
+        await self.rt.buffers.append(self.key, f"data: {chunk.encode(SDK_VERSION)}\n\n")
+
+    async def start(self) -> None:
+        await self.put(StartChunk(message_id=self.message_id))
+        await self.put(StartStepChunk())
+
+    async def text(self, delta: str) -> None:
+        if not delta:
+            return
+        if not self.text_open:
+            await self.put(TextStartChunk(id="reply"))
+            self.text_open = True
+        self.parts.append(delta)
+        await self.put(TextDeltaChunk(id="reply", delta=delta))
+
+    async def end(self, error: str | None) -> None:
+        if self.text_open:
+            await self.put(TextEndChunk(id="reply"))
+        if error:
+            await self.put(ErrorChunk(error_text=error))
+        await self.put(FinishStepChunk())
+        await self.put(FinishChunk(finish_reason="error" if error else "stop"))
+        await self.put(DoneChunk())
+
+    @property
+    def reply(self) -> str:
+        return "".join(self.parts)
+
+
+# ---------------------------------------------------------------- reading the remote task
+
+
+def _texts(parts: Any) -> str:
+    return "".join(p.text for p in parts if p.HasField("text"))
+
+
+@dataclass
+class _Progress:
+    """What the remote side said so far."""
+
+    remote_task_id: str | None = None
+    state: int = TaskState.TASK_STATE_SUBMITTED
+    status_text: str = ""
+    streamed: bool = False  # artifact text arrived (the reply streamed)
+
+
+async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> None:
+    kind = event.WhichOneof("payload")
+    if kind == "task":
+        task = event.task
+        progress.remote_task_id = task.id
+        progress.state = task.status.state
+        progress.status_text = _texts(task.status.message.parts)
+        if not progress.streamed:
+            for artifact in task.artifacts:
+                await panel.text(_texts(artifact.parts))
+                progress.streamed = progress.streamed or bool(_texts(artifact.parts))
+    elif kind == "status_update":
+        progress.remote_task_id = event.status_update.task_id or progress.remote_task_id
+        progress.state = event.status_update.status.state
+        progress.status_text = _texts(event.status_update.status.message.parts)
+    elif kind == "artifact_update":
+        progress.remote_task_id = event.artifact_update.task_id or progress.remote_task_id
+        text = _texts(event.artifact_update.artifact.parts)
+        progress.streamed = progress.streamed or bool(text)
+        await panel.text(text)
+    elif kind == "message":  # a direct reply, no task
+        progress.state = TaskState.TASK_STATE_COMPLETED
+        progress.status_text = _texts(event.message.parts)
+
+
+async def _events(client: A2AClient, text: str) -> AsyncIterator[StreamResponse]:
+    message = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])
+    async for event in client.send_message(SendMessageRequest(message=message)):
+        yield event
+
+
+async def _cancel_remote(client: A2AClient, progress: _Progress) -> None:
+    if progress.remote_task_id is None or progress.state in TERMINAL:
+        return
+    try:
+        async with asyncio.timeout(5):
+            await client.cancel_task(CancelTaskRequest(id=progress.remote_task_id))
+    except Exception as exc:  # best effort: the call is over either way
+        log.info("cancelling remote task %s failed: %s", progress.remote_task_id, exc)
+
+
+def _outcome(progress: _Progress, panel: _Panel) -> tuple[str, str, str | None]:
+    """(our state, the reply text, the error) once the remote side stopped talking."""
+    state = progress.state
+    if state == TaskState.TASK_STATE_COMPLETED:
+        return "completed", panel.reply or progress.status_text, None
+    if state in WAITING:
+        return "failed", panel.reply, WAITING[state] + (f": {progress.status_text}" if progress.status_text else "")
+    if state in TERMINAL:
+        reason = progress.status_text or f"the remote task ended {state_name(state)}"
+        return ("canceled" if state == TaskState.TASK_STATE_CANCELED else "failed"), panel.reply, reason
+    return "failed", panel.reply, "the remote agent's stream ended before its task did"
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if "401" in text or "403" in text:
+        return f"the remote agent refused the call ({text})"
+    return text
+
+
+# ---------------------------------------------------------------- running one call
+
+
+@dataclass
+class RemoteCall:
+    rt: Runtime
+    task: A2ATaskSession
+    callee: Agent
+    input_text: str
+    extra: dict[str, Any]
+    timeout_s: float | None
+
+
+async def _open(call: RemoteCall) -> _Panel:
+    """Claim the callee session, store the input and an empty reply, open the panel's buffer."""
+    async with call.rt.db.session() as db:
+        reply_id, _ = await chat_service.begin_turn(db=db, session_id=call.task.session_id or "",
+                                                    user_text=call.input_text, model_id=None, extra=call.extra)
+    key = f"a2a_{call.task.id}"
+    await call.rt.buffers.open(key, {"sessionId": call.task.session_id, "messageId": reply_id})
+    panel = _Panel(call.rt, key, reply_id)
+    await panel.start()
+    return panel
+
+
+async def _close(call: RemoteCall, panel: _Panel, state: str, text: str, error: str | None,
+                 remote_task_id: str | None) -> None:
+    await panel.end(error if state != "completed" else None)
+    async with call.rt.db.session() as db:
+        await chat_service.update_message(
+            db=db, message_id=panel.message_id, content=text,
+            parts=[{"type": "text", "text": text}] if text else [], status=COMPLETE if state == "completed" else FAILED,
+            error=error,
+        )
+        await chat_service.set_session_state(db=db, session_id=call.task.session_id or "", status=IDLE)
+        row = await db.get(A2ATaskSession, call.task.id)
+        if row is not None:
+            row.state = state
+            row.caller_context = {**(row.caller_context or {}), "remote": True,
+                                  **({"remoteTaskId": remote_task_id} if remote_task_id else {})}
+    await call.rt.buffers.close(panel.key, error=error)
+
+
+async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress) -> None:
+    card = card_of(call.callee)
+    token = agents_service.remote_token(call.callee, call.rt.box)
+    allow = await netguard.instance_allow_list(call.rt)
+    async with netguard.guarded_client(allow, headers=_headers(token)) as http:
+        config = ClientConfig(streaming=bool(card.capabilities.streaming), httpx_client=http)
+        client = await create_client(card, client_config=config)
+        try:
+            async with asyncio.timeout(call.timeout_s):
+                async for event in _events(client, call.input_text):
+                    await _absorb(event, progress, panel)
+                    if progress.state in TERMINAL or progress.state in WAITING:
+                        break
+        except BaseException:
+            await asyncio.shield(_cancel_remote(client, progress))
+            raise
+
+
+async def run_remote_task(
+    *, rt: Runtime, task: A2ATaskSession, callee: Agent, input_text: str, extra: dict[str, Any],
+    timeout_s: float | None,
+) -> tuple[str, str, str | None]:
+    """Run one call to a remote agent into the task's buffer; returns (state, reply text, error)."""
+    call = RemoteCall(rt, task, callee, input_text, extra, timeout_s)
+    panel = await _open(call)
+    progress = _Progress()
+    async with rt.db.session() as db:
+        row = await db.get(A2ATaskSession, task.id)
+        if row is not None:
+            row.state = "working"
+    try:
+        await _converse(call, panel, progress)
+        if progress.state == TaskState.TASK_STATE_COMPLETED and not panel.reply:
+            await panel.text(progress.status_text)  # the reply came whole, in the final status
+        state, text, error = _outcome(progress, panel)
+    except TimeoutError:
+        state, text, error = "failed", panel.reply, f"agent '{callee.slug}' did not answer within {timeout_s:g} s"
+    except asyncio.CancelledError:
+        await asyncio.shield(_close(call, panel, "canceled", panel.reply, "the call was canceled",
+                                    progress.remote_task_id))
+        raise
+    except Exception as exc:
+        log.info("remote agent %s failed: %r", callee.slug, exc)
+        state, text, error = "failed", panel.reply, describe(exc)
+    await _close(call, panel, state, text, error, progress.remote_task_id)
+    return state, text, error

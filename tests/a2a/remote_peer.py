@@ -1,0 +1,96 @@
+"""A remote A2A agent built with a2a-sdk alone, run in its own process: the peer of the remote-agent tests.
+
+``python tests/a2a/remote_peer.py PORT TOKEN STREAMING`` serves the card at
+``/.well-known/agent-card.json`` and JSON-RPC at ``/`` (bearer ``TOKEN`` required). What it does depends
+on the text it gets: ``fail ...`` fails the task with a reason, ``input ...`` asks for more input,
+``slow ...`` works for a minute, anything else is echoed back (``echo: <text>``) as one artifact streamed
+word by word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Part,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from starlette.applications import Starlette
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+
+class Echo(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        if context.current_task is None:
+            await event_queue.enqueue_event(Task(id=task_id, context_id=context_id,
+                                                 status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        await updater.start_work()
+        text = context.get_user_input()
+        if text.startswith("fail"):
+            await updater.failed(updater.new_agent_message([Part(text="remote failure: the oven is cold")]))
+            return
+        if text.startswith("input"):
+            await updater.requires_input(updater.new_agent_message([Part(text="which oven?")]))
+            return
+        if text.startswith("slow"):
+            await asyncio.sleep(60)
+        words = f"echo: {text}".split(" ")
+        for i, word in enumerate(words):
+            piece = word if i == 0 else " " + word
+            await updater.add_artifact([Part(text=piece)], artifact_id="answer", name="answer", append=i > 0,
+                                       last_chunk=i == len(words) - 1)
+            await asyncio.sleep(0.02)
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+class Bearer(BaseHTTPMiddleware):
+    def __init__(self, app: Starlette, token: str) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.url.path != "/.well-known/agent-card.json" and \
+                request.headers.get("authorization") != f"Bearer {self.token}":
+            return JSONResponse({"error": "unauthorized"}, status_code=401)
+        return await call_next(request)
+
+
+def build(port: int, token: str, streaming: bool) -> Starlette:
+    card = AgentCard(
+        name="Echo peer", description="Echoes what it is told, word by word.", version="1.0",
+        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0",
+                                             url=f"http://127.0.0.1:{port}/")],
+        capabilities=AgentCapabilities(streaming=streaming), default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="Echo", description="Says it back.", tags=["test"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    app = Starlette(routes=routes)
+    app.add_middleware(Bearer, token=token)
+    return app
+
+
+if __name__ == "__main__":
+    port, token, streaming = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+    uvicorn.run(build(port, token, streaming), host="127.0.0.1", port=port, log_level="warning")

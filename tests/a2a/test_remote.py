@@ -1,0 +1,205 @@
+"""Remote agents: an a2a-sdk agent in another process, registered by its card URL, called through
+agent-invoke like a local agent; the remote task streams into the side panel and is stored like a local
+one; every failure is a failed result with the reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.a2a.conftest import CALLER_PROMPT, caller_step
+from tests.a2a.test_invoke import deltas, panel, tool_output
+from tests.chat.helpers import chat
+from tests.fakes.openai_server import FakeModel, call, free_port, text
+from tests.support import ApiClient, LiveApp
+
+PEER = str(Path(__file__).with_name("remote_peer.py"))
+PEER_TOKEN = "peer-token-271828"
+
+
+class Peer:
+    def __init__(self, streaming: bool) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen([sys.executable, PEER, str(self.port), PEER_TOKEN, "1" if streaming else "0"])
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(self.card_url, timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert self.process.poll() is None and time.monotonic() < deadline, "the peer did not start"
+            time.sleep(0.05)
+
+    @property
+    def card_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/.well-known/agent-card.json"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def streaming_peer() -> Iterator[Peer]:
+    peer = Peer(streaming=True)
+    yield peer
+    peer.stop()
+
+
+@pytest.fixture
+def blocking_peer() -> Iterator[Peer]:
+    peer = Peer(streaming=False)
+    yield peer
+    peer.stop()
+
+
+@pytest.fixture
+def allow_local(admin: ApiClient) -> None:
+    admin.ok("PUT", "/api/admin/settings", json={"allowedInternalHosts": ["127.0.0.1"]})
+
+
+@pytest.fixture
+def caller(make_agent: Callable[..., dict[str, Any]], invoke_tool: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    agent = make_agent("general", CALLER_PROMPT, name="General")
+    invoke_tool(agent, timeoutMs=20_000)
+    return agent
+
+
+def register(admin: ApiClient, peer: Peer, slug: str = "echo", **fields: Any) -> dict[str, Any]:
+    body = {"slug": slug, "name": "Echo", "kind": "remote", "cardUrl": peer.card_url, "remoteToken": PEER_TOKEN,
+            "a2aCallable": True, **fields}
+    return admin.ok("POST", "/api/admin/agents", json=body)
+
+
+def ask(question: str, slug: str = "echo") -> Any:
+    return caller_step(call("ask-agent", {"agentSlug": slug, "input": question}))
+
+
+def test_register_shows_the_card_and_hides_the_token(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None
+) -> None:
+    agent = register(admin, streaming_peer)
+    assert agent["kind"] == "remote" and agent["remoteTokenSet"] is True and "remoteToken" not in agent
+    assert agent["cardError"] is None and agent["cardFetchedAt"]
+    card = agent["card"]
+    assert card["name"] == "Echo peer" and card["capabilities"]["streaming"] is True
+    assert card["skills"][0]["name"] == "Echo"
+    assert card["supportedInterfaces"][0]["protocolBinding"] == "JSONRPC"
+    assert PEER_TOKEN not in str(app.sql("SELECT remote_token_enc FROM agents"))
+    # users do not chat with remote agents, and our A2A server does not serve them
+    assert "echo" not in [a["slug"] for a in user.ok("GET", "/api/agents")["items"]]
+    assert user.post("/api/agents/echo/chat", json={"message": "hi"}).status_code == 404
+    assert user.get("/a2a/echo/.well-known/agent-card.json").status_code == 404
+
+
+def test_invoke_a_streaming_remote_agent(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    callee = register(admin, streaming_peer)
+    fake_model.push(ask("bake a cake"), caller_step(text("The echo agent answered.")))
+    reply = chat(user, "general", "ask the echo agent")
+    assert reply.status == 200, reply.body
+    [started] = reply.of("data-a2a-task-started")
+    task_id = started["data"]["taskId"]
+    assert started["data"]["calleeAgentSlug"] == "echo"
+    output = tool_output(reply)
+    assert output["type"] == "tool-output-available", output
+    assert output["output"]["data"] == "echo: bake a cake"
+    assert output["output"]["metadata"]["taskId"] == task_id and output["output"]["metadata"]["state"] == "completed"
+
+    chunks = panel(user, task_id)
+    pieces = [c["delta"] for c in chunks if isinstance(c, dict) and c.get("type") == "text-delta"]
+    assert "".join(pieces) == "echo: bake a cake" and len(pieces) == 4, "streamed word by word"
+    assert [c["type"] for c in chunks if isinstance(c, dict)][:2] == ["start", "start-step"]
+    assert chunks[-1] == "[DONE]" and not [c for c in chunks if isinstance(c, dict) and c["type"] == "error"]
+
+    state, context, agent_id = app.sql("SELECT state, caller_context, agent_id FROM a2a_task_sessions WHERE id = ?",
+                                       (task_id,))[0]
+    assert state == "completed" and agent_id == callee["id"]
+    assert json.loads(context)["remoteTaskId"]
+    rows = app.sql("SELECT role, content, source, a2a_task_id, caller_agent_id, status FROM agent_messages "
+                   "WHERE a2a_task_id = ? ORDER BY sort_order", (task_id,))
+    assert rows == [("user", "bake a cake", "a2a", task_id, caller["id"], "complete"),
+                    ("assistant", "echo: bake a cake", "a2a", task_id, caller["id"], "complete")]
+
+
+def test_invoke_a_non_streaming_remote_agent(
+    admin: ApiClient, user: ApiClient, blocking_peer: Peer, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel,
+) -> None:
+    agent = register(admin, blocking_peer)
+    assert agent["card"]["capabilities"].get("streaming", False) is False
+    fake_model.push(ask("one two"), caller_step(text("ok")))
+    reply = chat(user, "general", "ask")
+    output = tool_output(reply)
+    assert output["output"]["data"] == "echo: one two"
+    task_id = output["output"]["metadata"]["taskId"]
+    assert deltas(panel(user, task_id)) == "echo: one two"
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"),
+    [
+        ("fail now", "remote failure: the oven is cold"),
+        ("input please", "the remote agent asks for more input: which oven?"),
+    ],
+)
+def test_a_remote_task_that_does_not_complete_is_a_failed_result(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel, question: str, reason: str,
+) -> None:
+    register(admin, streaming_peer)
+    fake_model.push(ask(question), caller_step(text("noted")))
+    output = tool_output(chat(user, "general", "ask"))
+    assert output["type"] == "tool-output-error" and reason in output["errorText"], output
+    task_id = app.sql("SELECT id FROM a2a_task_sessions")[0][0]
+    errors = [c for c in panel(user, task_id) if isinstance(c, dict) and c["type"] == "error"]
+    assert errors and reason in errors[0]["errorText"]
+    assert app.sql("SELECT state FROM a2a_task_sessions")[0][0] == "failed"
+
+
+def test_refused_token_and_unreachable_card(
+    admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel,
+) -> None:
+    register(admin, streaming_peer, remoteToken="not-the-token")
+    fake_model.push(ask("hello"), caller_step(text("noted")))
+    output = tool_output(chat(user, "general", "ask"))
+    assert output["type"] == "tool-output-error" and "refused the call" in output["errorText"], output
+    assert "401" in output["errorText"]
+
+    streaming_peer.stop()
+    admin_agents = admin.ok("GET", "/api/admin/agents")["items"]
+    echo = next(a for a in admin_agents if a["slug"] == "echo")
+    refreshed = admin.ok("POST", f"/api/admin/agents/{echo['id']}/card/refresh")
+    assert refreshed["cardError"].startswith("the agent card could not be fetched"), refreshed
+    assert refreshed["card"], "the last good card is kept"
+
+
+def test_a_slow_remote_agent_times_out(
+    admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    make_agent: Callable[..., dict[str, Any]], invoke_tool: Callable[..., dict[str, Any]], fake_model: FakeModel,
+) -> None:
+    agent = make_agent("general", CALLER_PROMPT, name="General")
+    invoke_tool(agent, timeoutMs=1_000)
+    register(admin, streaming_peer)
+    fake_model.push(ask("slow please"), caller_step(text("noted")))
+    output = tool_output(chat(user, "general", "ask"))
+    assert output["type"] == "tool-output-error" and "did not answer within 1 s" in output["errorText"], output
+
+
+def test_the_network_guard_covers_remote_agents(admin: ApiClient, streaming_peer: Peer) -> None:
+    agent = register(admin, streaming_peer)
+    assert agent["card"] is None
+    assert agent["cardError"] == ("the agent card could not be fetched: blocked: 127.0.0.1 is a loopback address "
+                                  "(an admin can allow it in the internal hosts setting)")
