@@ -1,8 +1,9 @@
 """HTTP for A2A: the side panel's stream and the public A2A 1.0 server (cards and JSON-RPC).
 
 ``GET /api/agents/a2a/stream?taskId=…`` replays and follows the callee's reply for the user who started
-the call. ``/a2a/{slug}/`` answers A2A JSON-RPC for each enabled, A2A-callable agent, looked up per
-request, so agents created or changed at run time are served without a restart.
+the call. ``/a2a/{slug}/`` answers A2A JSON-RPC and ``/a2a/{slug}/rest/…`` the HTTP+JSON binding
+(``a2a.rest``) for each enabled, A2A-callable local agent, looked up per request, so agents created or
+changed at run time are served without a restart.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from agentloft.a2a import rest, service
 from agentloft.a2a import server as a2a_server
-from agentloft.a2a import service
 from agentloft.auth import service as auth_service
 from agentloft.auth.dependencies import CurrentUser, bearer_token
 from agentloft.core.dependencies import DbSession, Rt
@@ -95,8 +96,20 @@ async def agent_card(slug: str, request: Request, db: DbSession) -> JSONResponse
 async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
     """A2A 1.0 JSON-RPC for one agent (SendMessage, SendStreamingMessage, GetTask, CancelTask, …)."""
     request.state.a2a_user = await _a2a_user(request, rt)
+    if not rest.is_json(request):
+        return await rest.content_type_error(request)
     async with rt.db.session() as db:
         agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
     card = a2a_server.build_card(agent, _base_url(request))
     dispatcher = rt.a2a.dispatcher(agent, card)
     return await dispatcher.handle_requests(request)
+
+
+@router.api_route("/a2a/{slug}/rest/{path:path}", methods=["GET", "POST", "DELETE"], include_in_schema=False)
+async def a2a_rest(slug: str, path: str, request: Request, rt: Rt) -> Response:
+    """A2A 1.0 HTTP+JSON for one agent (``message:send``, ``message:stream``, ``tasks/{id}``, …)."""
+    request.state.a2a_user = await _a2a_user(request, rt)
+    async with rt.db.session() as db:
+        agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
+    handler = rt.a2a.handler(agent, a2a_server.build_card(agent, _base_url(request)))
+    return await rest.dispatch(request, path, handler, rt.a2a.context_builder)

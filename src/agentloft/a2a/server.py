@@ -263,7 +263,8 @@ def build_card(agent: Agent, base_url: str) -> AgentCard:
         name=agent.name,
         description=description,
         version=__version__,
-        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url)],
+        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url),
+                              AgentInterface(protocol_binding="HTTP+JSON", protocol_version="1.0", url=url + "rest")],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
@@ -285,7 +286,8 @@ class A2AServers:
         self._dispatchers: dict[int, JsonRpcDispatcher] = {}
         self._builder = ContextBuilder()
 
-    def dispatcher(self, agent: Agent, card: AgentCard) -> JsonRpcDispatcher:
+    def handler(self, agent: Agent, card: AgentCard) -> DefaultRequestHandler:
+        """The agent's request handler (both bindings share it, and with it the running tasks)."""
         handler = self._handlers.get(agent.id)
         if handler is None:
             handler = DefaultRequestHandler(
@@ -295,10 +297,18 @@ class A2AServers:
             )
             self._handlers[agent.id] = handler
             self._cards[agent.id] = card
-            self._dispatchers[agent.id] = JsonRpcDispatcher(request_handler=handler,
-                                                            context_builder=self._builder)
         else:
             self._cards[agent.id].CopyFrom(card)  # the agent may have been renamed or re-described since
+        return handler
+
+    @property
+    def context_builder(self) -> ContextBuilder:
+        return self._builder
+
+    def dispatcher(self, agent: Agent, card: AgentCard) -> JsonRpcDispatcher:
+        handler = self.handler(agent, card)
+        if agent.id not in self._dispatchers:
+            self._dispatchers[agent.id] = JsonRpcDispatcher(request_handler=handler, context_builder=self._builder)
         return self._dispatchers[agent.id]
 
     async def close(self) -> None:

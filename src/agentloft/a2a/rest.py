@@ -1,0 +1,71 @@
+"""The A2A HTTP+JSON (REST) binding, served next to JSON-RPC and listed in every agent card.
+
+``/a2a/{slug}/rest/message:send``, ``…/message:stream``, ``…/tasks/{id}``, ``…/tasks/{id}:cancel``,
+``…/tasks/{id}:subscribe``, ``…/tasks`` and the rest of the binding, for every enabled, A2A-callable local
+agent, with the same personal-token sign-in and the same request handler (tasks, owners, the running
+task registry) as the JSON-RPC side.
+
+a2a-sdk's ``create_rest_routes`` gives the binding's route table; it ends with a catch-all
+``Mount('/{tenant}')`` that would swallow any later route of two or more segments if mounted on the app.
+So the table is never mounted: the one FastAPI route of ``a2a.router`` hands the path below ``rest/`` to
+:func:`dispatch`, which matches it against the table (less the tenant mount: no tenants here) and calls the
+SDK's endpoint with that request.
+
+Also here: the JSON-RPC side's content-type rule. A JSON-RPC request whose ``Content-Type`` is not JSON
+answers ``ContentTypeNotSupportedError`` (-32005, the JSON-RPC face of the REST binding's 415), as the A2A
+conformance kit expects; a JSON body that does not parse still answers -32700 from the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.server.request_handlers import RequestHandler
+from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.server.routes import ServerCallContextBuilder, create_rest_routes
+from a2a.types import ContentTypeNotSupportedError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Match, Route
+
+REST_PATH = "rest"
+JSON_TYPES = ("application/json", "application/a2a+json")
+
+
+def _routes(handler: RequestHandler, builder: ServerCallContextBuilder) -> list[Route]:
+    """The binding's routes, without the catch-all tenant mount."""
+    return [r for r in create_rest_routes(handler, context_builder=builder) if isinstance(r, Route)]
+
+
+async def dispatch(request: Request, path: str, handler: RequestHandler, builder: ServerCallContextBuilder) -> Response:
+    """Answer one REST request whose path below ``/a2a/{slug}/rest`` is ``path``."""
+    scope = {**request.scope, "path": "/" + path.lstrip("/"), "root_path": "", "raw_path": b""}
+    allowed = False
+    for route in _routes(handler, builder):
+        match, child = route.matches(scope)
+        if match == Match.FULL:
+            return await route.endpoint(Request({**scope, **child}, request.receive))
+        allowed = allowed or match == Match.PARTIAL
+    status, code = (405, "method_not_allowed") if allowed else (404, "not_found")
+    return JSONResponse({"error": {"code": code, "message": f"no A2A REST method at {request.method} /{path}"}},
+                        status_code=status)
+
+
+def is_json(request: Request) -> bool:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media in JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def content_type_error(request: Request) -> Response:
+    """The JSON-RPC error for a body that is not declared as JSON; the id is kept when the body has one."""
+    request_id: Any = None
+    try:
+        body = json.loads(await request.body())
+        if isinstance(body, dict) and isinstance(body.get("id"), str | int) and not isinstance(body["id"], bool):
+            request_id = body["id"]
+    except ValueError:
+        pass
+    media = request.headers.get("content-type") or "none"
+    error = ContentTypeNotSupportedError(message=f"Content-Type must be application/json, not {media}")
+    return JSONResponse(build_error_response(request_id, error), status_code=200)
