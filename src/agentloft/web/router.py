@@ -20,6 +20,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "tokens",
     "admin",
     "admin_tools",
+    "admin_mcp",
     "chat",
     "setup",
     "documents",

@@ -46,7 +46,7 @@ function row(agent) {
   return h('tr', { dataset: { slug: agent.slug } },
     h('td', {}, h('strong', { text: agent.name }), agent.description ? h('div', { class: 'muted small-text', text: agent.description }) : null),
     h('td', {}, h('code', { text: agent.slug })),
-    h('td', { text: modelName(agent.modelId) }),
+    h('td', {}, agent.kind === 'remote' ? badge(t('agents.remote'), 'accent') : modelName(agent.modelId)),
     h('td', {}, agent.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled'))),
     h('td', {}, agent.a2aCallable ? badge(t('status.yes'), 'accent') : h('span', { class: 'muted', text: '—' })),
     h('td', { class: 'actions' },
@@ -89,6 +89,7 @@ form.addEventListener('submit', async (event) => {
     modelId: data.modelId, maxSteps: data.maxSteps, maxOutputTokens: data.maxOutputTokens,
     enabled: data.enabled, a2aCallable: data.a2aCallable,
   };
+  for (const hook of editorHooks) if (hook.payload) Object.assign(body, hook.payload(data));
   await busy(form.querySelector('button[type=submit]'), async () => {
     try {
       const saved = editing ? await api('PUT', `/api/admin/agents/${editing.id}`, body)
