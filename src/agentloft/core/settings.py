@@ -24,25 +24,37 @@ class ConfigError(RuntimeError):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTLOFT_", extra="ignore")
 
-    env: Literal["development", "production", "test"] = "development"
-    data_dir: Path = Path("./data")
+    env: Literal["development", "production", "test"] = Field(
+        default="development", description="``production`` requires a secret key and marks cookies Secure."
+    )
+    data_dir: Path = Field(default=Path("./data"), description="Where the SQLite file and a generated key live.")
     database_url: str | None = Field(
         default=None, description="SQLAlchemy async URL; default is a SQLite file in the data dir."
     )
-    host: str = "127.0.0.1"
-    port: int = 8000
-    secret_key: str | None = None
+    host: str = Field(default="127.0.0.1", description="Where ``agentloft serve`` listens.")
+    port: int = Field(default=8000, description="The port ``agentloft serve`` listens on.")
+    secret_key: str | None = Field(
+        default=None, description="Encrypts stored API keys; generated into the data dir when not given."
+    )
     signup_open: bool = Field(
         default=False, description="Whether anyone may sign up after the first account (an admin)."
     )
-    redis_url: str | None = None
-    # Optional bootstrap model, created (or updated) on start so a first run needs no clicks.
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    default_model: str | None = None
-    # Hosts and CIDRs that tools may reach although they are private (e.g. a local SearXNG or Ollama).
-    allowed_internal_hosts: list[str] = Field(default_factory=list)
-    session_days: int = 30
+    redis_url: str | None = Field(
+        default=None, description="Redis for several workers (with PostgreSQL): stream buffers, run leases, "
+        "stop signals, the login throttle and read-cache invalidation shared between them.",
+    )
+    openai_base_url: str | None = Field(
+        default=None, description="Bootstrap model: created (or updated) on start so a first run needs no clicks."
+    )
+    openai_api_key: str | None = Field(default=None, description="The bootstrap model's API key.")
+    default_model: str | None = Field(
+        default=None, description="The bootstrap model's name; it becomes the default model."
+    )
+    allowed_internal_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts and CIDRs that tools may reach although they are private (a local SearXNG, Ollama).",
+    )
+    session_days: int = Field(default=30, description="How long a sign-in lasts.")
     login_max_failures: int = Field(
         default=5, ge=1,
         description="Sign-in attempts an account gets at once, from any address; after that each further "
@@ -72,9 +84,12 @@ class Settings(BaseSettings):
         "rightmost address in X-Forwarded-For that is not one of them. Empty: none, and the client "
         "address is the connection's own.",
     )
-    stream_grace_seconds: float = 60.0
-    # Seconds to wait for a model to connect or send its next chunk before the turn fails.
-    model_timeout_seconds: float = 120.0
+    stream_grace_seconds: float = Field(
+        default=60.0, description="How long a finished reply stays replayable for reconnecting browsers."
+    )
+    model_timeout_seconds: float = Field(
+        default=120.0, description="Seconds to wait for a model to connect or send its next chunk."
+    )
     python_sandbox_user: str = Field(
         default="agentloft-sandbox",
         description="Unprivileged host user the python tool runs snippets as, inside bubblewrap (stdio MCP servers "
