@@ -9,13 +9,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Column, Integer, MetaData, Table, Text, insert, text, update
 
 from agentloft.core.db import Database
-from agentloft.core.readcache import ReadCache, written_table
+from agentloft.core.readcache import ReadCache
 from tests.support import file_database
 
 GROUP = "chat_config"  # reads of ``agents`` (among others)
+_META = MetaData()
+AGENTS = Table("agents", _META, Column("id", Integer, primary_key=True), Column("name", Text))
+MESSAGES = Table("agent_messages", _META, Column("id", Integer, primary_key=True), Column("body", Text))
 
 
 @pytest.fixture
@@ -48,10 +51,15 @@ def _count_reads() -> None:
 
 
 @pytest.mark.parametrize("statement", [
-    "UPDATE agents SET name = 'second' WHERE id = 1",  # Core / raw SQL
+    "UPDATE agents SET name = 'second' WHERE id = 1",
     "INSERT OR REPLACE INTO agents (id, name) VALUES (1, 'second')",
+    # Forms a pattern on the SQL text misses: a leading WITH, a schema-qualified name, leading comments.
+    "WITH n AS (SELECT 'second' AS v) UPDATE agents SET name = (SELECT v FROM n) WHERE id = 1",
+    "UPDATE main.agents SET name = 'second' WHERE id = 1",
+    "/* who */ -- why\n UPDATE agents SET name = 'second' WHERE id = 1",
+    'UPDATE "main"."agents" SET name = \'second\' WHERE id = 1',
 ])
-async def test_a_committed_write_to_a_watched_table_is_read_again(database: Database, statement: str) -> None:
+async def test_a_committed_raw_write_to_a_watched_table_is_read_again(database: Database, statement: str) -> None:
     assert await _name(database) == "first"
     assert await _name(database) == "first"
     assert len(reads) == 1  # the second call was served from the cache
@@ -61,10 +69,43 @@ async def test_a_committed_write_to_a_watched_table_is_read_again(database: Data
     assert len(reads) == 2
 
 
-async def test_writes_to_other_tables_keep_the_entries(database: Database) -> None:
+async def test_a_committed_core_write_to_a_watched_table_is_read_again(database: Database) -> None:
     await _name(database)
     async with database.session() as s:
-        await s.execute(text("INSERT INTO agent_messages (body) VALUES ('hello')"))
+        await s.execute(update(AGENTS).where(AGENTS.c.id == 1).values(name="second"))
+    assert await _name(database) == "second"
+    assert len(reads) == 2
+
+
+async def test_a_raw_write_that_changed_nothing_keeps_the_entries(database: Database) -> None:
+    await _name(database)
+    async with database.session() as s:
+        await s.execute(text("UPDATE agents SET name = 'x' WHERE id = 99"))
+        await s.execute(text("SELECT name FROM agents"))
+    await _name(database)
+    assert len(reads) == 1
+
+
+async def test_a_trigger_that_writes_a_watched_table_drops_the_entries(database: Database) -> None:
+    """The statement names an unwatched table, but SQLite changed more rows than it did itself."""
+    async with database.session() as s:
+        await s.execute(text("CREATE TRIGGER rename AFTER INSERT ON agent_messages "
+                             "BEGIN UPDATE agents SET name = 'second' WHERE id = 1; END"))
+    await _name(database)
+    async with database.session() as s:
+        await s.execute(insert(MESSAGES).values(body="hello"))
+    assert await _name(database) == "second"
+    assert len(reads) == 2
+
+
+async def test_writes_to_other_tables_keep_the_entries(database: Database) -> None:
+    """As a chat turn writes its messages: Core inserts, one with several rows, one returning ids."""
+    await _name(database)
+    async with database.session() as s:
+        await s.execute(insert(MESSAGES).values(body="hello"))
+        await s.execute(insert(MESSAGES), [{"body": "one"}, {"body": "two"}])
+        await s.execute(insert(MESSAGES).values(body="back").returning(MESSAGES.c.id))
+        await s.execute(update(MESSAGES).where(MESSAGES.c.body == "one").values(body="1").returning(MESSAGES.c.id))
     await _name(database)
     assert len(reads) == 1
 
@@ -127,11 +168,3 @@ def test_postgresql_databases_get_no_cache() -> None:
     db = Database("postgresql+asyncpg://nobody:secret@127.0.0.1:1/none")
     assert db.cache.enabled is False
 
-
-def test_written_table_names_the_target_of_writes_only() -> None:
-    assert written_table('UPDATE "agents" SET name=? WHERE id=?') == "agents"
-    assert written_table("INSERT INTO users (username) VALUES (?)") == "users"
-    assert written_table("insert or replace into agent_tools values (?)") == "agent_tools"
-    assert written_table("DELETE FROM auth_sessions WHERE token_hash = ?") == "auth_sessions"
-    assert written_table("SELECT * FROM agents") is None
-    assert written_table("PRAGMA wal_checkpoint(PASSIVE)") is None

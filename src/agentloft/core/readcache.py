@@ -5,12 +5,17 @@ caller's role may see).
 Why: each of those reads costs 0.5–2 ms of the event loop's CPU here, together about a quarter of the
 time from a chat request to its first words (docs/benchmarks.md), for rows that change a few times a day.
 
-Why it is exact: every write to a watched table — an ORM flush, a Core statement or raw SQL, through any
-connection of the app's engine — is noted on its connection, and when that connection goes back to the
-pool (after the commit or rollback) the table's group moves to a new generation, which drops the group's
-entries. A reader notes the generation before it reads and keeps its result only if the generation is
-unchanged afterwards. So whatever was read while a write was open (before or after its commit) is gone
-once the write's transaction ends, and the first read after that goes to the database.
+Why it is exact: every write through any connection of the app's engine is noted on its connection,
+and when that connection goes back to the pool (after the commit or rollback) the written groups move to
+a new generation, which drops their entries. Which groups a statement wrote is taken from what SQLAlchemy
+executed, never from the SQL text: an INSERT, UPDATE or DELETE construct (an ORM flush, ORM-enabled or
+Core DML) names its target table; SQLite's count of changed rows (``total_changes``) before and after the
+statement says whether it changed anything else (a cascade, a trigger), and whether a statement given as
+raw SQL (``text()``, ``exec_driver_sql``) wrote at all. Either of those, whose tables are not known,
+drops every group: rare, and never wrong. A reader notes the generation before it reads and keeps its
+result only if the generation is unchanged afterwards. So whatever was read while a write was open
+(before or after its commit) is gone once the write's transaction ends, and the first read after that
+goes to the database.
 
 When: only while this process is the only one writing — SQLite, whose deployments are one server process
 (README). A CLI command beside the server only creates accounts, which no entry depends on. With
@@ -23,12 +28,13 @@ objects whose columns are loaded).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import Connection, TableClause, UpdateBase, event
+from sqlalchemy.engine.interfaces import DBAPICursor, ExecutionContext
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import ConnectionPoolEntry
 
 T = TypeVar("T")
 
@@ -38,18 +44,24 @@ GROUPS: dict[str, frozenset[str]] = {
     "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations"}),
 }
 
-_WRITE = re.compile(
-    r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+[\"`]?(\w+)",
-    re.IGNORECASE,
-)
 _TOUCHED = "readcache_touched"  # key in the pooled connection's info: groups written in this checkout
+_CHANGES = "readcache_changes"  # key in the pooled connection's info: SQLite's change count before a statement
 MAX_ENTRIES = 10_000  # per group; a full group starts over (entries are cheap to read again)
 
 
-def written_table(statement: str) -> str | None:
-    """The table an INSERT/UPDATE/DELETE statement writes, None for anything else."""
-    match = _WRITE.match(statement)
-    return match.group(1).lower() if match else None
+def dml_target(context: ExecutionContext) -> str | None:
+    """The table an INSERT, UPDATE or DELETE construct writes; None for anything else (a query, raw SQL)."""
+    compiled = context.compiled
+    statement = compiled.statement if compiled is not None else None
+    if isinstance(statement, UpdateBase) and isinstance(statement.table, TableClause):
+        return statement.table.name
+    return None
+
+
+def _total_changes(conn: Connection) -> int | None:
+    """Rows changed so far on this connection (aiosqlite's ``total_changes``); None on another driver."""
+    changes = getattr(conn.connection.driver_connection, "total_changes", None)
+    return changes if isinstance(changes, int) else None
 
 
 class ReadCache:
@@ -93,17 +105,34 @@ class ReadCache:
 
     def attach(self, engine: AsyncEngine) -> None:
         """Watch every statement and every return to the pool of ``engine``."""
+        event.listen(engine.sync_engine, "before_cursor_execute", self._before_execute)
         event.listen(engine.sync_engine, "after_cursor_execute", self._after_execute)
         event.listen(engine.sync_engine, "checkin", self._checkin)
 
-    def _after_execute(self, conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        """Note the written table's group on the pooled connection (``conn.info`` is the pool record's)."""
-        table = written_table(statement)
-        group = self._group_of.get(table) if table else None
-        if group is not None:
-            conn.info.setdefault(_TOUCHED, set()).add(group)
+    def _before_execute(self, conn: Connection, *_args: Any) -> None:
+        conn.info[_CHANGES] = _total_changes(conn)
 
-    def _checkin(self, _dbapi_connection: Any, record: Any) -> None:
+    def _after_execute(
+        self, conn: Connection, cursor: DBAPICursor, _statement: str, _params: Any, context: ExecutionContext,
+        _many: bool,
+    ) -> None:
+        """Note the written groups on the pooled connection (``conn.info`` is the pool record's)."""
+        written = self._written(conn, cursor, context)
+        if written:
+            conn.info.setdefault(_TOUCHED, set()).update(written)
+
+    def _written(self, conn: Connection, cursor: DBAPICursor, context: ExecutionContext) -> set[str]:
+        before, after = conn.info.pop(_CHANGES, None), _total_changes(conn)
+        changed = None if before is None or after is None else after - before
+        target = dml_target(context)
+        if target is None:
+            return set() if changed == 0 else set(self._generation)  # raw SQL: wrote, or may have
+        group = self._group_of.get(target)
+        if changed is not None and changed > max(cursor.rowcount, 0):
+            return set(self._generation)  # a cascade or a trigger changed rows elsewhere too
+        return {group} if group is not None else set()
+
+    def _checkin(self, _dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         """The transaction has ended (the pool resets a connection before it is back): new generations."""
         for group in record.info.pop(_TOUCHED, ()):
             self.bump(group)
