@@ -24,7 +24,7 @@ from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
-from agentloft.core.db import utcnow
+from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound
 from agentloft.core.runtime import Runtime
 
@@ -81,18 +81,12 @@ async def get_callable_agent(*, db: AsyncSession, slug: str, local_only: bool = 
     stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True), Agent.a2a_callable.is_(True))
     if local_only:
         stmt = stmt.where(Agent.kind == LOCAL)
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise NotFound(f"agent '{slug}' is not available over A2A", code="a2a_agent_not_found")
-    return row
+    return await one_or_404(db, stmt, NotFound(f"agent '{slug}' is not available over A2A", code="a2a_agent_not_found"))
 
 
 async def get_task_row(*, db: AsyncSession, task_id: str, user_id: int) -> A2ATaskSession:
     stmt = select(A2ATaskSession).where(A2ATaskSession.id == task_id, A2ATaskSession.user_id == user_id)
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise NotFound("task not found", code="a2a_task_not_found")
-    return row
+    return await one_or_404(db, stmt, NotFound("task not found", code="a2a_task_not_found"))
 
 
 async def get_panel_task(*, db: AsyncSession, task_id: str, user_id: int) -> A2ATaskSession:

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.agents.schemas import AgentCreate, AgentUpdate
 from agentloft.core.crypto import SecretBox
-from agentloft.core.db import utcnow
+from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import Conflict, Invalid, NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.llm import service as llm_service
@@ -92,10 +92,8 @@ async def create_agent(
 
 
 async def get_agent(*, db: AsyncSession, agent_id: int) -> Agent:
-    row = await db.get(Agent, agent_id)
-    if row is None:
-        raise NotFound("agent not found", code="agent_not_found")
-    return row
+    return await one_or_404(db, select(Agent).where(Agent.id == agent_id),
+                            NotFound("agent not found", code="agent_not_found"))
 
 
 async def list_agents(
@@ -113,10 +111,7 @@ async def get_enabled_agent_by_slug(*, db: AsyncSession, slug: str) -> Agent:
     """The agent users may chat with; a disabled one (or a remote one, which only agents call) is 'not
     found' to them."""
     stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True), Agent.kind == LOCAL)
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise NotFound(f"agent '{slug}' not found", code="agent_not_found")
-    return row
+    return await one_or_404(db, stmt, NotFound(f"agent '{slug}' not found", code="agent_not_found"))
 
 
 async def update_agent(

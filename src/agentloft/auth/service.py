@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.auth.models import ApiToken, AuthSession, User
 from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
 from agentloft.core.crypto import new_token, token_hash
-from agentloft.core.db import rows_matched, utcnow
+from agentloft.core.db import one_or_404, rows_matched, utcnow
 from agentloft.core.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
 from agentloft.core.schemas import PageParams
 
@@ -179,10 +179,8 @@ async def list_users(*, db: AsyncSession, page: PageParams) -> tuple[list[User],
 
 
 async def get_user(*, db: AsyncSession, user_id: int) -> User:
-    user = await db.get(User, user_id)
-    if user is None:
-        raise NotFound("user not found", code="user_not_found")
-    return user
+    return await one_or_404(db, select(User).where(User.id == user_id),
+                            NotFound("user not found", code="user_not_found"))
 
 
 async def _active_admins(*, db: AsyncSession) -> int:

@@ -277,8 +277,6 @@ async def prepare_resume(
     """Continue a session whose every pending approval is answered, on the same assistant message."""
     async with rt.db.session() as db:
         session = await service.get_session_by_id(db=db, session_id=session_id)
-        if session is None:
-            raise NotFound("session not found", code="session_not_found")
         agent = await _agent_of_session(db, session.kind, session.agent_id)
         reply = await service.last_assistant_message(db=db, session_id=session_id)
         if reply is None or reply.status != AWAITING_APPROVAL:

@@ -26,7 +26,7 @@ from agentloft.chat.models import (
     AgentSession,
     ChatApproval,
 )
-from agentloft.core.db import rows_matched, table_of, utcnow
+from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.schemas import PageParams
@@ -62,15 +62,13 @@ async def get_session(*, db: AsyncSession, session_id: str, user_id: int) -> Age
     stmt = select(AgentSession).where(
         AgentSession.id == session_id, AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None)
     )
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise NotFound("session not found", code="session_not_found")
-    return row
+    return await one_or_404(db, stmt, NotFound("session not found", code="session_not_found"))
 
 
-async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession | None:
+async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession:
     """For the engine, which already knows the owner (it was checked when the turn started)."""
-    return await db.get(AgentSession, session_id)
+    return await one_or_404(db, select(AgentSession).where(AgentSession.id == session_id),
+                            NotFound("session not found", code="session_not_found"))
 
 
 async def list_sessions(

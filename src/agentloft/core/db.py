@@ -13,15 +13,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sqlalchemy import CursorResult, DateTime, Executable, MetaData, Table, event, make_url
+from sqlalchemy import CursorResult, DateTime, Executable, MetaData, Select, Table, event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from agentloft.core.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
 from agentloft.core.readcache import ReadCache
+
+if TYPE_CHECKING:
+    from agentloft.core.errors import NotFound
+
+T = TypeVar("T")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -38,6 +43,15 @@ class Base(DeclarativeBase):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+async def one_or_404(db: AsyncSession, query: Select[T], missing: NotFound) -> T:
+    """The one row ``query`` selects, else ``missing`` raised: the single way a service loads a record
+    that must exist. Ownership belongs in ``query`` (a row of another user is as missing as none)."""
+    row = (await db.execute(query)).scalar_one_or_none()
+    if row is None:
+        raise missing
+    return row
 
 
 async def rows_matched(db: AsyncSession, stmt: Executable) -> int:

@@ -15,6 +15,7 @@ from sqlalchemy import Row, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.core.db import one_or_404
 from agentloft.core.errors import Conflict
 from agentloft.documents import search
 from agentloft.documents.errors import (
@@ -137,10 +138,7 @@ async def create_document(
 
 async def get_document_by_id(*, db: AsyncSession, user_id: int, document_id: str) -> AgentDocument:
     stmt = select(AgentDocument).where(AgentDocument.id == document_id, AgentDocument.user_id == user_id)
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise DocumentNotFound()
-    return row
+    return await one_or_404(db, stmt, DocumentNotFound())
 
 
 async def list_documents(
@@ -308,10 +306,7 @@ async def get_version(
             AgentDocument.user_id == user_id,
         )
     )
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise VersionNotFound(version)
-    return row
+    return await one_or_404(db, stmt, VersionNotFound(version))
 
 
 async def restore_version(

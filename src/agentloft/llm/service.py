@@ -10,6 +10,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
+from agentloft.core.db import one_or_404
 from agentloft.core.errors import NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
@@ -67,10 +68,8 @@ async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCre
 
 
 async def get_model(*, db: AsyncSession, model_id: int) -> ModelConfig:
-    row = await db.get(ModelConfig, model_id)
-    if row is None:
-        raise NotFound("model not found", code="model_not_found")
-    return row
+    return await one_or_404(db, select(ModelConfig).where(ModelConfig.id == model_id),
+                            NotFound("model not found", code="model_not_found"))
 
 
 async def list_models(*, db: AsyncSession, page: PageParams) -> tuple[list[ModelConfig], int]:

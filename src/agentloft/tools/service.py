@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents import service as agents_service
 from agentloft.core.crypto import SecretBox
+from agentloft.core.db import one_or_404
 from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_from_pydantic
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
@@ -236,10 +237,8 @@ async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -
 
 
 async def get_tool(*, db: AsyncSession, tool_id: str) -> AgentTool:
-    row = await db.get(AgentTool, tool_id)
-    if row is None:
-        raise NotFound("tool not found", code="tool_not_found")
-    return row
+    return await one_or_404(db, select(AgentTool).where(AgentTool.id == tool_id),
+                            NotFound("tool not found", code="tool_not_found"))
 
 
 async def list_tools(*, db: AsyncSession, page: PageParams) -> tuple[list[AgentTool], int]:
