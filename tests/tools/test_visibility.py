@@ -74,19 +74,21 @@ def test_toggling_admin_only_and_enabled_shows_at_once(
 def test_llm_tools_service_hides_admin_only_and_disabled(call_service: Callable[..., Any], tools: Any) -> None:
     for role in ROLES_WITHOUT_ADMIN:
         run_tools = call_service(
-            lambda db, rt, role=role: service.get_enabled_tools_for_llm(db, rt, user_id=2, user_role=role)
+            lambda db, rt, role=role: service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=2, user_role=role)
         )
         assert [t.name for t in run_tools] == ["public"], role
-    admin_tools = call_service(lambda db, rt: service.get_enabled_tools_for_llm(db, rt, user_id=1, user_role="admin"))
+    admin_tools = call_service(
+        lambda db, rt: service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=1, user_role="admin")
+    )
     assert [(t.name, t.needs_approval) for t in admin_tools] == [("public", False), ("secret-op", True)]
     assert admin_tools[0].id == tools["public"]["id"] and admin_tools[0].title == "Public"
 
 
 def test_tool_infos_service_uses_the_same_filter(call_service: Callable[..., Any], tools: Any) -> None:
     for role in ROLES_WITHOUT_ADMIN:
-        infos = call_service(lambda db, rt, role=role: service.get_enabled_tool_infos(db, user_role=role))
+        infos = call_service(lambda db, rt, role=role: service.get_enabled_tool_infos(db=db, user_role=role))
         assert [i.slug for i in infos] == ["public"], role
-    infos = call_service(lambda db, rt: service.get_enabled_tool_infos(db, user_role="admin"))
+    infos = call_service(lambda db, rt: service.get_enabled_tool_infos(db=db, user_role="admin"))
     assert [(i.slug, i.admin_only, i.needs_approval) for i in infos] == [
         ("public", False, False), ("secret-op", True, True)]
     assert infos[1].model_dump(by_alias=True)["adminOnly"] is True
@@ -97,25 +99,26 @@ def test_agent_tools_service_hides_admin_only_and_disabled(
 ) -> None:
     for role in ROLES_WITHOUT_ADMIN:
         run_tools = call_service(
-            lambda db, rt, role=role: service.load_tools_for_agent(db, rt, agent_id=agent_id, user_role=role)
+            lambda db, rt, role=role: service.load_tools_for_agent(db=db, rt=rt, agent_id=agent_id, user_role=role)
         )
         assert [(t.name, t.needs_approval) for t in run_tools] == [("public", True)], role
     admin_tools = call_service(
-        lambda db, rt: service.load_tools_for_agent(db, rt, agent_id=agent_id, user_role="admin")
+        lambda db, rt: service.load_tools_for_agent(db=db, rt=rt, agent_id=agent_id, user_role="admin")
     )
     # in the agent's order, with the overrides: secret-op needs approval itself, the agent says no
     assert [(t.name, t.needs_approval) for t in admin_tools] == [("secret-op", False), ("public", True)]
 
 
 def test_agent_without_tools_or_unknown_agent_has_none(call_service: Callable[..., Any], tools: Any) -> None:
-    assert call_service(lambda db, rt: service.load_tools_for_agent(db, rt, agent_id=999, user_role="admin")) == []
+    none = call_service(lambda db, rt: service.load_tools_for_agent(db=db, rt=rt, agent_id=999, user_role="admin"))
+    assert none == []
 
 
 def test_loaded_tools_run_with_decrypted_config(call_service: Callable[..., Any], make_tool: Any) -> None:
     make_tool("keyed", config={"apiKey": "sk-abc"})
 
     async def load_and_run(db: Any, rt: Any) -> Any:
-        (tool,) = await service.get_enabled_tools_for_llm(db, rt, user_id=2, user_role="user")
+        (tool,) = await service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=2, user_role="user")
         ctx = ToolContext(runtime=rt, tool_id=tool.id, tool_slug=tool.name, user_id=2, user_role="user")
         return tool, await run_tool(tool, {"text": "hi"}, ctx)
 
@@ -130,7 +133,7 @@ def test_tool_of_an_unregistered_type_is_left_out_not_fatal(
     make_tool("calc", type="calculator")
     make_tool("orphan")  # its add-on type is missing from the runtime below
     tools = call_service(
-        lambda db, rt: service.get_enabled_tools_for_llm(db, rt, user_id=1, user_role="admin"), with_addon=False
+        lambda db, rt: service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=1, user_role="admin"), with_addon=False
     )
     assert [t.name for t in tools] == ["calc"]
 

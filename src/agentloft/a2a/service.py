@@ -204,7 +204,7 @@ async def run_task(
     if not done:
         # Tell the panel first (the engine closes the buffer when its run is cancelled), then stop the run.
         message = f"agent '{callee.slug}' did not answer within {timeout_s:g} s"
-        await append_error(rt, task.id, message)
+        await append_error(rt=rt, task_id=task.id, message=message)
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
         await _update_state(rt, task.id, "failed")
@@ -213,14 +213,14 @@ async def run_task(
         result = running.result()
     except Exception as exc:  # the turn could not start (no model configured, session busy, ...)
         message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-        await fail_buffer(rt, task.id, message)
+        await fail_buffer(rt=rt, task_id=task.id, message=message)
         await _update_state(rt, task.id, "failed")
         return TaskOutcome(task_id=task.id, state="failed", text="", error=message)
     state = {"complete": "completed", "stopped": "canceled"}.get(result.status, "failed")
     error = result.error
     if result.status == "awaiting_approval":
         error = "the called agent needs a tool approval, which A2A calls cannot give"
-        await append_error(rt, task.id, error)
+        await append_error(rt=rt, task_id=task.id, message=error)
     await _update_state(rt, task.id, state)
     return TaskOutcome(
         task_id=task.id, state=state, text=result.text or "", error=error if state != "completed" else None,
@@ -253,17 +253,17 @@ async def wait_for_buffer(*, rt: Runtime, task_id: str, limit_s: float = 10.0) -
     return True
 
 
-async def fail_buffer(rt: Runtime, task_id: str, message: str) -> None:
+async def fail_buffer(*, rt: Runtime, task_id: str, message: str) -> None:
     """A task that failed before the engine opened its buffer still tells its panel why."""
 
     buffers, key = rt.buffers, buffer_key(task_id)
     if await buffers.meta(key) is None or not await buffers.is_active(key):
         await buffers.open(key, {"taskId": task_id})
-    await append_error(rt, task_id, message)
+    await append_error(rt=rt, task_id=task_id, message=message)
     await buffers.close(key, error=message)
 
 
-async def append_error(rt: Runtime, task_id: str, message: str) -> None:
+async def append_error(*, rt: Runtime, task_id: str, message: str) -> None:
     """Write an ``error`` chunk (a protocol-valid UI stream chunk) into the panel's buffer."""
 
     frame = f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n"

@@ -165,8 +165,8 @@ async def chat_inputs(rt: Runtime, *, agent_slug: str | None, user_id: int,
 
 async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, user_role: str) -> list[RunTool]:
     if agent is None:
-        return await tools_service.get_enabled_tools_for_llm(db, rt, user_id=user_id, user_role=user_role)
-    return await tools_service.load_tools_for_agent(db, rt, agent_id=agent.id, user_role=user_role)
+        return await tools_service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=user_role)
+    return await tools_service.load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=user_role)
 
 
 def _history(raw: str | None) -> list[ModelMessage]:
@@ -328,7 +328,7 @@ async def _agent_events(rt: Runtime, turn: PreparedTurn, outcome: _Outcome) -> A
     """The run's pydantic-ai events. Everything the run needs is built here, inside the stream, so a
     failure to build it (a model its configuration cannot make, an unreadable history) reaches the
     client as the stream's ``error`` chunk, like a model that fails."""
-    model = rt.models.model(llm_service.spec_of(turn.model_row, rt.box))
+    model = rt.models.model(llm_service.spec_of(row=turn.model_row, box=rt.box))
     agent = rt.models.agent(model, turn.system_prompt or None)
     runner = agent.run_stream_events(
         turn.prompt,

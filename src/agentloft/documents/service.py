@@ -52,7 +52,7 @@ class DocumentPage:
 # --- field rules -------------------------------------------------------------------------------------
 
 
-def cut_summary(content: str, length: int = DEFAULT_SUMMARY_LENGTH) -> str:
+def cut_summary(*, content: str, length: int = DEFAULT_SUMMARY_LENGTH) -> str:
     """The seed's fallback summary: the start of the content, whitespace folded, at most ``length``
     characters (an ellipsis marks a cut)."""
     flat = _WS.sub(" ", content).strip()
@@ -102,7 +102,7 @@ def _check_type(kind: str) -> str:
 
 def _summary(summary: str | None, content: str, length: int) -> str:
     summary = (summary or "").strip()
-    return summary if summary else cut_summary(content, length)
+    return summary if summary else cut_summary(content=content, length=length)
 
 
 # --- CRUD --------------------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def _resolve_changes(
     if "summary" in changes:
         new["summary"] = _summary(changes["summary"], content, summary_length)
     elif "content" in new and new["content"] != row.content:
-        new["summary"] = cut_summary(content, summary_length)
+        new["summary"] = cut_summary(content=content, length=summary_length)
     return {k: v for k, v in new.items() if getattr(row, k) != v}
 
 

@@ -116,7 +116,7 @@ async def has_enabled_model(*, db: AsyncSession) -> bool:
     return await default_model(db=db) is not None
 
 
-def spec_of(row: ModelConfig, box: SecretBox) -> ModelSpec:
+def spec_of(*, row: ModelConfig, box: SecretBox) -> ModelSpec:
     return ModelSpec(
         provider=row.provider,
         model=row.model,
@@ -149,7 +149,7 @@ async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients,
     words an administrator can act on (never an error status: a failing model is the answer here)."""
     started = time.perf_counter()
     try:
-        model = models.model(spec_of(row, box))
+        model = models.model(spec_of(row=row, box=box))
     except Exception as exc:
         return ModelTestResult(ok=False, latency_ms=_ms(started), error=f"The model cannot be set up: {_describe(exc)}")
     try:

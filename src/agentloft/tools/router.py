@@ -83,7 +83,7 @@ def _whole(items: list[AgentToolLinkRead]) -> Page[AgentToolLinkRead]:
 async def chat_tools(
     user: CurrentUser, rt: Rt, db: DbSession, paging: Paging, agent: Annotated[str | None, Query()] = None
 ) -> Page[LlmToolRead]:
-    tools = await service.tools_for_chat(db, rt, user_id=user.id, user_role=user.role, agent_slug=agent)
+    tools = await service.tools_for_chat(db=db, rt=rt, user_id=user.id, user_role=user.role, agent_slug=agent)
     items = [
         LlmToolRead(
             name=t.name, description=t.description, input_schema=t.input_schema,

@@ -167,7 +167,7 @@ def _apply_config(
     row.secrets_enc = {k: _encrypt(box, dumped[k]) for k in keys if k in secrets and k in dumped}
 
 
-def parse_stored_config(row: AgentTool, tool_type: AnyToolType, box: SecretBox) -> BaseModel:
+def parse_stored_config(*, row: AgentTool, tool_type: AnyToolType, box: SecretBox) -> BaseModel:
     """The row's config as the type's ``Config``, secrets decrypted. Raises ValueError/ValidationError
     when the stored config no longer fits (a type changed, the secret key changed)."""
     return tool_type.Config.model_validate({**row.config, **_decrypt_all(box, row.secrets_enc or {})})
@@ -279,7 +279,7 @@ async def delete_tool(*, db: AsyncSession, tool_id: str) -> None:
 # --- building the tools a run sees ----------------------------------------------------------------
 
 
-def visible_to(row: AgentTool, user_role: str | None) -> bool:
+def visible_to(*, row: AgentTool, user_role: str | None) -> bool:
     """Seed 001: enabled tools; admin-only ones only for admins. Anyone else never learns they exist."""
     return bool(row.enabled) and (not row.admin_only or user_role == ADMIN_ROLE)
 
@@ -306,7 +306,7 @@ def _timeout_s(config: BaseModel) -> float:
 
 
 def build_run_tool(
-    row: AgentTool, rt: Runtime, *, needs_approval: bool | None = None
+    *, row: AgentTool, rt: Runtime, needs_approval: bool | None = None
 ) -> RunTool | None:
     """A row as a run sees it, or None (and a log line) if it cannot run: its type is not registered
     (an add-on was removed) or its stored config no longer fits. A broken tool must not break a chat."""
@@ -315,7 +315,7 @@ def build_run_tool(
         log.warning("tool %s has unknown type %r; left out", row.slug, row.type)
         return None
     try:
-        config = parse_stored_config(row, tool_type, rt.box)
+        config = parse_stored_config(row=row, tool_type=tool_type, box=rt.box)
     except (ValidationError, ValueError) as exc:
         log.warning("tool %s has a config its type refuses (%s); left out", row.slug, exc)
         return None
@@ -337,20 +337,21 @@ async def _enabled_rows(db: AsyncSession) -> list[AgentTool]:
 
 
 async def get_enabled_tools_for_llm(
-    db: AsyncSession, rt: Runtime, *, user_id: int | None, user_role: str | None
+    *, db: AsyncSession, rt: Runtime, user_id: int | None, user_role: str | None
 ) -> list[RunTool]:
     """Every enabled tool this role may see (seed 001's ``getEnabledToolsForLlm``), ready to run.
     ``user_id`` is part of the seed's signature; visibility depends on the role alone."""
-    tools = [build_run_tool(row, rt) for row in await _enabled_rows(db) if visible_to(row, user_role)]
+    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, user_role=user_role)]
+    tools = [build_run_tool(row=row, rt=rt) for row in rows]
     return [t for t in tools if t is not None]
 
 
 async def get_enabled_tool_infos(
-    db: AsyncSession, *, user_role: str | None, registry: ToolRegistry | None = None
+    *, db: AsyncSession, user_role: str | None, registry: ToolRegistry | None = None
 ) -> list[ToolInfo]:
     """Seed 001's ``getEnabledToolInfos``: the same filter, without configs. With a registry, rows whose
     type is not registered are left out too, as they are from the model's list."""
-    rows = [row for row in await _enabled_rows(db) if visible_to(row, user_role)]
+    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, user_role=user_role)]
     if registry is not None:
         rows = [row for row in rows if row.type in registry]
     return [
@@ -377,33 +378,33 @@ async def _agent_links(db: AsyncSession, agent_id: int) -> list[tuple[AgentToolA
     return [(link, tool) for link, tool in (await db.execute(stmt)).all()]
 
 
-def effective_needs_approval(link: AgentToolAssociation, tool: AgentTool) -> bool:
+def effective_needs_approval(*, link: AgentToolAssociation, tool: AgentTool) -> bool:
     """The agent's override when it has one, else the tool's own setting."""
     return tool.needs_approval if link.needs_approval is None else link.needs_approval
 
 
 async def load_tools_for_agent(
-    db: AsyncSession, rt: Runtime, *, agent_id: int, user_role: str | None
+    *, db: AsyncSession, rt: Runtime, agent_id: int, user_role: str | None
 ) -> list[RunTool]:
     """The agent's tools this role may see, in the agent's order, with the effective approval rule.
     A non-admin chatting with an agent (or reaching it through A2A) never gets its admin-only tools."""
     tools = [
-        build_run_tool(tool, rt, needs_approval=effective_needs_approval(link, tool))
+        build_run_tool(row=tool, rt=rt, needs_approval=effective_needs_approval(link=link, tool=tool))
         for link, tool in await _agent_links(db, agent_id)
-        if visible_to(tool, user_role)
+        if visible_to(row=tool, user_role=user_role)
     ]
     return [t for t in tools if t is not None]
 
 
 async def tools_for_chat(
-    db: AsyncSession, rt: Runtime, *, user_id: int, user_role: str | None, agent_slug: str | None = None
+    *, db: AsyncSession, rt: Runtime, user_id: int, user_role: str | None, agent_slug: str | None = None
 ) -> list[RunTool]:
     """What the caller's model is given: the plain LLM chat's tools, or those of the enabled agent named
     by ``agent_slug`` (NotFound when there is no such enabled agent)."""
     if agent_slug is None:
-        return await get_enabled_tools_for_llm(db, rt, user_id=user_id, user_role=user_role)
+        return await get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=user_role)
     agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
-    return await load_tools_for_agent(db, rt, agent_id=agent.id, user_role=user_role)
+    return await load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=user_role)
 
 
 async def execute_tool(
@@ -421,7 +422,7 @@ async def execute_tool(
     is the admin's explicit confirmation of this call, and a call that needs approval without it answers
     ``needsApproval`` and does nothing (``tools.runner.run_tool``)."""
     row = await get_tool(db=db, tool_id=tool_id)
-    tool = build_run_tool(row, rt)
+    tool = build_run_tool(row=row, rt=rt)
     if tool is None:
         return ToolResult.fail(f"tool '{row.slug}' cannot run: its type or stored config is not usable")
     ctx = ToolContext(
@@ -438,7 +439,7 @@ def _link_read(link: AgentToolAssociation, tool: AgentTool) -> AgentToolLinkRead
         tool_id=tool.id,
         needs_approval=link.needs_approval,
         position=link.position,
-        effective_needs_approval=effective_needs_approval(link, tool),
+        effective_needs_approval=effective_needs_approval(link=link, tool=tool),
         slug=tool.slug,
         name=tool.name,
         type=tool.type,
