@@ -1,7 +1,8 @@
 // Admin: agents (CRUD). Extra sections of the editor (e.g. the tool picker) plug in through agent-editor-hooks.js.
 import { api, loadAll } from '../api.js';
-import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { badge, dialog, fillForm, h, readForm, resetFormErrors, showError } from '../dom.js';
 import { t } from '../i18n.js';
+import { onSave, removeItem, tableRefresher } from './admin-common.js';
 import { editorHooks } from './agent-editor-hooks.js';
 
 const tbody = document.querySelector('#agents-table tbody');
@@ -54,11 +55,7 @@ function row(agent) {
       h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, agent) })));
 }
 
-async function refresh() {
-  const agents = await loadAll('/api/admin/agents');
-  tbody.replaceChildren(...agents.map(row));
-  empty.hidden = agents.length > 0;
-}
+const refresh = tableRefresher({ url: '/api/admin/agents', tbody, row, empty });
 
 function fillModels() {
   const select = form.modelId;
@@ -80,9 +77,7 @@ async function openEditor(agent) {
   for (const hook of editorHooks) await hook.open(agent);
 }
 
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  resetFormErrors(form);
+onSave(form, async () => {
   const data = readForm(form);
   const body = {
     slug: data.slug.trim(), name: data.name, description: data.description, systemPrompt: data.systemPrompt,
@@ -90,26 +85,15 @@ form.addEventListener('submit', async (event) => {
     enabled: data.enabled, a2aCallable: data.a2aCallable,
   };
   for (const hook of editorHooks) if (hook.payload) Object.assign(body, hook.payload(data));
-  await busy(form.querySelector('button[type=submit]'), async () => {
-    try {
-      const saved = editing ? await api('PUT', `/api/admin/agents/${editing.id}`, body)
-        : await api('POST', '/api/admin/agents', body);
-      editing = saved;
-      for (const hook of editorHooks) await hook.save(saved);
-      modal.close();
-      await refresh();
-    } catch (error) {
-      showFormError(form, error);
-    }
-  });
-});
+  const saved = editing ? await api('PUT', `/api/admin/agents/${editing.id}`, body)
+    : await api('POST', '/api/admin/agents', body);
+  editing = saved;
+  for (const hook of editorHooks) await hook.save(saved);
+}, { modal, refresh });
 
-async function remove(button, agent) {
-  if (!window.confirm(t('admin.agents.confirmDelete', { name: agent.name }))) return;
-  showError(pageError, null);
-  await busy(button, async () => {
-    try { await api('DELETE', `/api/admin/agents/${agent.id}`); await refresh(); } catch (e) { showError(pageError, e); }
-  });
+function remove(button, agent) {
+  return removeItem({ button, question: t('admin.agents.confirmDelete', { name: agent.name }),
+    url: `/api/admin/agents/${agent.id}`, errorBox: pageError, refresh });
 }
 
 document.getElementById('new-agent').addEventListener('click', () => openEditor(null));

@@ -1,7 +1,8 @@
 // Admin: model configurations (CRUD) with a Test button. The API key is never shown, only whether one is set.
-import { api, loadAll } from '../api.js';
-import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { api } from '../api.js';
+import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError } from '../dom.js';
 import { t } from '../i18n.js';
+import { onSave, removeItem, tableRefresher } from './admin-common.js';
 
 const tbody = document.querySelector('#models-table tbody');
 const empty = document.querySelector('.empty');
@@ -50,11 +51,7 @@ function row(model) {
       h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, model) })));
 }
 
-async function refresh() {
-  const models = await loadAll('/api/admin/models');
-  tbody.replaceChildren(...models.map(row));
-  empty.hidden = models.length > 0;
-}
+const refresh = tableRefresher({ url: '/api/admin/models', tbody, row, empty });
 
 // Presets fill the provider and base URL, suggest a model name, and hide the key field when none is needed.
 async function loadPresets() {
@@ -106,27 +103,14 @@ function payload() {
   return body;
 }
 
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  resetFormErrors(form);
-  await busy(form.querySelector('button[type=submit]'), async () => {
-    try {
-      if (editing) await api('PUT', `/api/admin/models/${editing.id}`, payload());
-      else await api('POST', '/api/admin/models', payload());
-      modal.close();
-      await refresh();
-    } catch (error) {
-      showFormError(form, error);
-    }
-  });
-});
+onSave(form, async () => {
+  if (editing) await api('PUT', `/api/admin/models/${editing.id}`, payload());
+  else await api('POST', '/api/admin/models', payload());
+}, { modal, refresh });
 
-async function remove(button, model) {
-  if (!window.confirm(t('admin.models.confirmDelete', { name: model.name }))) return;
-  showError(pageError, null);
-  await busy(button, async () => {
-    try { await api('DELETE', `/api/admin/models/${model.id}`); await refresh(); } catch (e) { showError(pageError, e); }
-  });
+function remove(button, model) {
+  return removeItem({ button, question: t('admin.models.confirmDelete', { name: model.name }),
+    url: `/api/admin/models/${model.id}`, errorBox: pageError, refresh });
 }
 
 document.getElementById('new-model').addEventListener('click', () => openEditor(null));

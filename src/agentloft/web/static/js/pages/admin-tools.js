@@ -6,6 +6,7 @@ import { api, loadAll } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { t } from '../i18n.js';
 import { renderSchemaForm, sampleInput } from '../schema-form.js';
+import { changeItem, onSave, removeItem, tableRefresher } from './admin-common.js';
 
 const tbody = document.querySelector('#tools-table tbody');
 const empty = document.querySelector('.empty');
@@ -47,17 +48,11 @@ function row(tool) {
       h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, tool) })));
 }
 
-async function refresh() {
-  const tools = await loadAll('/api/agent-tools');
-  tbody.replaceChildren(...tools.map(row));
-  empty.hidden = tools.length > 0;
-}
+const refresh = tableRefresher({ url: '/api/agent-tools', tbody, row, empty });
 
-async function update(control, tool, change) {
-  showError(pageError, null);
-  await busy(control, async () => {
-    try { await api('PUT', `/api/agent-tools/${tool.id}`, change); await refresh(); } catch (e) { showError(pageError, e); }
-  });
+function update(control, tool, change) {
+  return changeItem({ control, method: 'PUT', url: `/api/agent-tools/${tool.id}`, body: change, errorBox: pageError,
+    refresh });
 }
 
 function renderConfig(type, values, secretsSet = []) {
@@ -96,34 +91,20 @@ form.type.addEventListener('change', () => {
   if (editing) renderConfig(type, type.defaults); else applyType(type);
 });
 
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  resetFormErrors(form);
-  let config;
-  try { config = configForm.read(); } catch (error) { showFormError(form, error); return; }
+onSave(form, async () => {
+  const config = configForm.read(); // a value the schema refuses throws with its fields, shown on the form
   const data = readForm(form);
   const body = {
     type: data.type, slug: data.slug.trim(), name: data.name, description: data.description,
     enabled: data.enabled, needsApproval: data.needsApproval, adminOnly: data.adminOnly, config,
   };
-  await busy(form.querySelector('button[type=submit]'), async () => {
-    try {
-      if (editing) await api('PUT', `/api/agent-tools/${editing.id}`, body);
-      else await api('POST', '/api/agent-tools', body);
-      modal.close();
-      await refresh();
-    } catch (error) {
-      showFormError(form, error);
-    }
-  });
-});
+  if (editing) await api('PUT', `/api/agent-tools/${editing.id}`, body);
+  else await api('POST', '/api/agent-tools', body);
+}, { modal, refresh });
 
-async function remove(button, tool) {
-  if (!window.confirm(t('tools.confirmDelete', { name: tool.name }))) return;
-  showError(pageError, null);
-  await busy(button, async () => {
-    try { await api('DELETE', `/api/agent-tools/${tool.id}`); await refresh(); } catch (e) { showError(pageError, e); }
-  });
+function remove(button, tool) {
+  return removeItem({ button, question: t('tools.confirmDelete', { name: tool.name }),
+    url: `/api/agent-tools/${tool.id}`, errorBox: pageError, refresh });
 }
 
 function openDebug(tool) {

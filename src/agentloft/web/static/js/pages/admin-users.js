@@ -1,7 +1,8 @@
 // Admin: create users, change roles, disable and enable accounts.
-import { api, loadAll } from '../api.js';
+import { api } from '../api.js';
 import { badge, busy, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
+import { changeItem, tableRefresher } from './admin-common.js';
 
 const form = document.getElementById('user-form');
 const errorBox = document.querySelector('.form-error');
@@ -28,16 +29,10 @@ function row(user) {
     })));
 }
 
-async function refresh() {
-  tbody.replaceChildren(...(await loadAll('/api/admin/users')).map(row));
-}
+const refresh = tableRefresher({ url: '/api/admin/users', tbody, row });
 
-async function update(control, user, change) {
-  showError(errorBox, null);
-  await busy(control, async () => {
-    try { await api('PATCH', `/api/admin/users/${user.id}`, change); } catch (e) { showError(errorBox, e); }
-    await refresh();
-  });
+function update(control, user, change) {
+  return changeItem({ control, method: 'PATCH', url: `/api/admin/users/${user.id}`, body: change, errorBox, refresh });
 }
 
 form.addEventListener('submit', async (event) => {

@@ -1,0 +1,68 @@
+"""What the admin pages share (``js/pages/admin-common.js``), in a real browser: deleting a row after a
+confirmation (and not without one), a refused save that keeps the editor open with the reason, and a
+refused in-place change whose row goes back to what the server holds."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Dialog, Page, expect
+
+from tests.e2e.conftest import api
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize(("path", "create", "key"), [
+    ("/admin/models", ("/api/admin/models", {"name": "Spare", "provider": "openai", "model": "m"}), "name"),
+    ("/admin/agents", ("/api/admin/agents", {"slug": "spare", "name": "Spare"}), "slug"),
+    ("/admin/agent-tools", ("/api/agent-tools", {"slug": "spare", "name": "Spare", "type": "calculator"}), "slug"),
+])
+def test_a_row_is_deleted_only_after_confirming(admin_page: Page, path: str, create: tuple[str, dict[str, str]],
+                                                key: str) -> None:
+    page = admin_page
+    url, body = create
+    api(page, "POST", url, body)
+    page.goto(path)
+    row = page.locator(f"tbody tr[data-{key}='{body[key]}']")
+    expect(row).to_be_visible()
+
+    questions: list[str] = []
+
+    def answer(accept: bool):
+        def on_dialog(dialog: Dialog) -> None:
+            questions.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+        return on_dialog
+
+    page.once("dialog", answer(False))
+    row.get_by_role("button", name="Delete").click()
+    expect(row).to_be_visible()
+    page.once("dialog", answer(True))
+    row.get_by_role("button", name="Delete").click()
+    expect(row).to_have_count(0)
+    assert len(questions) == 2 and "Spare" in questions[0]
+    expect(page.locator(".page-error")).to_be_hidden()
+
+
+def test_a_refused_save_keeps_the_editor_open_with_the_reason(admin_page: Page) -> None:
+    page = admin_page
+    api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    page.goto("/admin/agents")
+    page.get_by_role("button", name="New agent").click()
+    dialog = page.locator("#agent-dialog")
+    dialog.get_by_label("Name").fill("Second")
+    dialog.get_by_label("Slug").fill("helper")
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog.locator(".form-error")).to_contain_text("exists")
+    expect(dialog).to_be_visible()
+    expect(page.locator("tbody tr")).to_have_count(1)
+
+
+def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page: Page) -> None:
+    page = admin_page
+    page.goto("/admin/users")
+    role = page.locator("select[data-role='root']")
+    expect(role).to_have_value("admin")
+    role.select_option("user")  # the only admin: refused
+    expect(page.locator(".form-error")).to_contain_text("last active admin")
+    expect(page.locator("select[data-role='root']")).to_have_value("admin")
