@@ -4,8 +4,11 @@ cookie in ``X-CSRF-Token`` on writes)."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import shutil
 import sqlite3
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,3 +112,15 @@ async def file_database(path: Path, *statements: str) -> Database:
         for statement in statements:
             await s.execute(text(statement))
     return db
+
+
+async def wait_until(condition: Callable[[], bool | Awaitable[bool]], *, limit_s: float = 5.0,
+                     every_s: float = 0.005) -> None:
+    """Return once ``condition()`` holds; fail the test (TimeoutError) after ``limit_s``. For states with
+    no event to wait on (another process's, a buffer's contents): it is checked every ``every_s``."""
+    async with asyncio.timeout(limit_s):
+        while True:
+            result = condition()
+            if await result if inspect.isawaitable(result) else result:
+                return
+            await asyncio.sleep(every_s)
