@@ -195,12 +195,12 @@ async def _loop_turns_while(work: asyncio.Future[object]) -> int:
 async def test_password_hashing_and_checking_leave_the_loop_free() -> None:
     """Done on the loop, each call would finish within the loop's first turn (Argon2 takes tens of ms
     and never yields); done on a thread, the loop keeps turning while it runs."""
-    hashing = asyncio.ensure_future(service.hash_password("correct horse"))
+    hashing = asyncio.ensure_future(service.hash_password(password="correct horse"))
     assert await _loop_turns_while(hashing) > 10
     stored = hashing.result()
     assert isinstance(stored, str)
-    checking = asyncio.ensure_future(service.verify_password(stored, "correct horse"))
+    checking = asyncio.ensure_future(service.verify_password(password_hash=stored, password="correct horse"))
     assert await _loop_turns_while(checking) > 10
     assert checking.result() is True
-    assert await service.verify_password(stored, "wrong") is False
-    assert await service.verify_password("not a hash", "x") is False
+    assert await service.verify_password(password_hash=stored, password="wrong") is False
+    assert await service.verify_password(password_hash="not a hash", password="x") is False

@@ -63,12 +63,12 @@ def _verify_now(password_hash: str, password: str) -> bool:
         return False
 
 
-async def hash_password(password: str) -> str:
+async def hash_password(*, password: str) -> str:
     """The password's Argon2 hash, computed off the event loop."""
     return await asyncio.get_running_loop().run_in_executor(_HASHING, _hash_now, password)
 
 
-async def verify_password(password_hash: str, password: str) -> bool:
+async def verify_password(*, password_hash: str, password: str) -> bool:
     """Whether ``password`` matches ``password_hash`` (False for a malformed hash), off the event loop."""
     return await asyncio.get_running_loop().run_in_executor(_HASHING, _verify_now, password_hash, password)
 
@@ -85,7 +85,7 @@ async def get_user_by_username(*, db: AsyncSession, username: str) -> User | Non
 async def create_user(*, db: AsyncSession, data: UserCreate) -> User:
     if await get_user_by_username(db=db, username=data.username):
         raise Conflict(f"username '{data.username}' is taken", code="username_taken")
-    user = User(username=data.username, password_hash=await hash_password(data.password), role=data.role)
+    user = User(username=data.username, password_hash=await hash_password(password=data.password), role=data.role)
     db.add(user)
     try:
         await db.flush()
@@ -106,9 +106,9 @@ async def signup(*, db: AsyncSession, username: str, password: str, signup_open:
 async def authenticate(*, db: AsyncSession, username: str, password: str) -> User:
     user = await get_user_by_username(db=db, username=username)
     if user is None:
-        await verify_password(_DUMMY_HASH, password)
+        await verify_password(password_hash=_DUMMY_HASH, password=password)
         raise Unauthorized("wrong username or password", code="invalid_credentials")
-    if not await verify_password(user.password_hash, password):
+    if not await verify_password(password_hash=user.password_hash, password=password):
         raise Unauthorized("wrong username or password", code="invalid_credentials")
     if user.disabled:
         raise Forbidden("this account is disabled", code="account_disabled")
