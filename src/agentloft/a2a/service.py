@@ -182,8 +182,7 @@ async def run_task(
     await _update_state(rt, task.id, "working")
     extra = _message_extra(task.id, caller)
     chain = [*caller.path(), callee.id]
-    turn = engine.run_turn(
-        rt,
+    turn = engine.run_turn(rt, engine.TurnRequest(
         user_id=caller.user_id,
         user_role=caller.user_role,
         agent=_limited(callee, max_output_tokens),
@@ -193,7 +192,7 @@ async def run_task(
         message_extra=extra,
         recursion_depth=caller.recursion_depth + 1,
         tool_extra={CHAIN_KEY: chain},
-    )
+    ))
     running = asyncio.create_task(turn)
     try:
         done, _ = await asyncio.wait({running}, timeout=timeout_s)

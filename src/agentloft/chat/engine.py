@@ -3,8 +3,8 @@ run their turns through it.
 
 Public interface (stable; other domains call only these):
 
-``await run_turn(rt, *, user_id, user_role, agent, session_id, user_text, buffer_key=None,
-                 message_extra=None, recursion_depth=0, tool_extra=None) -> TurnResult``
+``await run_turn(rt, TurnRequest(user_id=, user_role=, agent=, session_id=, user_text=, buffer_key=None,
+                 message_extra=None, recursion_depth=0, tool_extra=None)) -> TurnResult``
     Run one turn of a session to its end in the *current* task and return. It saves the user message,
     creates the assistant message, streams Vercel AI UI-message-stream chunks (SSE frames) into the
     stream buffer ``buffer_key`` (default: the session id), and on finish / pause / error / stop saves
@@ -17,9 +17,10 @@ Public interface (stable; other domains call only these):
     - ``recursion_depth`` / ``tool_extra`` are handed to every tool in ``ToolContext``.
     - Raises ``errors.Conflict`` (code ``session_busy``) when the session already runs a turn or waits
       for an approval. Never raises for model or tool failures: they end up in the result.
-    The chat endpoints use ``prepare_turn`` in the request (bad input is a clean HTTP error) and ``drive``
-    in a background task (``chat.turns``), so the run outlives the request; A2A simply awaits
-    ``run_turn`` inside its own task. Either way the run registers its task, so ``POST …/stop`` works.
+    The chat endpoints use ``prepare_turn`` (the same ``TurnRequest``) in the request (bad input is a
+    clean HTTP error) and ``drive`` in a background task (``chat.turns``), so the run outlives the
+    request; A2A simply awaits ``run_turn`` inside its own task. Either way the run registers its task,
+    so ``POST …/stop`` works.
 
 ``TurnResult``: ``status`` (``complete`` | ``failed`` | ``stopped`` | ``awaiting_approval`` |
     ``interrupted`` (server shutdown); a cancellation of the caller's task is saved as ``stopped`` and
@@ -88,6 +89,23 @@ class TurnResult:
     output_tokens: int = 0
     error: str | None = None
     pending: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnRequest:
+    """One turn to start: who asks, with which agent (None: the plain LLM chat), in which session, what
+    they said, and the caller's extras (see the module's doc). ``prepare_turn`` and ``run_turn`` take it
+    whole, so a new field is added in one place."""
+
+    user_id: int
+    user_role: str
+    agent: Agent | None
+    session_id: str
+    user_text: str
+    buffer_key: str | None = None
+    message_extra: dict[str, Any] | None = None
+    recursion_depth: int = 0
+    tool_extra: dict[str, Any] | None = None
 
 
 @dataclass
@@ -189,35 +207,28 @@ async def _agent_of_session(db: Any, kind: str, agent_id: int | None) -> Agent |
 
 async def prepare_turn(
     rt: Runtime,
+    request: TurnRequest,
     *,
-    user_id: int,
-    user_role: str,
-    agent: Agent | None,
-    session_id: str,
-    user_text: str,
-    buffer_key: str | None = None,
-    message_extra: dict[str, Any] | None = None,
-    recursion_depth: int = 0,
-    tool_extra: dict[str, Any] | None = None,
     create: service.NewSession | None = None,
     inputs: TurnInputs | None = None,
 ) -> PreparedTurn:
     """Claim the session (or create it with ``create``), save the user message and an empty assistant
     message, open the buffer. ``inputs``: model and tools the caller already read (``load_inputs``)."""
+    r, agent = request, request.agent
     if inputs is None:
         async with rt.db.read_session() as db:  # reads only
-            inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
+            inputs = await load_inputs(db, rt, agent=agent, user_id=r.user_id, user_role=r.user_role)
     async with rt.db.session() as db:  # one short write transaction
         reply_id, raw_history = await service.begin_turn(
-            db=db, session_id=session_id, user_text=user_text, model_id=inputs.model_row.id, extra=message_extra,
-            create=create,
+            db=db, session_id=r.session_id, user_text=r.user_text, model_id=inputs.model_row.id,
+            extra=r.message_extra, create=create,
         )
-    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
-                     agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
-                     extra=dict(tool_extra or {}))
-    return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope,
-                            buffer_key=buffer_key or session_id, message_id=reply_id,
-                            history=raw_history, prompt=user_text)
+    scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
+                     agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
+                     extra=dict(r.tool_extra or {}))
+    return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
+                            buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
+                            history=raw_history, prompt=r.user_text)
 
 
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
@@ -510,25 +521,8 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
 # --- the public calls --------------------------------------------------------------------------------
 
 
-async def run_turn(
-    rt: Runtime,
-    *,
-    user_id: int,
-    user_role: str,
-    agent: Agent | None,
-    session_id: str,
-    user_text: str,
-    buffer_key: str | None = None,
-    message_extra: dict[str, Any] | None = None,
-    recursion_depth: int = 0,
-    tool_extra: dict[str, Any] | None = None,
-) -> TurnResult:
-    turn = await prepare_turn(
-        rt, user_id=user_id, user_role=user_role, agent=agent, session_id=session_id, user_text=user_text,
-        buffer_key=buffer_key, message_extra=message_extra, recursion_depth=recursion_depth,
-        tool_extra=tool_extra,
-    )
-    return await drive(rt, turn)
+async def run_turn(rt: Runtime, request: TurnRequest) -> TurnResult:
+    return await drive(rt, await prepare_turn(rt, request))
 
 
 async def resume_turn(
@@ -539,5 +533,5 @@ async def resume_turn(
     return await drive(rt, turn)
 
 
-__all__ = ["NoModel", "PreparedTurn", "TurnInputs", "TurnResult", "chat_inputs", "drive", "load_inputs",
-           "prepare_resume", "prepare_turn", "resume_turn", "run_turn"]
+__all__ = ["NoModel", "PreparedTurn", "TurnInputs", "TurnRequest", "TurnResult", "chat_inputs", "drive",
+           "load_inputs", "prepare_resume", "prepare_turn", "resume_turn", "run_turn"]

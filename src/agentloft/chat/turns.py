@@ -43,8 +43,9 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     if session_id is None:
         session_id = new_id("as")
         create = service.NewSession(user_id=user.id, agent_id=agent_id, kind=kind)
-    turn = await engine.prepare_turn(rt, user_id=user.id, user_role=user.role, agent=agent,
-                                     session_id=session_id, user_text=message, create=create, inputs=inputs)
+    request = engine.TurnRequest(user_id=user.id, user_role=user.role, agent=agent, session_id=session_id,
+                                 user_text=message)
+    turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
     rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key
 
