@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
-from agentloft.core.db import utcnow
+from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import AppError, Conflict, Invalid, NotFound
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
@@ -68,7 +68,7 @@ def _masked(names: Sequence[str]) -> dict[str, str]:
     return {name: SECRET_PLACEHOLDER for name in names}
 
 
-def to_read(row: McpServer, tool_count: int = 0) -> McpServerRead:
+def to_read(*, row: McpServer, tool_count: int = 0) -> McpServerRead:
     return McpServerRead(
         id=row.id, slug=row.slug, name=row.name, transport=row.transport, url=row.url,
         headers=_masked(row.header_names or []), command=row.command, args=list(row.args or []),
@@ -80,10 +80,8 @@ def to_read(row: McpServer, tool_count: int = 0) -> McpServerRead:
 
 
 async def get_server(*, db: AsyncSession, server_id: str) -> McpServer:
-    row = await db.get(McpServer, server_id)
-    if row is None:
-        raise NotFound("MCP server not found", code="mcp_server_not_found")
-    return row
+    return await one_or_404(db, select(McpServer).where(McpServer.id == server_id),
+                            NotFound("MCP server not found", code="mcp_server_not_found"))
 
 
 async def list_servers(*, db: AsyncSession, page: PageParams) -> tuple[list[McpServer], int]:
@@ -240,7 +238,7 @@ async def delete_server(*, db: AsyncSession, rt: Runtime, server_id: str) -> Non
 # --- the connection target ---------------------------------------------------------------------------
 
 
-def target_of(row: McpServer, box: SecretBox) -> Target:
+def target_of(*, row: McpServer, box: SecretBox) -> Target:
     secret = _decrypt(box, row.secret_enc, None)
     if row.transport == "http":
         headers = _decrypt(box, row.headers_enc, {})
@@ -260,7 +258,7 @@ def _normalise(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", text.lower())
 
 
-def fit_slug(server_slug: str, tool_name: str, taken: set[str]) -> str:
+def fit_slug(*, server_slug: str, tool_name: str, taken: set[str]) -> str:
     """``<server slug>__<tool name>`` within the slug rule; cut and hashed when too long or taken."""
     base = f"{server_slug}__{_normalise(tool_name)}"
     if len(base) <= SLUG_MAX and base not in taken:
@@ -323,7 +321,7 @@ async def _sync(db: AsyncSession, server: McpServer, listed: list[_Listed]) -> N
         if row is not None:
             _update_row(row, tool, server.id)
             continue
-        slug = fit_slug(server.slug, tool.name, taken)
+        slug = fit_slug(server_slug=server.slug, tool_name=tool.name, taken=taken)
         taken.add(slug)
         db.add(AgentTool(slug=slug, name=tool.title[:100], description="", type=TOOL_TYPE,
                          config=_config(tool, server.id), secrets_enc={}, enabled=False,
@@ -343,7 +341,7 @@ async def _record_failure(rt: Runtime, server_id: str, message: str) -> None:
 async def refresh_server(*, rt: Runtime, server_id: str) -> list[McpToolRead]:
     """List the server's tools and bring its tool rows in line (see the module docstring)."""
     async with rt.db.read_session() as db:
-        target = target_of(await get_server(db=db, server_id=server_id), rt.box)
+        target = target_of(row=await get_server(db=db, server_id=server_id), box=rt.box)
     try:
         listing = await rt.mcp.list_tools(target)
     except (McpUnavailable, MCPError) as exc:
@@ -374,7 +372,7 @@ async def call_tool(*, rt: Runtime, config: Config, arguments: dict[str, Any]) -
         return ToolResult.fail("the MCP server of this tool no longer exists")
     if not server.enabled:
         return ToolResult.fail(f"the MCP server '{server.slug}' is disabled")
-    target = target_of(server, rt.box)
+    target = target_of(row=server, box=rt.box)
     try:
         result = await rt.mcp.call_tool(target, config.tool_name, arguments, timeout_s=config.timeout_seconds)
     except (McpUnavailable, MCPError) as exc:
