@@ -280,7 +280,7 @@ async def _close(call: RemoteCall, panel: _Panel, state: str, text: str, error: 
 
 async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress) -> None:
     card = card_of(call.callee)
-    token = agents_service.remote_token(call.callee, call.rt.box)
+    token = agents_service.remote_token(row=call.callee, box=call.rt.box)
     allow = await netguard.instance_allow_list(call.rt)
     async with netguard.guarded_client(allow, headers=_headers(token)) as http:
         config = ClientConfig(streaming=bool(card.capabilities.streaming), httpx_client=http)

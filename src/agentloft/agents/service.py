@@ -46,7 +46,7 @@ def _conflict(slug: str) -> Conflict:
     return Conflict(f"an agent with slug '{slug}' exists", code="agent_slug_taken")
 
 
-def remote_token(row: Agent, box: SecretBox) -> str | None:
+def remote_token(*, row: Agent, box: SecretBox) -> str | None:
     """The stored bearer token of a remote agent (None when unset or no longer decryptable)."""
     if not row.remote_token_enc:
         return None
@@ -67,7 +67,7 @@ def _set_token(row: Agent, box: SecretBox | None, token: str | None) -> None:
 async def _store_card(row: Agent, fetch_card: CardFetcher | None, box: SecretBox | None) -> None:
     if row.kind != REMOTE or fetch_card is None or not row.card_url:
         return
-    card, error = await fetch_card(row.card_url, remote_token(row, box) if box else None)
+    card, error = await fetch_card(row.card_url, remote_token(row=row, box=box) if box else None)
     row.card_error = error
     if card is not None:
         row.card = card

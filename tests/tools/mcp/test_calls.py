@@ -140,14 +140,14 @@ def test_a_changed_description_disables_an_enabled_tool(
     ],
 )
 def test_slugs_follow_the_slug_rule(server: str, tool: str, expected: str) -> None:
-    assert fit_slug(server, tool, set()) == expected
+    assert fit_slug(server_slug=server, tool_name=tool, taken=set()) == expected
 
 
 def test_long_or_taken_slugs_get_a_hash_suffix() -> None:
     long_name = "x" * 80
-    slug = fit_slug("server", long_name, set())
+    slug = fit_slug(server_slug="server", tool_name=long_name, taken=set())
     assert len(slug) == 64 and slug.startswith("server__xxx") and slug[-7] == "-"
-    assert fit_slug("server", long_name, set()) == slug, "stable"
-    taken = fit_slug("a", "b", {"a__b"})
+    assert fit_slug(server_slug="server", tool_name=long_name, taken=set()) == slug, "stable"
+    taken = fit_slug(server_slug="a", tool_name="b", taken={"a__b"})
     assert taken.startswith("a__b-") and len(taken) == len("a__b-") + 6
-    assert fit_slug("a", "b", {"a__b", taken}) not in {"a__b", taken}
+    assert fit_slug(server_slug="a", tool_name="b", taken={"a__b", taken}) not in {"a__b", taken}

@@ -39,24 +39,24 @@ def _whole(items: list[McpToolRead]) -> Page[McpToolRead]:
 async def list_servers(_: AdminUser, db: DbSession, paging: Paging) -> Page[McpServerRead]:
     rows, total = await service.list_servers(db=db, page=paging)
     counts = await service.tool_counts(db=db)
-    return Page[McpServerRead].of([service.to_read(r, counts.get(r.id, 0)) for r in rows], total, paging)
+    return Page[McpServerRead].of([service.to_read(row=r, tool_count=counts.get(r.id, 0)) for r in rows], total, paging)
 
 
 @admin_router.post("", response_model=McpServerRead, status_code=201)
 async def create_server(body: McpServerCreate, _: AdminUser, rt: Rt, db: DbSession) -> McpServerRead:
-    return service.to_read(await service.create_server(db=db, rt=rt, data=body))
+    return service.to_read(row=await service.create_server(db=db, rt=rt, data=body))
 
 
 @admin_router.get("/{server_id}", response_model=McpServerRead)
 async def read_server(server_id: str, _: AdminUser, db: DbSession) -> McpServerRead:
     row = await service.get_server(db=db, server_id=server_id)
-    return service.to_read(row, (await service.tool_counts(db=db)).get(row.id, 0))
+    return service.to_read(row=row, tool_count=(await service.tool_counts(db=db)).get(row.id, 0))
 
 
 @admin_router.put("/{server_id}", response_model=McpServerRead)
 async def update_server(server_id: str, body: McpServerUpdate, _: AdminUser, rt: Rt, db: DbSession) -> McpServerRead:
     row = await service.update_server(db=db, rt=rt, server_id=server_id, data=body)
-    return service.to_read(row, (await service.tool_counts(db=db)).get(row.id, 0))
+    return service.to_read(row=row, tool_count=(await service.tool_counts(db=db)).get(row.id, 0))
 
 
 @admin_router.delete("/{server_id}", status_code=204)
