@@ -2,8 +2,9 @@
 // server's own text, shown as plain text so the admin reads exactly what the model would be told before
 // enabling it. The switches change the tool row through /api/agent-tools, like any other tool.
 import { api, loadAll } from '../api.js';
-import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
+import { onSave, removeItem } from './admin-common.js';
 
 const tbody = document.querySelector('#servers-table tbody');
 const empty = document.querySelector('#servers-table + .empty');
@@ -184,31 +185,28 @@ function payload() {
   return body;
 }
 
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  resetFormErrors(form);
-  await busy(form.querySelector('button[type=submit]'), async () => {
-    try {
-      const saved = editing ? await api('PUT', `/api/admin/mcp-servers/${editing.id}`, payload())
-        : await api('POST', '/api/admin/mcp-servers', payload());
-      modal.close();
-      await refreshList();
-      if (!editing) await refreshServer(null, saved);
-    } catch (error) {
-      showFormError(form, error);
-    }
-  });
+let created = null; // a server just added: its tools are listed once the table has reloaded
+onSave(form, async () => {
+  created = null;
+  const saved = editing ? await api('PUT', `/api/admin/mcp-servers/${editing.id}`, payload())
+    : await api('POST', '/api/admin/mcp-servers', payload());
+  if (!editing) created = saved;
+}, {
+  modal,
+  refresh: async () => {
+    await refreshList();
+    if (created) await refreshServer(null, created);
+  },
 });
 
-async function remove(button, server) {
-  if (!window.confirm(t('mcp.confirmDelete', { name: server.name }))) return;
-  showError(pageError, null);
-  await busy(button, async () => {
-    try {
-      await api('DELETE', `/api/admin/mcp-servers/${server.id}`);
+function remove(button, server) {
+  return removeItem({
+    button, question: t('mcp.confirmDelete', { name: server.name }), url: `/api/admin/mcp-servers/${server.id}`,
+    errorBox: pageError,
+    refresh: async () => {
       if (selected && selected.id === server.id) { selected = null; toolsCard.hidden = true; }
       await refreshList();
-    } catch (e) { showError(pageError, e); }
+    },
   });
 }
 
