@@ -20,6 +20,7 @@ from agentloft.app import create_app
 from agentloft.cli import proxy_options
 from agentloft.core.db import Database
 from agentloft.core.settings import load_settings
+from agentloft.core.textsearch import register_sqlite_functions
 from tests.fakes.openai_server import ThreadedServer
 from tests.pg import database as pg
 
@@ -70,6 +71,7 @@ class LiveApp:
         if pg.is_postgres(self.database_url):
             return pg.query(self.database_url or "", query, params)
         con = sqlite3.connect(self.db_path)
+        register_sqlite_functions(con)  # the search index triggers call them
         try:
             with con:
                 return con.execute(query, params).fetchall()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from agentloft.core.textsearch import register_sqlite_functions
 from tests.documents.conftest import ToolCaller, create_doc
 from tests.support import ApiClient, LiveApp
 
@@ -153,6 +154,7 @@ def test_deleting_a_user_deletes_their_documents_and_index(app: LiveApp, make_us
     else:
         con = sqlite3.connect(app.db_path)
         try:
+            register_sqlite_functions(con)  # the index triggers call them
             con.execute("PRAGMA foreign_keys=ON")
             con.execute("DELETE FROM users WHERE username = 'carol'")
             con.commit()

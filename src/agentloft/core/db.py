@@ -22,6 +22,7 @@ from sqlalchemy.types import TypeDecorator
 
 from agentloft.core.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
 from agentloft.core.readcache import ReadCache
+from agentloft.core.textsearch import register_sqlite_functions
 
 if TYPE_CHECKING:
     from agentloft.core.errors import NotFound
@@ -105,6 +106,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
+    register_sqlite_functions(dbapi_conn)  # the search index triggers call them
 
 
 def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:

@@ -1,34 +1,28 @@
 """Ranked full-text search over one user's documents, for Chinese as well as English.
 
-SQLite: a contentless FTS5 table ``agent_documents_fts`` (title, summary, tags, content; ``trigram``
-tokenizer) kept in sync by triggers. Trigrams match any substring of three or more characters, so
-Chinese needs no word segmentation and English matches inside words ("migrat" finds "migration").
-Each document's index rowid is ``(user_id << 32) + (2**32 - 1 - rowid)``, so one user's entries are one
-rowid range and FTS5 reads only that slice of each term's list: a search costs what the user's own
-matches cost, not what the whole instance holds. Within the range newer documents come first, as FTS5
-walks a list ascending two to three times faster than descending.
+The matching and the indexes are ``agentloft.core.textsearch``'s (shared with the chat search): every
+term must occur in the title, summary, tags or content, compared after NFKC and case folding; terms of
+three characters or more use the trigram index, shorter ones (one or two Chinese characters, "AI") the
+gram index. No term falls back to a scan.
 
-Ranking (SQLite): more query terms in the title first, then more weighted column hits (each term
-found in the title, tags or summary adds ``RANK_WEIGHTS``, as on PostgreSQL), then newest. It is
-computed on the newest ``RANK_WINDOW`` matches; older matches follow, newest first. Under that many
-matches the ranking is exact; the total is always exact. FTS5's own bm25 is not used: its IDF walks
-each term's match list over every user's documents on every query, which made common words miss the
-latency goal (docs/benchmarks.md).
+SQLite: the contentless FTS5 tables ``agent_documents_fts`` (trigram) and ``agent_documents_grams``, kept
+in sync by triggers (migration 0007), keyed by ``(user_id << 32) + (2**32 - 1 - rowid)``, so a search
+reads only the user's slice of the index and newest documents first.
 
-Terms shorter than three characters (one or two Chinese characters, "AI", "Go") cannot use trigrams:
-next to longer terms they filter the rows those select (``LIKE``); on their own they become a ``LIKE``
-scan of the user's documents, titles that contain them first, then newest first.
+Ranking (SQLite): more query terms in the title first, then more weighted column hits (each term found
+in the title, tags or summary adds ``RANK_WEIGHTS``, as on PostgreSQL), then newest. It is computed on the
+newest ``RANK_WINDOW`` matches; older matches follow, newest first. Under that many matches the ranking
+is exact; the total is always exact. FTS5's own bm25 is not used: its IDF walks each term's match list
+over every user's documents on every query, which made common words miss the latency goal
+(docs/benchmarks.md).
 
-PostgreSQL: a GIN ``pg_trgm`` index on the concatenated text (``PG_SEARCH_EXPR``, exactly as in the
-migration, so the planner uses it) serves ``ILIKE '%term%'`` for every term; the rank weighs hits in
-the title, tags and summary, then title similarity.
-
-Terms are whitespace-separated and all must match (AND).
+PostgreSQL: GIN indexes over the folded concatenated text (``PG_SEARCH_EXPR``, exactly as in the
+migration, so the planner uses them): ``pg_trgm`` for long terms, the grams array for short ones; the
+rank weighs hits in the title, tags and summary, then title similarity.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,77 +30,31 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     Select,
-    and_,
     case,
     column,
     func,
     literal,
     literal_column,
-    or_,
     select,
     text,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.core import textsearch
+from agentloft.core.textsearch import FtsMatch, Query, parse_query
 from agentloft.documents.models import AgentDocument
 
-MIN_TRIGRAM_TERM = 3
-MAX_TERMS = 10
 RANK_WINDOW = 500
-FTS_TABLE = "agent_documents_fts"
-# What a term found in each column adds to the SQLite rank (the PostgreSQL rank uses the same weights).
+INDEX = textsearch.FtsIndex(trigrams="agent_documents_fts", grams="agent_documents_grams")
+# What a term found in each column adds to the rank (both databases).
 RANK_WEIGHTS = {"title": 8, "tags": 4, "summary": 2}
-ROWID_BITS = 32
-ROWID_MASK = (1 << ROWID_BITS) - 1
-
-
-def fts_rowid_sql(user_id: str = "user_id", rowid: str = "rowid") -> str:
-    """The index rowid of a document, as SQL; migration 0004's triggers write the same expression."""
-    return f"({user_id} << {ROWID_BITS}) + ({ROWID_MASK} - {rowid})"
-
-
-def _doc_rowid_sql(fts_rowid: str) -> str:
-    """The table rowid behind an index rowid, as SQL (the inverse of ``fts_rowid_sql``)."""
-    return f"({ROWID_MASK} - ({fts_rowid} & {ROWID_MASK}))"
-
-
-def _doc_rowid(fts_rowid: int) -> int:
-    return ROWID_MASK - (fts_rowid & ROWID_MASK)
-# Keep byte-for-byte identical to the index expression in migration 0004.
+# Keep byte-for-byte identical to the index expressions in migration 0007.
 PG_SEARCH_EXPR = (
     "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"
 )
-_SPLIT = re.compile(r"[\s\u3000]+")
+INDEXED_COLUMNS = ("title", "summary", "tags", "content")
 
-
-@dataclass(frozen=True)
-class Query:
-    """A parsed search: terms long enough for the trigram index, and the short ones."""
-
-    long_terms: tuple[str, ...]
-    short_terms: tuple[str, ...]
-
-    @property
-    def empty(self) -> bool:
-        return not self.long_terms and not self.short_terms
-
-
-def parse_query(q: str | None) -> Query:
-    seen: list[str] = []
-    for term in _SPLIT.split((q or "").strip()):
-        term = term.strip('"')
-        if term and term.lower() not in (s.lower() for s in seen):
-            seen.append(term)
-    seen = seen[:MAX_TERMS]
-    return Query(
-        long_terms=tuple(t for t in seen if len(t) >= MIN_TRIGRAM_TERM),
-        short_terms=tuple(t for t in seen if len(t) < MIN_TRIGRAM_TERM),
-    )
-
-
-def fts5_match(terms: tuple[str, ...]) -> str:
-    """An FTS5 MATCH string: each term a quoted phrase (quotes doubled), all required."""
-    return " AND ".join('"' + t.replace('"', '""') + '"' for t in terms)
+__all__ = ["Found", "Query", "parse_query", "rebuild_index", "search_documents"]
 
 
 @dataclass(frozen=True)
@@ -115,110 +63,56 @@ class Found:
     total: int
 
 
-# --- plain LIKE (short terms) -----------------------------------------------------------------------
-
-
-def _contains_any_column(term: str) -> ColumnElement[bool]:
-    d = AgentDocument
-    return or_(
-        d.title.icontains(term, autoescape=True),
-        d.summary.icontains(term, autoescape=True),
-        d.tags.icontains(term, autoescape=True),
-        d.content.icontains(term, autoescape=True),
-    )
-
-
-def _scoped(stmt: Select[Any], user_id: int, type: str | None) -> Select[Any]:
-    stmt = stmt.where(AgentDocument.user_id == user_id)
-    return stmt.where(AgentDocument.type == type) if type else stmt
-
-
-async def _run(db: AsyncSession, rows: Select[Any], count: Select[Any], offset: int, limit: int) -> Found:
-    total = int((await db.execute(count)).scalar_one())
-    items = list((await db.execute(rows.offset(offset).limit(limit))).scalars())
-    return Found(items, total)
-
-
-async def _like_only(db: AsyncSession, user_id: int, type: str | None, query: Query, offset: int,
-                     limit: int) -> Found:
-    conds = [_contains_any_column(t) for t in query.short_terms]
-    title_hit = and_(*(AgentDocument.title.icontains(t, autoescape=True) for t in query.short_terms))
-    rows = _scoped(select(AgentDocument), user_id, type).where(*conds).order_by(
-        case((title_hit, 0), else_=1), AgentDocument.created_at.desc(), AgentDocument.id.desc()
-    )
-    count = _scoped(select(func.count()).select_from(AgentDocument), user_id, type).where(*conds)
-    return await _run(db, rows, count, offset, limit)
-
-
 # --- SQLite FTS5 -------------------------------------------------------------------------------------
 #
 # The index finds the user's newest RANK_WINDOW matches (the table is joined there only to filter by
-# type or short terms); the rank then reads those rows' title, tags and summary. FTS5's own bm25 was
-# the first choice but costs too much for common words: its IDF walks each term's match list over
-# every user's documents on each query (see docs/benchmarks.md).
+# type); the rank then reads those rows' title, tags and summary.
 
 
-def _fts_params(user_id: int, query: Query, type: str | None) -> dict[str, Any]:
-    lo = user_id << ROWID_BITS
-    params: dict[str, Any] = {"m": fts5_match(query.long_terms), "lo": lo, "hi": lo + ROWID_MASK, "u": user_id}
-    params |= {f"s{i}": _pattern(t) for i, t in enumerate(query.short_terms)}
-    return params | ({"t": type} if type else {})
+_DOC = "agent_documents d"
 
 
-_DOC_JOIN = f"JOIN agent_documents d ON d.rowid = {_doc_rowid_sql(FTS_TABLE + '.rowid')}"
-_FTS_WHERE = f"{FTS_TABLE} MATCH :m AND {FTS_TABLE}.rowid BETWEEN :lo AND :hi"
-
-
-def _filters(query: Query, type: str | None) -> tuple[str, str]:
-    """(join, conditions) that keep one type and rows holding the short terms; the join also re-checks
-    the owner. Empty when neither applies, so the query stays on the index."""
-    if not type and not query.short_terms:
+def _filters(match: FtsMatch, type: str | None) -> tuple[str, str]:
+    """(join, conditions) that keep one type; the join also re-checks the owner. Empty without a type,
+    so the query stays on the index."""
+    if not type:
         return "", ""
-    cond = " AND d.user_id = :u" + (" AND d.type = :t" if type else "")
-    for i in range(len(query.short_terms)):
-        cond += " AND (" + " OR ".join(
-            f"d.{c} LIKE :s{i} ESCAPE '\\'" for c in ("title", "summary", "tags", "content")
-        ) + ")"
-    return _DOC_JOIN, cond
-
-
-def _holds(col: str, i: int) -> str:
-    """1 if ``col`` of the row ``d`` contains term ``i`` (any ASCII case), else 0."""
-    return f"(instr(lower(coalesce(d.{col}, '')), lower(:r{i})) > 0)"
+    join = f"JOIN {_DOC} ON d.rowid = {textsearch.table_rowid_sql(match.rowid)}"
+    return join, " AND d.user_id = :u AND d.type = :t"
 
 
 def _rank_sql(n_terms: int) -> tuple[str, str]:
     """(how many terms the title holds, weighted column hits) for the row ``d``."""
-    in_title = " + ".join(_holds("title", i) for i in range(n_terms))
+    in_title = " + ".join(textsearch.sqlite_holds("d.title", f"r{i}") for i in range(n_terms))
     weighted = " + ".join(
-        f"{weight} * {_holds(col, i)}" for i in range(n_terms) for col, weight in RANK_WEIGHTS.items()
+        f"{weight} * {textsearch.sqlite_holds(f'd.{col}', f'r{i}')}"
+        for i in range(n_terms) for col, weight in RANK_WEIGHTS.items()
     )
     return in_title, weighted
 
 
-def _count_sql(query: Query, type: str | None) -> str:
-    join, cond = _filters(query, type)
-    return f"SELECT count(*) FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond}"
+def _count_sql(match: FtsMatch, type: str | None) -> str:
+    join, cond = _filters(match, type)
+    return f"SELECT count(*) FROM {match.table} {join} WHERE {match.where}{cond}"
 
 
-async def _fts_ranked(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None, offset: int,
-                      limit: int) -> tuple[list[AgentDocument], int | None]:
+async def _fts_ranked(db: AsyncSession, match: FtsMatch, params: dict[str, Any], query: Query,
+                      type: str | None, offset: int, limit: int) -> tuple[list[AgentDocument], int | None]:
     """One page of the newest RANK_WINDOW matches, best first: more terms in the title, then more
     weighted column hits (``RANK_WEIGHTS``, each term once per column, as on PostgreSQL), then newest;
     and the total (None when the page is past the window). One statement: the rank reads only the
     short title, tags and summary of the window's rows, only the page's documents leave SQLite, and all
     matches are counted only when the window is full."""
-    join, cond = _filters(query, type)
-    terms = query.long_terms + query.short_terms
-    params = dict(params, lim=limit, off=offset) | {f"r{i}": t for i, t in enumerate(terms)}
-    in_title, weighted = _rank_sql(len(terms))
+    join, cond = _filters(match, type)
+    params = dict(params, lim=limit, off=offset) | {f"r{i}": t.key for i, t in enumerate(query.terms)}
+    in_title, weighted = _rank_sql(len(query.terms))
     cols = AgentDocument.__table__.columns
     sql = (
-        f"WITH w(r) AS MATERIALIZED (SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} "
-        f"WHERE {_FTS_WHERE}{cond} ORDER BY {FTS_TABLE}.rowid LIMIT {RANK_WINDOW}), n(k) AS (SELECT count(*) FROM w) "
+        f"WITH w(r) AS MATERIALIZED (SELECT {match.rowid} FROM {match.table} {join} "
+        f"WHERE {match.where}{cond} ORDER BY {match.rowid} LIMIT {RANK_WINDOW}), n(k) AS (SELECT count(*) FROM w) "
         f"SELECT {', '.join(f'd.{c.name}' for c in cols)}, CASE WHEN (SELECT k FROM n) < {RANK_WINDOW} "
-        f"THEN (SELECT k FROM n) ELSE ({_count_sql(query, type)}) END AS fts_total "
-        f"FROM w CROSS JOIN agent_documents d ON d.rowid = {_doc_rowid_sql('w.r')} AND d.user_id = :u "
+        f"THEN (SELECT k FROM n) ELSE ({_count_sql(match, type)}) END AS fts_total "
+        f"FROM w CROSS JOIN {_DOC} ON d.rowid = {textsearch.table_rowid_sql('w.r')} AND d.user_id = :u "
         f"ORDER BY {in_title} DESC, {weighted} DESC, w.r LIMIT :lim OFFSET :off"
     )
     textual = text(sql).columns(*cols, column("fts_total", Integer))
@@ -227,17 +121,17 @@ async def _fts_ranked(db: AsyncSession, params: dict[str, Any], query: Query, ty
     return [doc for doc, _ in rows], (int(rows[0][1]) if rows else None)
 
 
-async def _fts_count(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None) -> int:
-    return int((await db.execute(text(_count_sql(query, type)), params)).scalar_one())
+async def _fts_count(db: AsyncSession, match: FtsMatch, params: dict[str, Any], type: str | None) -> int:
+    return int((await db.execute(text(_count_sql(match, type)), params)).scalar_one())
 
 
-async def _fts_older(db: AsyncSession, params: dict[str, Any], query: Query, type: str | None, offset: int,
+async def _fts_older(db: AsyncSession, match: FtsMatch, params: dict[str, Any], type: str | None, offset: int,
                      limit: int) -> list[int]:
     """Matches past the ranked window, newest first (``offset`` counts from the newest match)."""
-    join, cond = _filters(query, type)
+    join, cond = _filters(match, type)
     sql = (
-        f"SELECT {FTS_TABLE}.rowid FROM {FTS_TABLE} {join} WHERE {_FTS_WHERE}{cond} "
-        f"ORDER BY {FTS_TABLE}.rowid LIMIT :lim OFFSET :off"
+        f"SELECT {match.rowid} FROM {match.table} {join} WHERE {match.where}{cond} "
+        f"ORDER BY {match.rowid} LIMIT :lim OFFSET :off"
     )
     return [int(r) for (r,) in await db.execute(text(sql), {**params, "lim": limit, "off": offset})]
 
@@ -253,45 +147,45 @@ async def _load_in_order(db: AsyncSession, user_id: int, rowids: list[int]) -> l
 
 async def _sqlite(db: AsyncSession, user_id: int, type: str | None, query: Query, offset: int,
                   limit: int) -> Found:
-    if not query.long_terms:
-        return await _like_only(db, user_id, type, query, offset, limit)
-    params = _fts_params(user_id, query, type)
-    items, total = await _fts_ranked(db, params, query, type, offset, limit)
+    match = textsearch.fts_match(INDEX, query, user_id)
+    params = match.params | {"u": user_id} | ({"t": type} if type else {})
+    items, total = await _fts_ranked(db, match, params, query, type, offset, limit)
     if total is None:  # past the window, or no match at all
-        total = await _fts_count(db, params, query, type) if offset else 0
+        total = await _fts_count(db, match, params, type) if offset else 0
     if len(items) < limit and offset + len(items) < total:
-        older = await _fts_older(db, params, query, type, max(offset, RANK_WINDOW), limit - len(items))
-        items += await _load_in_order(db, user_id, [_doc_rowid(r) for r in older])
+        older = await _fts_older(db, match, params, type, max(offset, RANK_WINDOW), limit - len(items))
+        items += await _load_in_order(db, user_id, [textsearch.table_rowid(r) for r in older])
     return Found(items, total)
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------
 
 
-def _pattern(term: str) -> str:
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+def _scoped(stmt: Select[Any], user_id: int, type: str | None) -> Select[Any]:
+    stmt = stmt.where(AgentDocument.user_id == user_id)
+    return stmt.where(AgentDocument.type == type) if type else stmt
 
 
-async def _postgres(db: AsyncSession, user_id: int, type: str | None, raw: str, query: Query, offset: int,
-                    limit: int) -> Found:
-    terms = query.long_terms + query.short_terms
-    expr = literal_column(PG_SEARCH_EXPR)
-    d = AgentDocument
+def _pg_rank(query: Query) -> ColumnElement[float]:
+    """Each term found in the title adds 8, in the tags 4, in the summary 2; then title similarity."""
     rank: ColumnElement[float] = literal(0.0)
-    for t in terms:
-        p = _pattern(t)
-        rank = (
-            rank
-            + case((d.title.ilike(p, escape="\\"), 8.0), else_=0.0)
-            + case((d.tags.ilike(p, escape="\\"), 4.0), else_=0.0)
-            + case((d.summary.ilike(p, escape="\\"), 2.0), else_=0.0)
-        )
-    rank = rank + func.similarity(d.title, raw)
-    conds = [expr.ilike(_pattern(t), escape="\\") for t in terms]
-    rows = _scoped(select(d), user_id, type).where(*conds).order_by(rank.desc(), d.created_at.desc(), d.id.desc())
+    for i, term in enumerate(query.terms):
+        for col, weight in RANK_WEIGHTS.items():
+            holds = textsearch.pg_holds(f"coalesce({col}, '')", term, f"r{i}{col}")
+            rank = rank + case((holds, float(weight)), else_=0.0)
+    return rank + func.similarity(AgentDocument.title, query.text)
+
+
+async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Query, offset: int,
+                    limit: int) -> Found:
+    d = AgentDocument
+    conds = textsearch.pg_match(PG_SEARCH_EXPR, query, "q")
+    order = (_pg_rank(query).desc(), d.created_at.desc(), d.id.desc())
+    rows = _scoped(select(d), user_id, type).where(*conds).order_by(*order)
     count = _scoped(select(func.count()).select_from(d), user_id, type).where(*conds)
-    return await _run(db, rows, count, offset, limit)
+    total = int((await db.execute(count)).scalar_one())
+    items = list((await db.execute(rows.offset(offset).limit(limit))).scalars()) if total else []
+    return Found(items, total)
 
 
 # --- entry points ------------------------------------------------------------------------------------
@@ -305,18 +199,17 @@ async def search_documents(
     query = parse_query(q)
     if query.empty:
         return None
-    if db.get_bind().dialect.name == "postgresql":
-        return await _postgres(db, user_id, type, q.strip(), query, offset, limit)
+    if db.bind.dialect.name == "postgresql":
+        return await _postgres(db, user_id, type, query, offset, limit)
     return await _sqlite(db, user_id, type, query, offset, limit)
 
 
 async def rebuild_index(*, db: AsyncSession) -> None:
     """Re-derive the SQLite index from the table (after restoring a file, or a VACUUM that renumbered
-    rows: the index keys on the implicit rowid)."""
-    if db.get_bind().dialect.name != "sqlite":
+    rows: the index keys on the implicit rowid). PostgreSQL's indexes are its own."""
+    if db.bind.dialect.name != "sqlite":
         return
-    await db.execute(text(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')"))
-    await db.execute(text(
-        f"INSERT INTO {FTS_TABLE}(rowid, title, summary, tags, content) "
-        f"SELECT {fts_rowid_sql()}, title, summary, tags, content FROM agent_documents"
-    ))
+    await textsearch.rebuild_sqlite_index(
+        db, INDEX, rows="FROM agent_documents", rowid=textsearch.index_rowid_sql("user_id", "rowid"),
+        columns=INDEXED_COLUMNS, values=INDEXED_COLUMNS,
+    )

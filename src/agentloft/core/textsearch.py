@@ -1,0 +1,345 @@
+"""Text search shared by every domain that searches what its users wrote (documents, chat sessions).
+
+One notion of a match: a query is split on whitespace into terms, and a row matches when every term
+occurs in it as a substring once both are folded the same way (``fold``: Unicode NFKC, so full-width
+Latin letters and digits are their ASCII forms and half-width katakana full-width ones; then case
+folding). Traditional and simplified Chinese characters stay different characters (NFKC does not merge
+them). No word segmentation anywhere, so a term is found wherever it occurs, also across what a
+segmenter would split.
+
+Two indexes serve that match, on each database, and every term uses one of them:
+
+- **trigrams**, for terms of three characters or more: SQLite FTS5's ``trigram`` tokenizer, PostgreSQL's
+  ``pg_trgm`` GIN, both over the folded text. Substring matching suits Chinese and finds "migrat" inside
+  "migration".
+- **grams**, for terms of one or two characters, which trigrams cannot see: every character and every
+  pair of adjacent characters of the folded text that holds no whitespace, each one token (``grams``).
+  A two-character term is one token lookup that finds every row holding that exact pair, a
+  one-character term every row holding that character. Most Chinese words are two characters long;
+  Japanese kana, Hangul and short Latin terms ("AI", "5%") are served the same way.
+
+The database keeps both indexes in step with the rows. SQLite: triggers feed two contentless FTS5 tables
+through ``agentloft_fold`` and ``agentloft_grams``, Python functions that ``register_sqlite_functions``
+installs on every connection the app opens (another program writing those tables gets "no such
+function", not a stale index). PostgreSQL: expression indexes over IMMUTABLE SQL functions of the same
+names (migration 0007). A contentless FTS5 table deletes a row by re-tokenizing what was indexed, so
+whoever changes what ``fold`` or ``grams`` return must ship a migration that rebuilds the indexes.
+
+SQLite index rowids are ``(user_id << 32) + (2**32 - 1 - rowid)``: one user's entries are one rowid
+range, so FTS5 reads only that slice of each token's list (a search costs what the user's own matches
+cost, not what the instance holds), and within it newer rows come first in ascending order, which FTS5
+walks two to three times faster than descending.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, String, bindparam, func, literal_column, text
+from sqlalchemy.dialects.postgresql import array
+from sqlalchemy.ext.asyncio import AsyncSession
+
+MIN_TRIGRAM_TERM = 3
+MAX_TERMS = 10
+ROWID_BITS = 32
+ROWID_MASK = (1 << ROWID_BITS) - 1
+
+# Python's whitespace (``str.isspace``) as code point ranges, spelled out so that PostgreSQL's gram
+# function (migration 0007) splits on exactly the same characters; the tests check both.
+WHITESPACE_RANGES = ((0x09, 0x0D), (0x1C, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
+                     (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000))
+_WS_SPLIT = re.compile(
+    "[" + "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in WHITESPACE_RANGES) + "]+"
+)
+
+
+# --- folding, grams, queries -------------------------------------------------------------------------
+
+
+def fold(text: str) -> str:
+    """The form both the indexes and the queries are compared in: NFKC, then case-folded."""
+    if text.isascii():  # NFKC leaves ASCII as it is; its case folding is lower()
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def gram_set(*texts: str | None) -> set[str]:
+    """Every character and every pair of adjacent characters without whitespace in the folded texts
+    (each text on its own: no pair spans two of them)."""
+    out: set[str] = set()
+    for value in texts:
+        if not value:
+            continue
+        for word in _WS_SPLIT.split(fold(value)):
+            out.update(word)
+            out.update(word[i:i + 2] for i in range(len(word) - 1))
+    out.discard("")
+    return out
+
+
+def grams(*texts: str | None) -> str:
+    """``gram_set`` as the one string the SQLite gram index tokenizes: sorted, space-separated (sorted so
+    that the same text always gives the same string, which a contentless FTS5 delete relies on)."""
+    return " ".join(sorted(gram_set(*texts)))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One search term: ``text`` as typed (NFKC, case kept) and ``key``, its folded form."""
+
+    text: str
+    key: str
+
+    @property
+    def short(self) -> bool:
+        """Too short for trigrams: served by the gram index."""
+        return len(self.key) < MIN_TRIGRAM_TERM
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed search; every term must match (AND)."""
+
+    text: str
+    terms: tuple[Term, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms
+
+    @property
+    def long_terms(self) -> tuple[Term, ...]:
+        return tuple(t for t in self.terms if not t.short)
+
+    @property
+    def short_terms(self) -> tuple[Term, ...]:
+        return tuple(t for t in self.terms if t.short)
+
+    def only(self, term: Term) -> Query:
+        return Query(self.text, (term,))
+
+
+def parse_query(q: str | None, max_terms: int = MAX_TERMS) -> Query:
+    """Whitespace-separated terms (full-width spaces too), quotes around a term dropped, duplicates
+    (after folding) dropped, at most ``max_terms``."""
+    text = unicodedata.normalize("NFKC", (q or "").strip())
+    terms: list[Term] = []
+    for part in _WS_SPLIT.split(text):
+        part = part.strip('"')
+        key = fold(part)
+        if key and all(t.key != key for t in terms):
+            terms.append(Term(part, key))
+    return Query(text, tuple(terms[:max_terms]))
+
+
+# --- SQLite ------------------------------------------------------------------------------------------
+
+
+def _sql_fold(value: object) -> str | None:
+    return None if value is None else fold(str(value))
+
+
+def _sql_grams(*values: object) -> str:
+    return grams(*(None if v is None else str(v) for v in values))
+
+
+def register_sqlite_functions(dbapi_connection: Any) -> None:
+    """Install ``agentloft_fold(text)`` and ``agentloft_grams(text, ...)`` on a SQLite connection: the
+    index triggers call them (migration 0007). Called for every connection the app opens."""
+    dbapi_connection.create_function("agentloft_fold", 1, _sql_fold, deterministic=True)
+    dbapi_connection.create_function("agentloft_grams", -1, _sql_grams, deterministic=True)
+
+
+def index_rowid_sql(user_sql: str, rowid_sql: str) -> str:
+    """The index rowid of a row, as SQL (the triggers of migration 0007 write the same expression)."""
+    return f"(({user_sql}) << {ROWID_BITS}) + ({ROWID_MASK} - ({rowid_sql}))"
+
+
+def table_rowid_sql(index_rowid: str) -> str:
+    """The table rowid behind an index rowid, as SQL (the inverse of ``index_rowid_sql``)."""
+    return f"({ROWID_MASK} - ({index_rowid} & {ROWID_MASK}))"
+
+
+def table_rowid(index_rowid: int) -> int:
+    return ROWID_MASK - (index_rowid & ROWID_MASK)
+
+
+def user_range(user_id: int) -> tuple[int, int]:
+    """The first and last index rowid a user's rows can have."""
+    lo = user_id << ROWID_BITS
+    return lo, lo + ROWID_MASK
+
+
+def fts5_and(keys: Iterable[str]) -> str:
+    """An FTS5 MATCH string: each key a quoted string (quotes doubled), all required."""
+    return " AND ".join('"' + k.replace('"', '""') + '"' for k in keys)
+
+
+@dataclass(frozen=True)
+class FtsIndex:
+    """The two contentless FTS5 tables of one searchable thing on SQLite: ``trigrams`` (tokenizer
+    ``trigram``, the folded text) and ``grams`` (one column of ``grams()`` output, ``detail=none``)."""
+
+    trigrams: str
+    grams: str
+
+
+@dataclass(frozen=True)
+class FtsMatch:
+    """The rows of one user that match a query, as SQL: ``FROM {table} WHERE {where}``; ``rowid`` is
+    the index rowid column. The range parameters are ``lo``/``hi`` (``user_range``)."""
+
+    table: str
+    where: str
+    params: dict[str, Any]
+
+    @property
+    def rowid(self) -> str:
+        return f"{self.table}.rowid"
+
+
+def fts_match(index: FtsIndex, query: Query, user_id: int, tag: str = "") -> FtsMatch:
+    """Long terms go to the trigram table, short ones to the gram table; with both, the trigram table
+    drives and the gram matches (one user's range) filter it. ``tag`` keeps parameter names apart when
+    several matches share a statement."""
+    lo, hi = user_range(user_id)
+    params: dict[str, Any] = {"lo": lo, "hi": hi}
+    long_keys = [t.key for t in query.long_terms]
+    short_keys = [t.key for t in query.short_terms]
+    table = index.trigrams if long_keys else index.grams
+    params[f"m{tag}"] = fts5_and(long_keys or short_keys)
+    where = f"{table} MATCH :m{tag} AND {table}.rowid BETWEEN :lo AND :hi"
+    if long_keys and short_keys:
+        params[f"g{tag}"] = fts5_and(short_keys)
+        where += (f" AND {table}.rowid IN (SELECT rowid FROM {index.grams} "
+                  f"WHERE {index.grams} MATCH :g{tag} AND rowid BETWEEN :lo AND :hi)")
+    return FtsMatch(table, where, params)
+
+
+def sqlite_holds(column_sql: str, param: str) -> str:
+    """1 if the column (folded) contains the folded term bound as ``param``, else 0."""
+    return f"(instr(agentloft_fold(coalesce({column_sql}, '')), :{param}) > 0)"
+
+
+async def rebuild_sqlite_index(
+    db: AsyncSession, index: FtsIndex, *, rows: str, rowid: str, columns: Sequence[str], values: Sequence[str]
+) -> None:
+    """Empty both tables of ``index`` and index again what ``rows`` (``FROM ... [WHERE ...]``) holds, as
+    the triggers of migration 0007 write it: ``rowid`` is each row's index rowid, ``values`` the indexed
+    text for the trigram table's ``columns``."""
+    for table in (index.trigrams, index.grams):
+        await db.execute(text(f"INSERT INTO {table}({table}) VALUES ('delete-all')"))
+    folded = ", ".join(f"agentloft_fold({v})" for v in values)
+    await db.execute(text(f"INSERT INTO {index.trigrams}(rowid, {', '.join(columns)}) SELECT {rowid}, {folded} {rows}"))
+    await db.execute(text(f"INSERT INTO {index.grams}(rowid, grams) "
+                          f"SELECT {rowid}, agentloft_grams({', '.join(values)}) {rows}"))
+
+
+# --- PostgreSQL --------------------------------------------------------------------------------------
+
+
+def like_pattern(text: str) -> str:
+    """``%text%`` with LIKE's wildcards and the escape character escaped (escape ``\\``)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _pg_fold(value: ColumnElement[Any]) -> ColumnElement[str]:
+    return func.agentloft_fold(value, type_=String)
+
+
+def pg_holds(expr_sql: str, term: Term, name: str) -> ColumnElement[bool]:
+    """The folded ``expr_sql`` contains the term; served by a ``pg_trgm`` index on
+    ``agentloft_fold(expr_sql)`` (the text must be that index's expression, character for character)."""
+    pattern = bindparam(name, like_pattern(term.text), type_=String)
+    return _pg_fold(literal_column(expr_sql)).like(_pg_fold(pattern), escape="\\")
+
+
+def pg_has_grams(expr_sql: str, terms: Sequence[Term], name: str) -> ColumnElement[bool]:
+    """The grams of ``expr_sql`` include every short term; served by a GIN index on
+    ``agentloft_grams(expr_sql)``. Keys are folded by PostgreSQL, as the index is."""
+    keys = [_pg_fold(bindparam(f"{name}{i}", t.text, type_=String)) for i, t in enumerate(terms)]
+    return literal_column(f"agentloft_grams({expr_sql})").op("@>")(array(keys, type_=String))
+
+
+def pg_match(expr_sql: str, query: Query, name: str) -> list[ColumnElement[bool]]:
+    """Conditions for every term of ``query`` on ``expr_sql``: trigram LIKEs for the long ones, one gram
+    containment for the short ones."""
+    conds = [pg_holds(expr_sql, t, f"{name}l{i}") for i, t in enumerate(query.long_terms)]
+    if query.short_terms:
+        conds.append(pg_has_grams(expr_sql, query.short_terms, f"{name}s"))
+    return conds
+
+
+# --- snippets ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A short plain-text excerpt and where the terms are in it (``[start, end)`` character offsets)."""
+
+    text: str
+    highlights: list[tuple[int, int]]
+
+    def pieces(self) -> list[tuple[str, bool]]:
+        """The text cut at the highlights, in order: (piece, is a hit); no empty pieces."""
+        out: list[tuple[str, bool]] = []
+        at = 0
+        for start, end in self.highlights:
+            out += [(self.text[at:start], False), (self.text[start:end], True)]
+            at = end
+        out.append((self.text[at:], False))
+        return [(piece, hit) for piece, hit in out if piece]
+
+
+def _folded_with_map(text: str) -> tuple[str, list[int]]:
+    """``text`` folded character by character, with the index in ``text`` of every folded character."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        f = fold(ch)
+        out.append(f)
+        where.extend([i] * len(f))
+    return "".join(out), where
+
+
+def _spans(text: str, terms: Sequence[Term]) -> list[tuple[int, int]]:
+    folded, where = _folded_with_map(text)
+    spans: list[tuple[int, int]] = []
+    for term in terms:
+        start = folded.find(term.key)
+        while start >= 0:
+            end = start + len(term.key)
+            spans.append((where[start], where[end - 1] + 1))
+            start = folded.find(term.key, end)
+    return _merge(sorted(spans))
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def snippet(text: str, terms: Sequence[Term], width: int = 120, before: int = 30) -> Snippet:
+    """About ``width`` characters of ``text`` (whitespace folded to single spaces) starting a little
+    before the first term found, "…" where it was cut, with every term's occurrences marked."""
+    flat = " ".join(text.split())
+    spans = _spans(flat, terms)
+    start = max(0, spans[0][0] - before) if spans else 0
+    if start and spans and spans[0][1] - start > width:  # a long first hit: show it from its start
+        start = spans[0][0]
+    end = min(len(flat), start + width)
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(flat) else ""
+    shift = len(prefix) - start
+    marks = [(max(s, start) + shift, min(e, end) + shift) for s, e in spans if s < end and e > start]
+    return Snippet(prefix + flat[start:end] + suffix, marks)

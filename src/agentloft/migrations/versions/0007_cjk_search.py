@@ -1,0 +1,272 @@
+"""search: one- and two-character terms indexed, NFKC folding, chat sessions searchable
+
+Revision ID: 0007_cjk_search
+Revises: 0005_a2a
+
+What ``agentloft.core.textsearch`` describes, for documents and for chat (session titles, and the text of
+messages that did not come from A2A):
+
+- SQLite: per searchable thing two contentless FTS5 tables, ``<table>_fts`` (``trigram``) over the
+  folded text and ``<table>_grams`` (every character and adjacent pair, ``detail=none``), fed by triggers
+  through the functions ``agentloft_fold`` / ``agentloft_grams`` (installed on every app connection by
+  ``core.db``). The documents' trigram index is rebuilt, since it now holds the folded text. Index rowids
+  are ``(user_id << 32) + (4294967295 - rowid)`` (one range per user, newest first). Messages have no
+  user column: their rowid takes the session's user, and a session's own delete trigger (BEFORE, so its
+  messages are still there) removes its messages' entries, because a cascaded message delete runs
+  after the session row is gone.
+- PostgreSQL: IMMUTABLE SQL functions ``agentloft_fold`` and ``agentloft_grams`` and expression GIN
+  indexes over them (``pg_trgm`` for the folded text, array containment for the grams), so the indexes
+  are built here and kept by PostgreSQL. Needs a UTF8 database (``normalize``).
+
+The statements are spelled out here, not imported, so this revision keeps doing what it did.
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0007_cjk_search"
+down_revision = "0005_a2a"
+branch_labels = None
+depends_on = None
+
+MASK = 4294967295
+
+# Every ASCII character that is neither alphanumeric nor whitespace is part of a gram token, so the
+# tokenizer splits the gram string on spaces only (non-ASCII characters always belong to tokens).
+_TOKENCHARS = "".join(c for c in map(chr, range(1, 128)) if not c.isalnum() and not c.isspace())
+_GRAMS_TOKENIZE = "ascii tokenchars '" + _TOKENCHARS.replace("'", "''") + "'"
+
+
+def _fts_tables(name: str, columns: str) -> list[str]:
+    tokenize = _GRAMS_TOKENIZE.replace('"', '""')
+    return [
+        f"CREATE VIRTUAL TABLE {name}_fts USING fts5({columns}, content='', tokenize='trigram')",
+        f'CREATE VIRTUAL TABLE {name}_grams USING fts5(grams, content=\'\', detail=none, columnsize=0, '
+        f'tokenize="{tokenize}")',
+    ]
+
+
+# --- documents (SQLite) ------------------------------------------------------------------------------
+
+DOC = "agent_documents"
+DOC_COLUMNS = ("title", "summary", "tags", "content")
+
+
+def _doc_rowid(row: str) -> str:
+    return f"({row}.user_id << 32) + ({MASK} - {row}.rowid)"
+
+
+def _doc_add(row: str) -> str:
+    folded = ", ".join(f"agentloft_fold({row}.{c})" for c in DOC_COLUMNS)
+    raw = ", ".join(f"{row}.{c}" for c in DOC_COLUMNS)
+    return (f"INSERT INTO {DOC}_fts(rowid, {', '.join(DOC_COLUMNS)}) VALUES ({_doc_rowid(row)}, {folded}); "
+            f"INSERT INTO {DOC}_grams(rowid, grams) VALUES ({_doc_rowid(row)}, agentloft_grams({raw}));")
+
+
+def _doc_remove(row: str) -> str:
+    folded = ", ".join(f"agentloft_fold({row}.{c})" for c in DOC_COLUMNS)
+    raw = ", ".join(f"{row}.{c}" for c in DOC_COLUMNS)
+    return (f"INSERT INTO {DOC}_fts({DOC}_fts, rowid, {', '.join(DOC_COLUMNS)}) "
+            f"VALUES ('delete', {_doc_rowid(row)}, {folded}); "
+            f"INSERT INTO {DOC}_grams({DOC}_grams, rowid, grams) "
+            f"VALUES ('delete', {_doc_rowid(row)}, agentloft_grams({raw}));")
+
+
+DOC_TRIGGERS = [
+    f"CREATE TRIGGER {DOC}_fts_ai AFTER INSERT ON {DOC} BEGIN {_doc_add('new')} END",
+    f"CREATE TRIGGER {DOC}_fts_ad AFTER DELETE ON {DOC} BEGIN {_doc_remove('old')} END",
+    f"CREATE TRIGGER {DOC}_fts_au AFTER UPDATE OF user_id, {', '.join(DOC_COLUMNS)} ON {DOC} "
+    f"BEGIN {_doc_remove('old')} {_doc_add('new')} END",
+]
+DOC_BACKFILL = [
+    f"INSERT INTO {DOC}_fts(rowid, {', '.join(DOC_COLUMNS)}) SELECT {_doc_rowid(DOC)}, "
+    + ", ".join(f"agentloft_fold({c})" for c in DOC_COLUMNS) + f" FROM {DOC}",
+    f"INSERT INTO {DOC}_grams(rowid, grams) SELECT {_doc_rowid(DOC)}, "
+    f"agentloft_grams({', '.join(DOC_COLUMNS)}) FROM {DOC}",
+]
+
+# The triggers of 0004 (raw text, trigrams only), for the downgrade.
+_OLD_ROWID_NEW = f"(new.user_id << 32) + ({MASK} - new.rowid)"
+_OLD_ROWID_OLD = f"(old.user_id << 32) + ({MASK} - old.rowid)"
+DOC_TRIGGERS_0004 = [
+    f"""CREATE TRIGGER {DOC}_fts_ai AFTER INSERT ON {DOC} BEGIN
+        INSERT INTO {DOC}_fts(rowid, title, summary, tags, content)
+        VALUES ({_OLD_ROWID_NEW}, new.title, new.summary, new.tags, new.content);
+    END""",
+    f"""CREATE TRIGGER {DOC}_fts_ad AFTER DELETE ON {DOC} BEGIN
+        INSERT INTO {DOC}_fts({DOC}_fts, rowid, title, summary, tags, content)
+        VALUES ('delete', {_OLD_ROWID_OLD}, old.title, old.summary, old.tags, old.content);
+    END""",
+    f"""CREATE TRIGGER {DOC}_fts_au AFTER UPDATE OF user_id, title, summary, tags, content ON {DOC}
+    BEGIN
+        INSERT INTO {DOC}_fts({DOC}_fts, rowid, title, summary, tags, content)
+        VALUES ('delete', {_OLD_ROWID_OLD}, old.title, old.summary, old.tags, old.content);
+        INSERT INTO {DOC}_fts(rowid, title, summary, tags, content)
+        VALUES ({_OLD_ROWID_NEW}, new.title, new.summary, new.tags, new.content);
+    END""",
+]
+
+# --- chat (SQLite) -----------------------------------------------------------------------------------
+
+SES = "agent_sessions"
+MSG = "agent_messages"
+
+
+def _ses_rowid(row: str) -> str:
+    return f"({row}.user_id << 32) + ({MASK} - {row}.rowid)"
+
+
+def _ses_entry(op_: str, row: str) -> str:
+    """Add (``op_`` empty) or delete the session title's entries; untitled sessions are not indexed."""
+    head_fts = f"INSERT INTO {SES}_fts({SES}_fts, rowid, title) SELECT 'delete', " if op_ else \
+        f"INSERT INTO {SES}_fts(rowid, title) SELECT "
+    head_grams = f"INSERT INTO {SES}_grams({SES}_grams, rowid, grams) SELECT 'delete', " if op_ else \
+        f"INSERT INTO {SES}_grams(rowid, grams) SELECT "
+    when = f"WHERE {row}.title <> ''"
+    return (f"{head_fts}{_ses_rowid(row)}, agentloft_fold({row}.title) {when}; "
+            f"{head_grams}{_ses_rowid(row)}, agentloft_grams({row}.title) {when};")
+
+
+def _msg_user(row: str) -> str:
+    return f"(SELECT user_id FROM {SES} WHERE id = {row}.session_id)"
+
+
+def _msg_entry(op_: str, row: str) -> str:
+    """Add or delete one message's entries: only messages with text that did not come from A2A."""
+    rowid = f"({_msg_user(row)} << 32) + ({MASK} - {row}.rowid)"
+    head_fts = f"INSERT INTO {MSG}_fts({MSG}_fts, rowid, content) SELECT 'delete', " if op_ else \
+        f"INSERT INTO {MSG}_fts(rowid, content) SELECT "
+    head_grams = f"INSERT INTO {MSG}_grams({MSG}_grams, rowid, grams) SELECT 'delete', " if op_ else \
+        f"INSERT INTO {MSG}_grams(rowid, grams) SELECT "
+    when = f"WHERE {row}.source <> 'a2a' AND {row}.content <> '' AND {_msg_user(row)} IS NOT NULL"
+    return (f"{head_fts}{rowid}, agentloft_fold({row}.content) {when}; "
+            f"{head_grams}{rowid}, agentloft_grams({row}.content) {when};")
+
+
+def _session_messages_removed() -> str:
+    """Before a session row goes, its indexed messages' entries go (a cascade deletes the messages after
+    the session row is gone, when their own trigger can no longer find the user)."""
+    rowid = f"(old.user_id << 32) + ({MASK} - m.rowid)"
+    where = f"FROM {MSG} m WHERE m.session_id = old.id AND m.source <> 'a2a' AND m.content <> ''"
+    return (f"INSERT INTO {MSG}_fts({MSG}_fts, rowid, content) "
+            f"SELECT 'delete', {rowid}, agentloft_fold(m.content) {where}; "
+            f"INSERT INTO {MSG}_grams({MSG}_grams, rowid, grams) "
+            f"SELECT 'delete', {rowid}, agentloft_grams(m.content) {where};")
+
+
+CHAT_TRIGGERS = [
+    f"CREATE TRIGGER {SES}_search_ai AFTER INSERT ON {SES} BEGIN {_ses_entry('', 'new')} END",
+    f"CREATE TRIGGER {SES}_search_au AFTER UPDATE OF title, user_id ON {SES} "
+    f"WHEN old.title IS NOT new.title OR old.user_id IS NOT new.user_id "
+    f"BEGIN {_ses_entry('delete', 'old')} {_ses_entry('', 'new')} END",
+    f"CREATE TRIGGER {SES}_search_bd BEFORE DELETE ON {SES} "
+    f"BEGIN {_session_messages_removed()} {_ses_entry('delete', 'old')} END",
+    f"CREATE TRIGGER {MSG}_search_ai AFTER INSERT ON {MSG} BEGIN {_msg_entry('', 'new')} END",
+    f"CREATE TRIGGER {MSG}_search_au AFTER UPDATE OF content, source, session_id ON {MSG} "
+    f"WHEN old.content IS NOT new.content OR old.source IS NOT new.source "
+    f"OR old.session_id IS NOT new.session_id "
+    f"BEGIN {_msg_entry('delete', 'old')} {_msg_entry('', 'new')} END",
+    f"CREATE TRIGGER {MSG}_search_ad AFTER DELETE ON {MSG} BEGIN {_msg_entry('delete', 'old')} END",
+]
+CHAT_BACKFILL = [
+    f"INSERT INTO {SES}_fts(rowid, title) SELECT {_ses_rowid(SES)}, agentloft_fold(title) FROM {SES} "
+    "WHERE title <> ''",
+    f"INSERT INTO {SES}_grams(rowid, grams) SELECT {_ses_rowid(SES)}, agentloft_grams(title) FROM {SES} "
+    "WHERE title <> ''",
+    f"INSERT INTO {MSG}_fts(rowid, content) SELECT (s.user_id << 32) + ({MASK} - m.rowid), "
+    f"agentloft_fold(m.content) FROM {MSG} m JOIN {SES} s ON s.id = m.session_id "
+    "WHERE m.source <> 'a2a' AND m.content <> ''",
+    f"INSERT INTO {MSG}_grams(rowid, grams) SELECT (s.user_id << 32) + ({MASK} - m.rowid), "
+    f"agentloft_grams(m.content) FROM {MSG} m JOIN {SES} s ON s.id = m.session_id "
+    "WHERE m.source <> 'a2a' AND m.content <> ''",
+]
+CHAT_TRIGGER_NAMES = [f"{SES}_search_ai", f"{SES}_search_au", f"{SES}_search_bd", f"{MSG}_search_ai",
+                      f"{MSG}_search_au", f"{MSG}_search_ad"]
+
+# --- PostgreSQL --------------------------------------------------------------------------------------
+
+# Python's str.isspace characters (agentloft.core.textsearch.WHITESPACE_RANGES).
+PG_WHITESPACE = (r"[\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f"
+                 r"\u3000]+")
+PG_FUNCTIONS = [
+    """CREATE OR REPLACE FUNCTION agentloft_fold(t text) RETURNS text
+       LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+       AS $$ SELECT lower(normalize(t, NFKC)) $$""",
+    # Every character, and every adjacent pair (the pairs at even and at odd offsets of each word, two
+    # linear regex passes: substr at a growing offset would be quadratic on long unbroken text).
+    f"""CREATE OR REPLACE FUNCTION agentloft_grams(t text) RETURNS text[]
+       LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+       AS $$
+         SELECT coalesce(array_agg(DISTINCT g), '{{}}'::text[])
+         FROM regexp_split_to_table(agentloft_fold(t), '{PG_WHITESPACE}') AS w(word)
+         CROSS JOIN LATERAL (
+           SELECT unnest(string_to_array(w.word, NULL))
+           UNION ALL SELECT (regexp_matches(w.word, '..', 'g'))[1]
+           UNION ALL SELECT (regexp_matches(substr(w.word, 2), '..', 'g'))[1]
+         ) AS x(g)
+         WHERE w.word <> ''
+       $$""",
+]
+# Keep identical to agentloft.documents.search.PG_SEARCH_EXPR (the planner matches the text).
+PG_DOC_EXPR = "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"
+PG_INDEXES = [
+    f"CREATE INDEX idx_agent_doc_search_trgm ON {DOC} USING gin (agentloft_fold({PG_DOC_EXPR}) gin_trgm_ops)",
+    f"CREATE INDEX idx_agent_doc_search_grams ON {DOC} USING gin (agentloft_grams({PG_DOC_EXPR}))",
+    f"CREATE INDEX idx_agent_sessions_search_trgm ON {SES} USING gin (agentloft_fold(title) gin_trgm_ops)",
+    f"CREATE INDEX idx_agent_sessions_search_grams ON {SES} USING gin (agentloft_grams(title))",
+    f"CREATE INDEX idx_agent_messages_search_trgm ON {MSG} USING gin (agentloft_fold(content) gin_trgm_ops) "
+    "WHERE source <> 'a2a'",
+    f"CREATE INDEX idx_agent_messages_search_grams ON {MSG} USING gin (agentloft_grams(content)) "
+    "WHERE source <> 'a2a'",
+]
+PG_INDEX_NAMES = ["idx_agent_doc_search_grams", "idx_agent_sessions_search_trgm", "idx_agent_sessions_search_grams",
+                  "idx_agent_messages_search_trgm", "idx_agent_messages_search_grams"]
+
+
+def _upgrade_sqlite() -> None:
+    for trigger in ("ai", "ad", "au"):
+        op.execute(f"DROP TRIGGER IF EXISTS {DOC}_fts_{trigger}")
+    op.execute(f"INSERT INTO {DOC}_fts({DOC}_fts) VALUES ('delete-all')")
+    op.execute(_fts_tables(DOC, "")[1])
+    for name, columns in ((SES, "title"), (MSG, "content")):
+        for statement in _fts_tables(name, columns):
+            op.execute(statement)
+    for statement in DOC_TRIGGERS + DOC_BACKFILL + CHAT_TRIGGERS + CHAT_BACKFILL:
+        op.execute(statement)
+
+
+def _downgrade_sqlite() -> None:
+    for trigger in [*CHAT_TRIGGER_NAMES, f"{DOC}_fts_ai", f"{DOC}_fts_ad", f"{DOC}_fts_au"]:
+        op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    for table in (f"{DOC}_grams", f"{SES}_fts", f"{SES}_grams", f"{MSG}_fts", f"{MSG}_grams"):
+        op.execute(f"DROP TABLE IF EXISTS {table}")
+    op.execute(f"INSERT INTO {DOC}_fts({DOC}_fts) VALUES ('delete-all')")
+    for statement in DOC_TRIGGERS_0004:
+        op.execute(statement)
+    op.execute(f"INSERT INTO {DOC}_fts(rowid, title, summary, tags, content) "
+               f"SELECT {_doc_rowid(DOC)}, title, summary, tags, content FROM {DOC}")
+
+
+def upgrade() -> None:
+    dialect = op.get_bind().dialect.name
+    if dialect == "sqlite":
+        _upgrade_sqlite()
+    elif dialect == "postgresql":
+        for statement in PG_FUNCTIONS:
+            op.execute(statement)
+        op.execute("DROP INDEX IF EXISTS idx_agent_doc_search_trgm")
+        for statement in PG_INDEXES:
+            op.execute(statement)
+
+
+def downgrade() -> None:
+    dialect = op.get_bind().dialect.name
+    if dialect == "sqlite":
+        _downgrade_sqlite()
+    elif dialect == "postgresql":
+        for name in [*PG_INDEX_NAMES, "idx_agent_doc_search_trgm"]:
+            op.execute(f"DROP INDEX IF EXISTS {name}")
+        op.execute(f"CREATE INDEX idx_agent_doc_search_trgm ON {DOC} USING gin ({PG_DOC_EXPR} gin_trgm_ops)")
+        op.execute("DROP FUNCTION IF EXISTS agentloft_grams(text)")
+        op.execute("DROP FUNCTION IF EXISTS agentloft_fold(text)")
