@@ -5,6 +5,8 @@
 - ``POST /api/llm/chat`` {message, sessionId?} → the same with the default model and the user's tools.
 - ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters), ``GET/PATCH/DELETE
   /api/agent-sessions/{id}``.
+- ``GET /api/agent-sessions/search?q=`` (same filters and paging) → the sessions whose title or messages
+  hold every term, best first, each with where it matched and a snippet (``chat.search``).
 - ``GET /api/agent-sessions/{id}/stream`` → replay + follow the running turn (``X-Stream-Resume:
   true``), or ``{"active": false}``.
 - ``POST /api/agent-sessions/{id}/approvals`` {toolCallId, approved, reason?} → SSE of the resumed
@@ -21,7 +23,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from agentloft.auth.dependencies import CurrentUser
-from agentloft.chat import service, turns
+from agentloft.chat import search, service, turns
 from agentloft.chat.dependencies import OwnedSession
 from agentloft.chat.models import AgentSession
 from agentloft.chat.schemas import (
@@ -31,8 +33,11 @@ from agentloft.chat.schemas import (
     MessageRead,
     PendingApproval,
     SessionDetail,
+    SessionMatch,
     SessionRead,
+    SessionSearchHit,
     SessionUpdate,
+    SnippetPart,
     StopResult,
 )
 from agentloft.core.dependencies import DbSession, Paging, Rt
@@ -92,6 +97,29 @@ async def list_sessions(
     rows, total = await service.list_sessions(db=db, user_id=user.id, page=paging, kind=kind, agent_id=agent_id)
     names = await service.agent_names(db=db, agent_ids=[r.agent_id for r in rows])
     return Page[SessionRead].of([_session_read(r, names) for r in rows], total, paging)
+
+
+def _search_hit(hit: search.SessionHit, names: dict[int, tuple[str, str]]) -> SessionSearchHit:
+    parts = [SnippetPart(text=piece, hit=is_hit) for piece, is_hit in hit.snippet.pieces()]
+    message = hit.message
+    match = SessionMatch(field="message" if message else "title", message_id=message.id if message else None,
+                         role=message.role if message else None, snippet=hit.snippet.text, parts=parts)
+    return SessionSearchHit(**_session_read(hit.session, names).model_dump(), match=match)
+
+
+# Declared before ``/api/agent-sessions/{session_id}``, which would otherwise take "search" for an id.
+@router.get("/api/agent-sessions/search", response_model=Page[SessionSearchHit])
+async def search_sessions(
+    user: CurrentUser,
+    db: DbSession,
+    paging: Paging,
+    q: Annotated[str, Query(min_length=1, max_length=500, description="Words to find (all must match).")],
+    kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
+    agent_id: Annotated[int | None, Query(alias="agentId")] = None,
+) -> Page[SessionSearchHit]:
+    hits = await service.search_sessions(db=db, user_id=user.id, q=q, page=paging, kind=kind, agent_id=agent_id)
+    names = await service.agent_names(db=db, agent_ids=[h.session.agent_id for h in hits.items])
+    return Page[SessionSearchHit].of([_search_hit(h, names) for h in hits.items], hits.total, paging)
 
 
 @router.get("/api/agent-sessions/{session_id}", response_model=SessionDetail)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -77,3 +77,22 @@ class ApprovalWaiting(ApiModel):
     """Answer recorded; the run continues once the other pending calls are answered too."""
 
     waiting_for: list[str]
+
+
+class SnippetPart(ApiModel):
+    text: str
+    hit: bool = Field(description="This piece is a search term as found.")
+
+
+class SessionMatch(ApiModel):
+    """Where a searched session matched, with a short plain-text excerpt."""
+
+    field: Literal["title", "message"] = Field(description="'message' when a message matched, else 'title'.")
+    message_id: str | None = Field(description="The best matching message (most terms, newest first).")
+    role: str | None = Field(description="That message's role.")
+    snippet: str = Field(description="About 120 characters of plain text around the first hit, '…' where cut.")
+    parts: list[SnippetPart] = Field(description="The snippet cut into pieces, the hits marked, in order.")
+
+
+class SessionSearchHit(SessionRead):
+    match: SessionMatch

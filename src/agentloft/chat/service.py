@@ -16,6 +16,7 @@ from sqlalchemy import Select, case, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
+from agentloft.chat import search
 from agentloft.chat.models import (
     AWAITING_APPROVAL,
     IDLE,
@@ -26,8 +27,8 @@ from agentloft.chat.models import (
     AgentSession,
     ChatApproval,
 )
-from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
-from agentloft.core.errors import Conflict, NotFound
+from agentloft.core.db import utcnow
+from agentloft.core.errors import Conflict, Invalid, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.schemas import PageParams
 
@@ -62,13 +63,15 @@ async def get_session(*, db: AsyncSession, session_id: str, user_id: int) -> Age
     stmt = select(AgentSession).where(
         AgentSession.id == session_id, AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None)
     )
-    return await one_or_404(db, stmt, NotFound("session not found", code="session_not_found"))
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise NotFound("session not found", code="session_not_found")
+    return row
 
 
-async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession:
+async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession | None:
     """For the engine, which already knows the owner (it was checked when the turn started)."""
-    return await one_or_404(db, select(AgentSession).where(AgentSession.id == session_id),
-                            NotFound("session not found", code="session_not_found"))
+    return await db.get(AgentSession, session_id)
 
 
 async def list_sessions(
@@ -85,6 +88,25 @@ async def list_sessions(
     stmt = base.order_by(AgentSession.updated_at.desc(), AgentSession.id.desc())
     rows = (await db.execute(stmt.offset(page.offset).limit(page.page_size))).scalars()
     return list(rows), total
+
+
+async def search_sessions(
+    *, db: AsyncSession, user_id: int, q: str, page: PageParams, kind: str | None = None,
+    agent_id: int | None = None,
+) -> search.Hits:
+    """The user's sessions whose title or messages hold every term of ``q``, best first (``chat.search``);
+    the same sessions the list shows, narrowed the same way. 422 when ``q`` has no terms."""
+
+    def narrow(stmt: Select[Any]) -> Select[Any]:
+        if kind:
+            stmt = stmt.where(AgentSession.kind == kind)
+        return stmt if agent_id is None else stmt.where(AgentSession.agent_id == agent_id)
+
+    hits = await search.search_sessions(db=db, user_id=user_id, q=q, offset=page.offset, limit=page.page_size,
+                                        narrow=narrow, filters=SESSION_LIST_FILTERS)
+    if hits is None:
+        raise Invalid("the search has no terms", fields={"q": "enter something to search for"})
+    return hits
 
 
 async def rename_session(*, db: AsyncSession, session_id: str, user_id: int, title: str) -> AgentSession:
@@ -108,7 +130,7 @@ async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) 
         .where(AgentSession.id == session_id, AgentSession.status == from_status)
         .values(status=RUNNING, updated_at=utcnow())
     )
-    if await rows_matched(db, stmt) != 1:
+    if (await db.execute(stmt)).rowcount != 1:
         await _refuse_claim(db, session_id)
 
 
@@ -139,7 +161,7 @@ async def begin_turn(
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
         # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
-        await db.execute(insert(table_of(AgentSession)), {
+        await db.execute(insert(AgentSession.__table__), {
             "id": session_id, "user_id": create.user_id, "agent_id": create.agent_id, "kind": create.kind,
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
             "model_history": None, "deleted_at": None})
@@ -159,7 +181,7 @@ async def begin_turn(
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
-    await db.execute(insert(table_of(AgentMessage)), [
+    await db.execute(insert(AgentMessage.__table__), [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
@@ -272,7 +294,7 @@ async def answer_approval(
                ChatApproval.status == "pending")
         .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow())
     )
-    if await rows_matched(db, stmt) == 1:
+    if (await db.execute(stmt)).rowcount == 1:
         return
     exists = select(ChatApproval.id).where(
         ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id
@@ -300,9 +322,9 @@ async def mark_interrupted(*, db: AsyncSession, before: datetime | None = None) 
     msgs = update(AgentMessage).where(AgentMessage.status == STREAMING).values(
         status=INTERRUPTED, error="The server restarted while this reply was being written.", updated_at=utcnow()
     )
-    count = await rows_matched(db, msgs)
+    count = (await db.execute(msgs)).rowcount
     await db.execute(update(AgentSession).where(AgentSession.status == RUNNING).values(status=IDLE))
-    return count
+    return int(count or 0)
 
 
 async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[int, tuple[str, str]]:

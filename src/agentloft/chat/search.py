@@ -1,0 +1,200 @@
+"""Search across one user's own chat sessions: their titles and the text of their messages.
+
+Matching and indexes are ``agentloft.core.textsearch``'s, the same as the documents search: every term
+must occur (folded: NFKC, case) in the session's title or in at least one of its messages; one and two
+character terms (Chinese words, "AI") use the gram index, longer ones the trigram index. Messages that
+came from A2A (``source = 'a2a'``) are not indexed, and sessions that exist for an A2A task, deleted
+sessions and whatever the session list hides (``service.SESSION_LIST_FILTERS``) are left out.
+
+Ranking, on both databases: more terms in the title first, then weighted hits (a term in the title
+``TITLE_WEIGHT``, in the messages ``MESSAGE_WEIGHT``), then the most recently active session. The total
+is exact. Each hit carries its best message (the one holding the most terms, newest first) for a
+snippet; a session found by its title alone has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    CTE,
+    Float,
+    Integer,
+    Select,
+    String,
+    case,
+    column,
+    distinct,
+    exists,
+    func,
+    literal,
+    select,
+    text,
+    union_all,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.chat.models import AgentMessage, AgentSession
+from agentloft.core import textsearch
+from agentloft.core.textsearch import Query, Snippet
+
+TITLES = textsearch.FtsIndex(trigrams="agent_sessions_fts", grams="agent_sessions_grams")
+MESSAGES = textsearch.FtsIndex(trigrams="agent_messages_fts", grams="agent_messages_grams")
+TITLE_WEIGHT = 8
+MESSAGE_WEIGHT = 1
+A2A = "a2a"
+
+
+@dataclass(frozen=True)
+class SessionHit:
+    session: AgentSession
+    message: AgentMessage | None  # the best matching message; None when only the title matched
+    snippet: Snippet
+
+
+@dataclass(frozen=True)
+class Hits:
+    items: list[SessionHit]
+    total: int
+
+
+# --- where each term is found: one row per (session, term, title or message) ------------------------
+#
+# Columns: sid (session id), t (term number), in_title (1 for the title), mid (message id or NULL),
+# newness (larger is newer; compares messages of one session).
+
+
+def _sqlite_hits(query: Query, user_id: int) -> CTE:
+    arms: list[str] = []
+    params: dict[str, Any] = {}
+    for i, term in enumerate(query.terms):
+        one = query.only(term)
+        m = textsearch.fts_match(MESSAGES, one, user_id, tag=f"{i}m")
+        s = textsearch.fts_match(TITLES, one, user_id, tag=f"{i}t")
+        params |= m.params | s.params
+        arms.append(
+            f"SELECT msg.session_id AS sid, {i} AS t, 0 AS in_title, msg.id AS mid, -{m.rowid} AS newness "
+            f"FROM {m.table} JOIN agent_messages msg ON msg.rowid = {textsearch.table_rowid_sql(m.rowid)} "
+            f"WHERE {m.where}"
+        )
+        arms.append(
+            f"SELECT ses.id, {i}, 1, NULL, 0 FROM {s.table} "
+            f"JOIN agent_sessions ses ON ses.rowid = {textsearch.table_rowid_sql(s.rowid)} WHERE {s.where}"
+        )
+    columns = (column("sid", String), column("t", Integer), column("in_title", Integer),
+               column("mid", String), column("newness", Float))
+    return text(" UNION ALL ".join(arms)).bindparams(**params).columns(*columns).cte("hits")
+
+
+def _pg_hits(query: Query, user_id: int) -> CTE:
+    m, s = AgentMessage, AgentSession
+    arms: list[Select[Any]] = []
+    for i, term in enumerate(query.terms):
+        one = query.only(term)
+        arms.append(
+            select(m.session_id.label("sid"), literal(i).label("t"), literal(0).label("in_title"),
+                   m.id.label("mid"), func.extract("epoch", m.created_at).label("newness"))
+            .join(s, s.id == m.session_id)
+            .where(s.user_id == user_id, m.source != A2A, *textsearch.pg_match("agent_messages.content", one, f"m{i}"))
+        )
+        arms.append(
+            select(s.id.label("sid"), literal(i), literal(1), literal(None, String), literal(0.0))
+            .where(s.user_id == user_id, *textsearch.pg_match("agent_sessions.title", one, f"t{i}"))
+        )
+    return union_all(*arms).cte("hits")
+
+
+# --- sessions from hits ------------------------------------------------------------------------------
+
+
+def _visible(stmt: Select[Any], user_id: int, filters: list[Callable[[Select[Any]], Select[Any]]]) -> Select[Any]:
+    """The user's own, not deleted, non-A2A sessions that the session list would show."""
+    from_a2a = exists().where(AgentMessage.session_id == AgentSession.id, AgentMessage.source == A2A)
+    stmt = stmt.where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
+                      AgentSession.kind != A2A, ~from_a2a)
+    for narrow in filters:
+        stmt = narrow(stmt)
+    return stmt
+
+
+def _per_session(hits: CTE, n_terms: int) -> Any:
+    """Sessions holding every term: how many in the title, how many in messages."""
+    in_title = func.count(distinct(case((hits.c.in_title == 1, hits.c.t))))
+    in_messages = func.count(distinct(case((hits.c.in_title == 0, hits.c.t))))
+    return (
+        select(hits.c.sid, in_title.label("tt"), in_messages.label("mt"))
+        .group_by(hits.c.sid)
+        .having(func.count(distinct(hits.c.t)) == n_terms)
+        .subquery("agg")
+    )
+
+
+def _best_messages(hits: CTE) -> Any:
+    """Per session, the message holding the most terms (newest first among equals)."""
+    per_message = (
+        select(hits.c.sid, hits.c.mid, func.count(distinct(hits.c.t)).label("k"),
+               func.max(hits.c.newness).label("nw"))
+        .where(hits.c.in_title == 0)
+        .group_by(hits.c.sid, hits.c.mid)
+        .subquery("pm")
+    )
+    order = func.row_number().over(partition_by=per_message.c.sid,
+                                   order_by=(per_message.c.k.desc(), per_message.c.nw.desc()))
+    ranked = select(per_message.c.sid, per_message.c.mid, order.label("n")).subquery("ranked")
+    return select(ranked.c.sid, ranked.c.mid).where(ranked.c.n == 1).subquery("best")
+
+
+async def search_sessions(
+    *,
+    db: AsyncSession,
+    user_id: int,
+    q: str,
+    offset: int,
+    limit: int,
+    narrow: Callable[[Select[Any]], Select[Any]] | None = None,
+    filters: list[Callable[[Select[Any]], Select[Any]]] | None = None,
+) -> Hits | None:
+    """One page of the user's sessions matching ``q``, best first, and the total; None when ``q`` has
+    no terms. ``narrow`` adds the caller's own conditions (kind, agent); ``filters`` are the session
+    list's."""
+    query = textsearch.parse_query(q)
+    if query.empty:
+        return None
+    pg = db.bind.dialect.name == "postgresql"
+    hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
+    agg, best = _per_session(hits, len(query.terms)), _best_messages(hits)
+    stmt = (
+        select(AgentSession, best.c.mid, func.count().over().label("total"))
+        .join(agg, agg.c.sid == AgentSession.id)
+        .outerjoin(best, best.c.sid == AgentSession.id)
+    )
+    stmt = _visible(stmt if narrow is None else narrow(stmt), user_id, filters or [])
+    weighted = TITLE_WEIGHT * agg.c.tt + MESSAGE_WEIGHT * agg.c.mt
+    stmt = stmt.order_by(agg.c.tt.desc(), weighted.desc(), AgentSession.updated_at.desc(), AgentSession.id.desc())
+    rows = (await db.execute(stmt.offset(offset).limit(limit))).all()
+    if rows:
+        total = int(rows[0].total)
+    else:
+        total = int((await db.execute(select(func.count()).select_from(stmt.order_by(None).subquery()))).scalar_one())
+    return Hits(await _with_snippets(db, query, [(r[0], r[1]) for r in rows]), total)
+
+
+async def _with_snippets(
+    db: AsyncSession, query: Query, rows: list[tuple[AgentSession, str | None]]
+) -> list[SessionHit]:
+    ids = [mid for _, mid in rows if mid]
+    messages: dict[str, AgentMessage] = {}
+    if ids:
+        found = await db.execute(select(AgentMessage).where(AgentMessage.id.in_(ids)))
+        messages = {m.id: m for m in found.scalars()}
+    out: list[SessionHit] = []
+    for session, mid in rows:
+        message = messages.get(mid) if mid else None
+        source = message.content if message is not None else session.title
+        out.append(SessionHit(session, message, textsearch.snippet(source, query.terms)))
+    return out
+
+
+__all__ = ["Hits", "SessionHit", "search_sessions"]
