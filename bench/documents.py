@@ -1,12 +1,21 @@
-"""Documents benchmark: list and full-text search latency at scale, against plain LIKE in the same run.
+"""Documents benchmark: list and full-text search latency at scale, against plain LIKE in the same run,
+plus what the search index costs (its size, the time to write a document) before and after migration
+0007, measured on the same data in the same run.
 
 100,000 documents for one user among 500,000 in all (mixed English and Chinese text with a Zipf-like
-word distribution), in a temporary SQLite file migrated by the real migrations, so the FTS5 index and
-its triggers are the ones the app uses. Search goes through ``documents.service.list_documents`` (count +
-one page of 20, as the API does); the baseline is the same page and count with the seed's
-``title/content LIKE '%q%'``. Goal: search p95 < 20 ms and at least 10x faster than LIKE.
+word distribution), in a database made by the real migrations, so the indexes and their triggers are the
+app's. The data is loaded at revision ``BASE_REVISION`` (the schema before the gram index: trigrams
+only), measured, then upgraded to head by the migration itself (its backfill is timed) and measured
+again. Search goes through ``documents.service.list_documents`` (count + one page of 20, as the API
+does); the baseline is the same page and count with the seed's ``title/content LIKE '%q%'``. Goals: every
+search p95 < 20 ms on SQLite and < 50 ms on PostgreSQL, writes < 5 ms p95, index ≤ 2x the trigram one.
 
-    python -m bench.documents [--total 500000] [--mine 100000] [--runs 40]
+    python -m bench.documents [--total 500000] [--mine 100000] [--runs 40] [--db PATH]
+    python -m bench.documents --postgres postgresql+asyncpg://user:pw@127.0.0.1/postgres [--keep]
+
+``--db PATH`` keeps the SQLite file and reuses it; ``--postgres`` loads the same documents into a
+database ``agentloft_bench_documents`` on that server (the role needs CREATEDB), dropped afterwards
+unless ``--keep`` (then reused by the next run).
 """
 
 from __future__ import annotations
@@ -20,21 +29,32 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Select, func, or_, select
+import asyncpg
+from sqlalchemy import Select, func, or_, select, text
+from sqlalchemy.engine import make_url
 
 from agentloft.core import migrate
 from agentloft.core.db import Database
-from agentloft.documents import search, service
+from agentloft.documents import service
 from agentloft.documents.models import AgentDocument
 
 PAGE = 20
+BASE_REVISION = "0005_a2a"
+PG_DATABASE = "agentloft_bench_documents"
+# The PostgreSQL trigram index as migration 0004 made it (dropped for the bulk load, then rebuilt).
+PG_TRGM_0004 = ("CREATE INDEX idx_agent_doc_search_trgm ON agent_documents USING gin "
+                "((title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content) "
+                "gin_trgm_ops)")
 LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
 LETTER_WEIGHTS = [12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0, 2.0,
                   1.9, 1.5, 1.0, 0.8, 0.2, 0.2, 0.1, 0.1]
 HAN = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研质"  # noqa: E501
+
+# --- the corpus ----------------------------------------------------------------------------------------
 
 
 def _vocab(rng: random.Random) -> tuple[list[str], list[str]]:
@@ -46,12 +66,19 @@ def _vocab(rng: random.Random) -> tuple[list[str], list[str]]:
     return english, chinese
 
 
+def _weights(n: int) -> list[float]:
+    return [1.0 / (i + 1) ** 1.05 for i in range(n)]
+
+
 def _cum_weights(n: int) -> list[float]:
     """Zipf-like word frequencies, cumulative (so each draw is a bisect, not a pass over the list)."""
-    return list(itertools.accumulate(1.0 / (i + 1) ** 1.05 for i in range(n)))
+    return list(itertools.accumulate(_weights(n)))
 
 
-def _rows(total: int, mine: int, rng: random.Random) -> Iterator[tuple[object, ...]]:
+Doc = tuple[str, int, str, str, str, str, None, datetime, datetime]
+
+
+def _rows(total: int, mine: int, rng: random.Random, prefix: str = "ad_b") -> Iterator[Doc]:
     english, chinese = _vocab(rng)  # first draws of the seeded generator: see ``load_terms``
     we, wc = _cum_weights(len(english)), _cum_weights(len(chinese))
     start = datetime(2025, 1, 1, tzinfo=UTC)
@@ -64,8 +91,8 @@ def _rows(total: int, mine: int, rng: random.Random) -> Iterator[tuple[object, .
         else:
             words = rng.choices(chinese, cum_weights=wc, k=rng.randint(25, 45))
             title, content = "".join(words[:4]), "，".join("".join(words[j:j + 4]) for j in range(4, len(words), 4))
-        stamp = (start + timedelta(seconds=i * 7)).strftime("%Y-%m-%d %H:%M:%S.000000")
-        yield (f"ad_b{i:07d}", owner, "memory" if i % 3 else "document", title, content, content[:200],
+        stamp = start + timedelta(seconds=i * 7)
+        yield (f"{prefix}{i:07d}", owner, "memory" if i % 3 else "document", title, content, content[:200],
                None, stamp, stamp)
 
 
@@ -74,19 +101,32 @@ SEED = 7
 
 
 def load_terms() -> None:
-    """The vocabulary the rows were drawn from (the same seeded draws), to pick queries by frequency."""
+    """The vocabulary the rows were drawn from (the same seeded draws), to pick queries by frequency;
+    and the Chinese characters by how often they occur (from the words' weights)."""
     english, chinese = _vocab(random.Random(SEED))
-    bench_terms.update(english=english, chinese=chinese)
+    chars: dict[str, float] = {}
+    for word, weight in zip(chinese, _weights(len(chinese)), strict=True):
+        for ch in word:
+            chars[ch] = chars.get(ch, 0.0) + weight
+    bench_terms.update(english=english, chinese=chinese, chars=sorted(chars, key=lambda c: -chars[c]))
 
 
-def build(path: Path, total: int, mine: int) -> float:
-    migrate.upgrade(f"sqlite+aiosqlite:///{path}")
+# --- building --------------------------------------------------------------------------------------
+
+
+def _sqlite_stamp(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S.000000")
+
+
+def build_sqlite(path: Path, total: int, mine: int) -> None:
+    """The data at ``BASE_REVISION``: bulk-loaded without the per-row index trigger, then indexed in one
+    pass with the trigger's exact rows."""
+    migrate.upgrade(f"sqlite+aiosqlite:///{path}", BASE_REVISION)
     started = time.perf_counter()
     con = sqlite3.connect(path)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=OFF")
     con.execute("PRAGMA cache_size=-262144")
-    # Bulk load without the per-row index trigger, then index in one pass (the trigger's exact rows).
     (trigger_sql,), = con.execute("SELECT sql FROM sqlite_master WHERE name = 'agent_documents_fts_ai'")
     con.execute("DROP TRIGGER agent_documents_fts_ai")
     now = "2025-01-01 00:00:00.000000"
@@ -98,20 +138,164 @@ def build(path: Path, total: int, mine: int) -> float:
     con.executemany(
         "INSERT INTO agent_documents (id, user_id, type, title, content, summary, tags, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _rows(total, mine, random.Random(SEED)),
+        ((*r[:7], _sqlite_stamp(r[7]), _sqlite_stamp(r[8])) for r in _rows(total, mine, random.Random(SEED))),
     )
     con.commit()
     loaded = time.perf_counter()
     con.execute(
         "INSERT INTO agent_documents_fts(rowid, title, summary, tags, content) "
-        f"SELECT {search.fts_rowid_sql()}, title, summary, tags, content FROM agent_documents"
+        "SELECT (user_id << 32) + (4294967295 - rowid), title, summary, tags, content FROM agent_documents"
     )
     con.execute(trigger_sql)
     con.commit()
-    print(f"loaded rows in {loaded - started:.1f} s, indexed in {time.perf_counter() - loaded:.1f} s")
     con.execute("ANALYZE")
     con.close()
-    return time.perf_counter() - started
+    print(f"SQLite: loaded {total} rows in {loaded - started:.1f} s, trigram-indexed in "
+          f"{time.perf_counter() - loaded:.1f} s")
+
+
+def _pg_connect_args(url: str, database: str | None = None) -> dict[str, object]:
+    u = make_url(url)
+    return {"host": u.host, "port": u.port, "user": u.username, "password": u.password,
+            "database": database or u.database}
+
+
+async def _pg_admin(url: str, *statements: str) -> None:
+    conn = await asyncpg.connect(**_pg_connect_args(url))
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def _pg_exists(url: str) -> bool:
+    conn = await asyncpg.connect(**_pg_connect_args(url))
+    try:
+        return bool(await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", PG_DATABASE))
+    finally:
+        await conn.close()
+
+
+def pg_url(server: str) -> str:
+    return make_url(server).set(drivername="postgresql+asyncpg", database=PG_DATABASE).render_as_string(
+        hide_password=False)
+
+
+async def build_postgres(server: str, total: int, mine: int) -> None:
+    """The data at ``BASE_REVISION`` in a new database: loaded with COPY without the trigram index, which
+    is then built once, as 0004 defines it."""
+    await _pg_admin(server, f'CREATE DATABASE "{PG_DATABASE}"',
+                    f"ALTER DATABASE \"{PG_DATABASE}\" SET maintenance_work_mem = '512MB'")
+    url = pg_url(server)
+    await asyncio.to_thread(migrate.upgrade, url, BASE_REVISION)
+    started = time.perf_counter()
+    conn = await asyncpg.connect(**_pg_connect_args(server, PG_DATABASE))
+    try:
+        await conn.execute("DROP INDEX idx_agent_doc_search_trgm")
+        now = datetime(2025, 1, 1, tzinfo=UTC)
+        await conn.copy_records_to_table(
+            "users", columns=["id", "username", "password_hash", "role", "disabled", "created_at", "updated_at"],
+            records=[(u, f"bench{u}", "x", "user", False, now, now) for u in range(1, 1001)])
+        await conn.copy_records_to_table(
+            "agent_documents", columns=["id", "user_id", "type", "title", "content", "summary", "tags",
+                                        "created_at", "updated_at"],
+            records=_rows(total, mine, random.Random(SEED)))
+        await conn.execute("SELECT setval(pg_get_serial_sequence('users', 'id'), 1000)")
+        loaded = time.perf_counter()
+        await conn.execute(PG_TRGM_0004)
+        await conn.execute("VACUUM ANALYZE agent_documents")
+    finally:
+        await conn.close()
+    print(f"PostgreSQL: loaded {total} rows in {loaded - started:.1f} s, trigram-indexed in "
+          f"{time.perf_counter() - loaded:.1f} s")
+
+
+async def upgrade(url: str) -> float:
+    """Run the migrations to head (0007 backfills its indexes); returns the seconds it took."""
+    started = time.perf_counter()
+    await asyncio.to_thread(migrate.upgrade, url)
+    took = time.perf_counter() - started
+    if url.startswith("sqlite"):
+        con = sqlite3.connect(make_url(url).database or "")
+        con.execute("ANALYZE")
+        con.close()
+    else:
+        await _pg_admin(url, "ANALYZE agent_documents")
+    return took
+
+
+# --- what the index costs: size and writes -----------------------------------------------------------
+
+
+async def index_sizes(db: Database) -> dict[str, float]:
+    """MB of the documents table (with its b-tree indexes), the trigram index and the gram index."""
+    if db.dialect == "sqlite":
+        sql = ("SELECT CASE WHEN name LIKE 'agent_documents_fts%' THEN 'trigrams' "
+               "WHEN name LIKE 'agent_documents_grams%' THEN 'grams' ELSE 'table' END, sum(pgsize) FROM dbstat "
+               "WHERE name LIKE 'agent_documents%' OR name LIKE 'idx_agent_doc%' "
+               "OR name = 'sqlite_autoindex_agent_documents_1' GROUP BY 1")
+    else:
+        sql = ("SELECT 'table', pg_table_size('agent_documents') + coalesce(sum(pg_relation_size(i.indexrelid)) "
+               "FILTER (WHERE c.relname NOT LIKE 'idx_agent_doc_search%'), 0) "
+               "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+               "WHERE i.indrelid = 'agent_documents'::regclass "
+               "UNION ALL SELECT CASE WHEN relname LIKE '%trgm' THEN 'trigrams' ELSE 'grams' END, "
+               "pg_relation_size(oid) FROM pg_class WHERE relname LIKE 'idx_agent_doc_search%'")
+    async with db.session() as s:
+        return {str(k): int(v) / 1e6 for k, v in (await s.execute(text(sql))).all()}
+
+
+@dataclass
+class WriteTimes:
+    create: list[float] = field(default_factory=list)
+    update: list[float] = field(default_factory=list)
+    delete: list[float] = field(default_factory=list)
+
+
+async def write_times(db: Database, n: int) -> WriteTimes:
+    """Create, update (new content) and delete ``n`` generated documents of the big user, each in its own
+    transaction through the service, as the API does; milliseconds."""
+    docs = list(_rows(n, n, random.Random(99), prefix="ad_w"))
+    times = WriteTimes()
+    ids: list[str] = []
+    for doc in docs:
+        t = time.perf_counter()
+        async with db.session() as s:
+            row = await service.create_document(db=s, user_id=1, title=doc[3], content=doc[4], type=doc[2])
+        times.create.append((time.perf_counter() - t) * 1000)
+        ids.append(row.id)
+    for doc_id, doc in zip(ids, reversed(docs), strict=True):
+        t = time.perf_counter()
+        async with db.session() as s:
+            await service.update_document(db=s, user_id=1, document_id=doc_id, changes={"content": doc[4]})
+        times.update.append((time.perf_counter() - t) * 1000)
+    for doc_id in ids:
+        t = time.perf_counter()
+        async with db.session() as s:
+            await service.delete_document(db=s, user_id=1, document_id=doc_id)
+        times.delete.append((time.perf_counter() - t) * 1000)
+    return times
+
+
+async def measure_state(url: str, label: str, writes: int) -> None:
+    db = Database(url)
+    try:
+        sizes = await index_sizes(db)
+        times = await write_times(db, writes) if writes else None
+    finally:
+        await db.dispose()
+    index = sizes.get("trigrams", 0) + sizes.get("grams", 0)
+    print(f"{label}: table {sizes.get('table', 0):.0f} MB, trigram index {sizes.get('trigrams', 0):.0f} MB, "
+          f"gram index {sizes.get('grams', 0):.0f} MB, search index in all {index:.0f} MB")
+    if times:
+        for name in ("create", "update", "delete"):
+            values = getattr(times, name)
+            print(f"{label}: {name} a document p50 {pct(values, 50):.2f} ms, p95 {pct(values, 95):.2f} ms "
+                  f"({len(values)} writes)")
+
+
+# --- searching ---------------------------------------------------------------------------------------
 
 
 def like_baseline(q: str) -> Select[tuple[AgentDocument]]:
@@ -155,47 +339,80 @@ def pct(values: list[float], p: float) -> float:
 
 
 def query_classes() -> dict[str, list[str]]:
-    """Five queries per class, picked by word frequency rank in the generated text."""
-    en, zh = bench_terms["english"], bench_terms["chinese"]
+    """Five queries per class, picked by word (or character) frequency rank in the generated text."""
+    en, zh, chars = bench_terms["english"], bench_terms["chinese"], bench_terms["chars"]
     return {
         "en rare word": [en[i] for i in range(3000, 3005)],
         "en mid word": [en[i] for i in range(300, 305)],
         "en common word": [en[i] for i in range(20, 25)],
         "en two words": [f"{en[i]} {en[i + 50]}" for i in range(100, 105)],
-        "en word start": [en[i][:4] for i in range(500, 505) if len(en[i]) >= 4][:5] or [en[500]],
-        "zh 4 chars": [zh[i] + zh[i + 1] for i in range(150, 155)],  # two rarer words: ~no document
+        "en word start, 4 letters": [en[i][:4] for i in range(500, 505) if len(en[i]) >= 4][:5] or [en[500]],
+        "en 2 letters": [en[i][:2] for i in range(40, 45)],
+        "zh 4 chars, two rarer words": [zh[i] + zh[i + 1] for i in range(150, 155)],  # ~no document
         "zh 4 chars, two common words": [zh[i] + zh[i + 1] for i in range(10, 15)],
         "zh 3 chars": [(zh[i] + zh[i + 1])[:3] for i in range(30, 35)],
         "zh common 3 chars": [(zh[i] + zh[i + 1])[:3] for i in range(2, 7)],
+        "zh 2 chars, common word": [zh[i] for i in range(5, 10)],
+        "zh 2 chars, rare word": [zh[i] for i in range(2000, 2005)],
+        "zh 2 chars across two words": [zh[i][1] + zh[i + 1][0] for i in range(0, 5)],
+        "zh 1 char, common": chars[:5],
+        "zh 1 char, rare": chars[-8:-3],
+        "zh 1 char + 2 chars": [f"{chars[i]} {zh[100 + i]}" for i in range(5)],
+        "zh 2 chars + 3 chars": [f"{zh[5 + i]} {(zh[30 + i] + zh[31 + i])[:3]}" for i in range(5)],
+        "zh 2 chars + en 2 letters": [f"{zh[5 + i]} {en[40 + i][:2]}" for i in range(5)],  # ~no document
     }
 
 
 Row = tuple[str, float, float, float]
 
 
-async def run(path: Path, runs: int) -> list[Row]:
-    db = Database(f"sqlite+aiosqlite:///{path}")
+async def run(url: str, runs: int, only: str | None) -> list[Row]:
+    db = Database(url)
     results: list[Row] = []
 
     async def record(name: str, fns: list[Callable[[], Awaitable[int]]], n: int) -> None:
         t, hits = await measure(fns, n)
         results.append((name, pct(t, 50), pct(t, 95), hits))
+        print(f"  {name:48} p50 {pct(t, 50):8.2f}  p95 {pct(t, 95):8.2f}  hits {hits:8.0f}", flush=True)
 
     try:
-        await record("list newest, page 1", [lambda: _service(db, None)], runs)
-        await record("list newest, page 100", [lambda: _service(db, None, page=100)], runs)
-        await record("list type=memory, page 1", [lambda: _service(db, None, kind="memory")], runs)
+        if not only:
+            await record("list newest, page 1", [lambda: _service(db, None)], runs)
+            await record("list newest, page 100", [lambda: _service(db, None, page=100)], runs)
+            await record("list type=memory, page 1", [lambda: _service(db, None, kind="memory")], runs)
         for name, terms in query_classes().items():
+            if only and only not in name:
+                continue
             await record(f"search {name} fts", [lambda q=q: _service(db, q) for q in terms], runs)
             await record(f"search {name} like", [lambda q=q: _like(db, q) for q in terms], max(runs // 4, 5))
-        await record("search zh 4 chars, type=memory fts",
-                     [lambda q=q: _service(db, q, kind="memory") for q in query_classes()["zh 4 chars"]], runs)
-        zh = bench_terms["chinese"]
-        await record("search zh 2 chars (short: LIKE fallback)",
-                     [lambda q=q: _service(db, zh[q]) for q in range(5, 10)], max(runs // 4, 5))
+        if not only:
+            common = query_classes()["zh 2 chars, common word"]
+            await record("search zh 2 chars, type=memory fts",
+                         [lambda q=q: _service(db, q, kind="memory") for q in common], runs)
     finally:
         await db.dispose()
     return results
+
+
+def report(results: list[Row]) -> None:
+    print(f"\n{'query (user with 100k of 500k documents)':52} {'p50 ms':>8} {'p95 ms':>8} {'hits':>8}")
+    for name, p50, p95, hits in results:
+        print(f"{name:52} {p50:8.2f} {p95:8.2f} {hits:8.0f}")
+    rows = {n: (a, b) for n, a, b, _ in results}
+    print("\nsearch, LIKE / index:                     p50 ratio  p95 ratio")
+    for name in [n for n in rows if n.endswith(" fts") and n[:-4] + " like" in rows]:
+        base = rows[name[:-4] + " like"]
+        print(f"  {name[7:-4]:38} {base[0] / rows[name][0]:9.1f}x {base[1] / rows[name][1]:9.1f}x")
+
+
+async def prepare(url: str, build: Callable[[], Awaitable[None]] | None, writes: int) -> None:
+    """Build at ``BASE_REVISION`` and measure, upgrade and measure again; or only upgrade what exists."""
+    if build is not None:
+        await build()
+        await measure_state(url, f"before ({BASE_REVISION})", writes)
+    took = await upgrade(url)
+    print(f"upgraded to head in {took:.1f} s")
+    await measure_state(url, "after (head)", writes)
 
 
 def main() -> None:
@@ -203,24 +420,37 @@ def main() -> None:
     ap.add_argument("--total", type=int, default=500_000)
     ap.add_argument("--mine", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=40)
-    ap.add_argument("--db", type=Path, help="keep the generated database here and reuse it when it exists")
+    ap.add_argument("--writes", type=int, default=200, help="documents created, updated, deleted per state")
+    ap.add_argument("--only", help="run only the search classes whose name contains this")
+    ap.add_argument("--db", type=Path, help="keep the generated SQLite file here and reuse it when it exists")
+    ap.add_argument("--postgres", help="an admin URL of a PostgreSQL server: benchmark there instead")
+    ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL database (reused next time)")
     args = ap.parse_args()
     load_terms()
+    if args.postgres:
+        url = pg_url(args.postgres)
+        admin = args.postgres.replace("+asyncpg", "")
+        fresh = not asyncio.run(_pg_exists(admin))
+        build = (lambda: build_postgres(admin, args.total, args.mine)) if fresh else None
+        try:
+            asyncio.run(prepare(url, build, args.writes if fresh else 0))
+            report(asyncio.run(run(url, args.runs, args.only)))
+        finally:
+            if not args.keep:
+                asyncio.run(_pg_admin(admin, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)'))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = args.db or Path(tmp) / "bench.db"
-        if not path.exists():
-            secs = build(path, args.total, args.mine)
-            size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
-            print(f"built {args.total} documents ({args.mine} for user 1) in {secs:.1f} s, {size:.0f} MB")
-        results = asyncio.run(run(path, args.runs))
-    print(f"{'query (user with 100k of 500k documents)':46} {'p50 ms':>8} {'p95 ms':>8} {'hits':>8}")
-    for name, p50, p95, hits in results:
-        print(f"{name:46} {p50:8.2f} {p95:8.2f} {hits:8.0f}")
-    rows = {n: (a, b) for n, a, b, _ in results}
-    print("\nsearch, LIKE / FTS:            p50 ratio  p95 ratio")
-    for name in [n for n in rows if n.endswith(" fts") and n[:-4] + " like" in rows]:
-        base = rows[name[:-4] + " like"]
-        print(f"  {name[7:-4]:28} {base[0] / rows[name][0]:9.1f}x {base[1] / rows[name][1]:9.1f}x")
+        url = f"sqlite+aiosqlite:///{path}"
+        fresh = not path.exists()
+
+        async def build() -> None:
+            await asyncio.to_thread(build_sqlite, path, args.total, args.mine)
+
+        asyncio.run(prepare(url, build if fresh else None, args.writes if fresh else 0))
+        size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
+        print(f"database file(s): {size:.0f} MB")
+        report(asyncio.run(run(url, args.runs, args.only)))
 
 
 if __name__ == "__main__":

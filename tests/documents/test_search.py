@@ -106,7 +106,6 @@ def test_search_is_scoped_to_the_user_with_type_and_paging(user: ApiClient, bob:
     assert _titles(bob, "rocket") == ["bob launch"]
 
 
-@pytest.mark.sqlite_only(reason="SQLite ranks only the newest RANK_WINDOW matches; PostgreSQL ranks every match")
 def test_paging_through_many_matches_ranks_the_newest_window(
     user: ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,3 +125,112 @@ def test_paging_through_many_matches_ranks_the_newest_window(
     rest = user.ok("GET", BASE, params={"q": "kiwi", "type": "memory", "pageSize": 2, "page": 2})
     assert [d["title"] for d in rest["items"]] == ["plain 3"]
     assert user.ok("GET", BASE, params={"q": "kiwi", "page": 9})["items"] == []
+
+
+# --- one and two characters, scripts without spaces, folding ----------------------------------------
+
+
+def test_two_characters_find_every_document_holding_the_pair(app: LiveApp, user: ApiClient) -> None:
+    create_doc(user, title="研究生命起源", content="x")  # a segmenter splits 研究 / 生命 / 起源
+    create_doc(user, title="Notes", content="今天喝了咖啡。")
+    create_doc(user, title="Tagged", content="x", tags="咖啡,茶")
+    create_doc(user, title="Summary", content="x", summary="一杯咖啡")
+    create_doc(user, title="咖 啡", content="咖，啡")  # the two characters, never side by side
+    create_doc(user, title="數據", content="繁體")  # traditional characters
+    create_doc(user, title="数据", content="简体")
+    assert sorted(_titles(user, "咖啡")) == ["Notes", "Summary", "Tagged"]
+    assert _titles(user, "究生") == ["研究生命起源"]  # across what a word segmenter would split
+    assert _titles(user, "生命") == ["研究生命起源"]
+    assert _titles(user, "数据") == ["数据"] and _titles(user, "數據") == ["數據"]
+    assert _titles(user, "据") == ["数据"] and _titles(user, "據") == ["數據"]
+    assert sorted(_titles(user, "啡")) == ["Notes", "Summary", "Tagged", "咖 啡"]
+    assert _titles(user, "啡咖") == []
+    if not app.database_url:  # served by the gram index, not a scan
+        assert app.sql("SELECT count(*) FROM agent_documents_grams WHERE agent_documents_grams MATCH ?",
+                       ('"咖啡"',)) == [(3,)]
+
+
+def test_kana_hangul_and_half_width_katakana(user: ApiClient) -> None:
+    create_doc(user, title="カタカナ", content="ひらがなとカタカナ")
+    create_doc(user, title="ｶﾀｶﾅ", content="半角")  # half-width katakana: NFKC makes them full-width
+    create_doc(user, title="한국어", content="한글 문서")
+    assert sorted(_titles(user, "カナ")) == ["カタカナ", "ｶﾀｶﾅ"]
+    assert sorted(_titles(user, "ｶﾅ")) == ["カタカナ", "ｶﾀｶﾅ"]
+    assert _titles(user, "ひ") == ["カタカナ"]
+    assert _titles(user, "국어") == ["한국어"]
+    assert _titles(user, "글") == ["한국어"]
+    assert _titles(user, "문서 한") == ["한국어"]
+
+
+def test_full_width_letters_and_digits_match_ascii(user: ApiClient) -> None:
+    create_doc(user, title="模型", content="ＧＰＴ４ 和 ＡＩ，２０２４年")
+    create_doc(user, title="Plain", content="GPT4 and AI in 2024")
+    create_doc(user, title="Other", content="nothing here")
+    for q in ("gpt4", "ＧＰＴ４", "ai", "ＡＩ", "Ai", "2024", "２０２４", "24", "４"):
+        assert sorted(_titles(user, q)) == ["Plain", "模型"], q
+    assert _titles(user, "２０２４年") == ["模型"]
+
+
+def test_full_width_punctuation_and_spaces(user: ApiClient) -> None:
+    create_doc(user, title="Menu", content="咖啡，茶。「抹茶」、豆浆")
+    create_doc(user, title="Prices", content="coffee,tea")
+    assert _titles(user, "啡，") == ["Menu"]  # full-width comma: NFKC makes it ","
+    assert sorted(_titles(user, "，")) == ["Menu", "Prices"]
+    assert _titles(user, "」、") == ["Menu"]  # CJK punctuation other than commas stays as it is
+    assert _titles(user, "「抹") == ["Menu"]
+    assert _titles(user, "茶。") == ["Menu"]
+    assert _titles(user, "啡茶") == []  # the comma is between them
+    assert _titles(user, "咖啡\u3000豆浆") == ["Menu"]  # an ideographic space separates terms
+    assert _titles(user, "e,t") == ["Prices"]
+
+
+def test_mixed_scripts_and_lengths(user: ApiClient) -> None:
+    create_doc(user, title="咖啡 recipe", content="Brew with AI help, 数据库 notes")
+    create_doc(user, title="Tea recipe", content="No coffee here, 数据 only")
+    create_doc(user, title="AI咖啡机", content="smart")
+    assert _titles(user, "咖啡 recipe") == ["咖啡 recipe"]  # two characters + a Latin word
+    assert sorted(_titles(user, "数据 recipe")) == ["Tea recipe", "咖啡 recipe"]
+    assert _titles(user, "数据库 AI") == ["咖啡 recipe"]  # three characters + two letters
+    assert _titles(user, "i咖") == ["AI咖啡机"]  # a pair across scripts
+    assert _titles(user, "AI咖啡") == ["AI咖啡机"]
+    assert _titles(user, "啡 据") == ["咖啡 recipe"]
+    assert _titles(user, "咖啡 tea") == []
+
+
+def test_short_terms_rank_like_long_ones(user: ApiClient) -> None:
+    create_doc(user, title="日记", content="今天的会议很长", summary="无关")
+    create_doc(user, title="旧清单", content="会议，报告")  # the summary defaults to the content
+    create_doc(user, title="会议报告", content="正文")
+    create_doc(user, title="会议纪要", content="附报告")
+    create_doc(user, title="杂项", content="报告而已", tags="会议")
+    create_doc(user, title="新清单", content="会议，报告")
+    assert _titles(user, "会议 报告") == [
+        "会议报告", "会议纪要",  # both terms in the title, then one
+        "杂项",  # one term in the tags, one in the summary
+        "新清单", "旧清单",  # both in the summary: newest first
+    ]
+    assert _titles(user, "会议")[:2] == ["会议纪要", "会议报告"]  # title hits first, newest first
+
+
+def test_short_terms_follow_updates_deletes_and_users(app: LiveApp, user: ApiClient, bob: ApiClient) -> None:
+    doc = create_doc(user, title="Kiwi", content="绿茶和红茶")
+    create_doc(bob, title="Bob", content="绿茶")
+    assert _titles(user, "绿茶") == ["Kiwi"] and _titles(bob, "绿茶") == ["Bob"]
+    user.ok("PUT", f"{BASE}/{doc['id']}", json={"content": "乌龙"})
+    assert _titles(user, "绿茶") == [] and _titles(user, "乌龙") == ["Kiwi"] and _titles(user, "茶") == []
+    user.ok("DELETE", f"{BASE}/{doc['id']}", status=204)
+    assert _titles(user, "乌") == []
+    if not app.database_url:
+        assert app.sql("SELECT count(*) FROM agent_documents_grams WHERE agent_documents_grams MATCH ?",
+                       ('"乌龙"',)) == [(0,)]
+
+
+def test_short_terms_count_exactly_past_a_page(user: ApiClient) -> None:
+    for i in range(25):
+        create_doc(user, title=f"笔记 {i}", content="测试" if i % 2 else "其他", type="memory" if i % 3 else "document")
+    page = user.ok("GET", BASE, params={"q": "测试", "pageSize": 10})
+    assert page["total"] == 12 and page["hasMore"] is True and len(page["items"]) == 10
+    rest = user.ok("GET", BASE, params={"q": "测试", "pageSize": 10, "page": 2})
+    assert len(rest["items"]) == 2 and rest["hasMore"] is False
+    memory = user.ok("GET", BASE, params={"q": "测", "type": "memory"})
+    assert memory["total"] == sum(1 for i in range(25) if i % 2 and i % 3)

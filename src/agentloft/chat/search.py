@@ -45,6 +45,9 @@ MESSAGES = textsearch.FtsIndex(trigrams="agent_messages_fts", grams="agent_messa
 TITLE_WEIGHT = 8
 MESSAGE_WEIGHT = 1
 A2A = "a2a"
+# (text, folded text) as migration 0007's PostgreSQL indexes have them.
+PG_MESSAGE = ("agent_messages.content", "coalesce(agent_messages.search_text, lower(agent_messages.content))")
+PG_TITLE = ("agent_sessions.title", "agentloft_fold(agent_sessions.title)")
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,11 @@ def _pg_hits(query: Query, user_id: int) -> CTE:
             select(m.session_id.label("sid"), literal(i).label("t"), literal(0).label("in_title"),
                    m.id.label("mid"), func.extract("epoch", m.created_at).label("newness"))
             .join(s, s.id == m.session_id)
-            .where(s.user_id == user_id, m.source != A2A, *textsearch.pg_match("agent_messages.content", one, f"m{i}"))
+            .where(s.user_id == user_id, m.source != A2A, *textsearch.pg_match(*PG_MESSAGE, one, f"m{i}"))
         )
         arms.append(
             select(s.id.label("sid"), literal(i), literal(1), literal(None, String), literal(0.0))
-            .where(s.user_id == user_id, *textsearch.pg_match("agent_sessions.title", one, f"t{i}"))
+            .where(s.user_id == user_id, *textsearch.pg_match(*PG_TITLE, one, f"t{i}"))
         )
     return union_all(*arms).cte("hits")
 
@@ -163,6 +166,8 @@ async def search_sessions(
     if query.empty:
         return None
     pg = db.bind.dialect.name == "postgresql"
+    if pg:
+        await textsearch.pg_custom_plans(db)
     hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
     agg, best = _per_session(hits, len(query.terms)), _best_messages(hits)
     stmt = (

@@ -3,9 +3,10 @@
 One notion of a match: a query is split on whitespace into terms, and a row matches when every term
 occurs in it as a substring once both are folded the same way (``fold``: Unicode NFKC, so full-width
 Latin letters and digits are their ASCII forms and half-width katakana full-width ones; then case
-folding). Traditional and simplified Chinese characters stay different characters (NFKC does not merge
-them). No word segmentation anywhere, so a term is found wherever it occurs, also across what a
-segmenter would split.
+folding; PostgreSQL folds case with its ``lower()``, which differs from Python's ``casefold()`` on a
+few letters such as "ß", and compares its folding only with itself). Traditional and simplified Chinese
+characters stay different characters (NFKC does not merge them). No word segmentation anywhere, so a
+term is found wherever it occurs, also across what a segmenter would split.
 
 Two indexes serve that match, on each database, and every term uses one of them:
 
@@ -13,7 +14,8 @@ Two indexes serve that match, on each database, and every term uses one of them:
   ``pg_trgm`` GIN, both over the folded text. Substring matching suits Chinese and finds "migrat" inside
   "migration".
 - **grams**, for terms of one or two characters, which trigrams cannot see: every character and every
-  pair of adjacent characters of the folded text that holds no whitespace, each one token (``grams``).
+  pair of adjacent characters of the folded text that holds no whitespace (nor control character),
+  each one token (``grams``).
   A two-character term is one token lookup that finds every row holding that exact pair, a
   one-character term every row holding that character. Most Chinese words are two characters long;
   Japanese kana, Hangul and short Latin terms ("AI", "5%") are served the same way.
@@ -21,9 +23,11 @@ Two indexes serve that match, on each database, and every term uses one of them:
 The database keeps both indexes in step with the rows. SQLite: triggers feed two contentless FTS5 tables
 through ``agentloft_fold`` and ``agentloft_grams``, Python functions that ``register_sqlite_functions``
 installs on every connection the app opens (another program writing those tables gets "no such
-function", not a stale index). PostgreSQL: expression indexes over IMMUTABLE SQL functions of the same
-names (migration 0007). A contentless FTS5 table deletes a row by re-tokenizing what was indexed, so
-whoever changes what ``fold`` or ``grams`` return must ship a migration that rebuilds the indexes.
+function", not a stale index). PostgreSQL: IMMUTABLE SQL functions of the same names, a generated column
+``search_text`` holding the folded text where it differs from ``lower()`` (so the trigram index's
+candidates are checked without normalizing them again), and expression indexes (migration 0007). A
+contentless FTS5 table deletes a row by re-tokenizing what was indexed, so whoever changes what ``fold``
+or ``grams`` return must ship a migration that rebuilds the indexes.
 
 SQLite index rowids are ``(user_id << 32) + (2**32 - 1 - rowid)``: one user's entries are one rowid
 range, so FTS5 reads only that slice of each token's list (a search costs what the user's own matches
@@ -39,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, bindparam, func, literal_column, text
+from sqlalchemy import ColumnElement, String, bindparam, func, literal_column, or_, text
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -48,12 +52,14 @@ MAX_TERMS = 10
 ROWID_BITS = 32
 ROWID_MASK = (1 << ROWID_BITS) - 1
 
-# Python's whitespace (``str.isspace``) as code point ranges, spelled out so that PostgreSQL's gram
-# function (migration 0007) splits on exactly the same characters; the tests check both.
-WHITESPACE_RANGES = ((0x09, 0x0D), (0x1C, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
-                     (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000))
+# What separates words: ASCII control characters and space, and every other character Python calls
+# whitespace (``str.isspace``). Spelled out so that PostgreSQL's gram function (migration 0007) splits on
+# exactly the same characters, and so that SQLite's ``ascii`` tokenizer (which treats ASCII control
+# characters as separators) agrees; the tests check both.
+SEPARATOR_RANGES = ((0x00, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000))
 _WS_SPLIT = re.compile(
-    "[" + "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in WHITESPACE_RANGES) + "]+"
+    "[" + "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in SEPARATOR_RANGES) + "]+"
 )
 
 
@@ -68,8 +74,8 @@ def fold(text: str) -> str:
 
 
 def gram_set(*texts: str | None) -> set[str]:
-    """Every character and every pair of adjacent characters without whitespace in the folded texts
-    (each text on its own: no pair spans two of them)."""
+    """Every character and every pair of adjacent characters of the folded texts that are not
+    separators (``SEPARATOR_RANGES``), each text on its own: no pair spans two of them."""
     out: set[str] = set()
     for value in texts:
         if not value:
@@ -89,8 +95,10 @@ def grams(*texts: str | None) -> str:
 
 @dataclass(frozen=True)
 class Term:
-    """One search term: ``text`` as typed (NFKC, case kept) and ``key``, its folded form."""
+    """One search term: ``typed`` as typed (quotes dropped), ``text`` in NFKC (case kept), and ``key``,
+    the folded form the indexes are compared in."""
 
+    typed: str
     text: str
     key: str
 
@@ -124,16 +132,18 @@ class Query:
 
 
 def parse_query(q: str | None, max_terms: int = MAX_TERMS) -> Query:
-    """Whitespace-separated terms (full-width spaces too), quotes around a term dropped, duplicates
-    (after folding) dropped, at most ``max_terms``."""
-    text = unicodedata.normalize("NFKC", (q or "").strip())
+    """Terms separated by whitespace (full-width spaces too) or control characters, quotes around a term
+    dropped, duplicates (after folding) dropped, at most ``max_terms``."""
     terms: list[Term] = []
-    for part in _WS_SPLIT.split(text):
-        part = part.strip('"')
-        key = fold(part)
-        if key and all(t.key != key for t in terms):
-            terms.append(Term(part, key))
-    return Query(text, tuple(terms[:max_terms]))
+    for raw in _WS_SPLIT.split((q or "").strip()):
+        typed = raw.strip('"')
+        normal = unicodedata.normalize("NFKC", typed)
+        for part in _WS_SPLIT.split(normal):  # NFKC rarely makes a space (U+00A8 gives " \u0308")
+            part = part.strip('"')
+            key = fold(part)
+            if key and all(t.key != key for t in terms):
+                terms.append(Term(typed if part == normal else part, part, key))
+    return Query(unicodedata.normalize("NFKC", (q or "").strip()), tuple(terms[:max_terms]))
 
 
 # --- SQLite ------------------------------------------------------------------------------------------
@@ -204,7 +214,7 @@ class FtsMatch:
 
 def fts_match(index: FtsIndex, query: Query, user_id: int, tag: str = "") -> FtsMatch:
     """Long terms go to the trigram table, short ones to the gram table; with both, the trigram table
-    drives and the gram matches (one user's range) filter it. ``tag`` keeps parameter names apart when
+    drives and the list of the gram matches (in the user's range) filters it. ``tag`` keeps parameter names apart when
     several matches share a statement."""
     lo, hi = user_range(user_id)
     params: dict[str, Any] = {"lo": lo, "hi": hi}
@@ -214,15 +224,24 @@ def fts_match(index: FtsIndex, query: Query, user_id: int, tag: str = "") -> Fts
     params[f"m{tag}"] = fts5_and(long_keys or short_keys)
     where = f"{table} MATCH :m{tag} AND {table}.rowid BETWEEN :lo AND :hi"
     if long_keys and short_keys:
+        # A list of the gram matches, checked per trigram match; the "+" keeps SQLite from handing the
+        # list to FTS5 as rowids to look up one by one (a full MATCH per rowid: 100x slower).
         params[f"g{tag}"] = fts5_and(short_keys)
-        where += (f" AND {table}.rowid IN (SELECT rowid FROM {index.grams} "
+        where += (f" AND +{table}.rowid IN (SELECT rowid FROM {index.grams} "
                   f"WHERE {index.grams} MATCH :g{tag} AND rowid BETWEEN :lo AND :hi)")
     return FtsMatch(table, where, params)
 
 
-def sqlite_holds(column_sql: str, param: str) -> str:
-    """1 if the column (folded) contains the folded term bound as ``param``, else 0."""
-    return f"(instr(agentloft_fold(coalesce({column_sql}, '')), :{param}) > 0)"
+def sqlite_holds(column_sql: str, term: Term, name: str) -> tuple[str, dict[str, str]]:
+    """SQL that is 1 if the column holds the term as typed or in NFKC, any ASCII case, else 0, and its
+    parameters. For ranking the rows the index found: plain ``instr`` on the stored text, because
+    folding every candidate row in Python cost ten times the rest of the search; a term that matched
+    only through folding (full-width text, typed in ASCII) still matches, it just earns no column
+    weight."""
+    forms = dict.fromkeys((term.typed, term.text))
+    params = {f"{name}_{i}": form for i, form in enumerate(forms)}
+    col = f"lower(coalesce({column_sql}, ''))"
+    return "(" + " OR ".join(f"instr({col}, lower(:{p})) > 0" for p in params) + ")", params
 
 
 async def rebuild_sqlite_index(
@@ -252,26 +271,43 @@ def _pg_fold(value: ColumnElement[Any]) -> ColumnElement[str]:
     return func.agentloft_fold(value, type_=String)
 
 
-def pg_holds(expr_sql: str, term: Term, name: str) -> ColumnElement[bool]:
-    """The folded ``expr_sql`` contains the term; served by a ``pg_trgm`` index on
-    ``agentloft_fold(expr_sql)`` (the text must be that index's expression, character for character)."""
+def pg_holds(folded_sql: str, term: Term, name: str) -> ColumnElement[bool]:
+    """The folded text contains the term; served by a ``pg_trgm`` index on ``folded_sql`` (which must be
+    that index's expression)."""
     pattern = bindparam(name, like_pattern(term.text), type_=String)
-    return _pg_fold(literal_column(expr_sql)).like(_pg_fold(pattern), escape="\\")
+    return literal_column(folded_sql).like(_pg_fold(pattern), escape="\\")
 
 
-def pg_has_grams(expr_sql: str, terms: Sequence[Term], name: str) -> ColumnElement[bool]:
-    """The grams of ``expr_sql`` include every short term; served by a GIN index on
-    ``agentloft_grams(expr_sql)``. Keys are folded by PostgreSQL, as the index is."""
+def pg_rank_holds(column: ColumnElement[Any], term: Term, name: str) -> ColumnElement[bool]:
+    """The column holds the term as typed or in NFKC, any case: for ranking the rows the indexes found,
+    on the stored text as ``sqlite_holds`` does (cheaper than folding every candidate row)."""
+    forms = dict.fromkeys((term.typed, term.text))
+    return or_(*(func.coalesce(column, "").ilike(bindparam(f"{name}_{i}", like_pattern(form), type_=String),
+                                                 escape="\\") for i, form in enumerate(forms)))
+
+
+async def pg_custom_plans(db: AsyncSession) -> None:
+    """Plan this transaction's statements for their actual parameters. One user may own a fifth of all
+    rows and another ten: after five runs PostgreSQL would switch a prepared search to a generic plan
+    made for the average user, which filters the user's rows one by one through the gram function
+    (seconds) instead of using the indexes (milliseconds)."""
+    await db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+
+
+def pg_has_grams(text_sql: str, terms: Sequence[Term], name: str) -> ColumnElement[bool]:
+    """The grams of ``text_sql`` include every short term; served by a GIN index on
+    ``agentloft_grams(text_sql)``. Keys are folded by PostgreSQL, as the index is."""
     keys = [_pg_fold(bindparam(f"{name}{i}", t.text, type_=String)) for i, t in enumerate(terms)]
-    return literal_column(f"agentloft_grams({expr_sql})").op("@>")(array(keys, type_=String))
+    return literal_column(f"agentloft_grams({text_sql})").op("@>")(array(keys, type_=String))
 
 
-def pg_match(expr_sql: str, query: Query, name: str) -> list[ColumnElement[bool]]:
-    """Conditions for every term of ``query`` on ``expr_sql``: trigram LIKEs for the long ones, one gram
-    containment for the short ones."""
-    conds = [pg_holds(expr_sql, t, f"{name}l{i}") for i, t in enumerate(query.long_terms)]
+def pg_match(text_sql: str, folded_sql: str, query: Query, name: str) -> list[ColumnElement[bool]]:
+    """Conditions for every term of ``query``: trigram LIKEs on ``folded_sql`` (the folded form of
+    ``text_sql`` as the trigram index holds it) for the long terms, one gram containment on ``text_sql``
+    for the short ones."""
+    conds = [pg_holds(folded_sql, t, f"{name}l{i}") for i, t in enumerate(query.long_terms)]
     if query.short_terms:
-        conds.append(pg_has_grams(expr_sql, query.short_terms, f"{name}s"))
+        conds.append(pg_has_grams(text_sql, query.short_terms, f"{name}s"))
     return conds
 
 

@@ -16,9 +16,12 @@ is exact; the total is always exact. FTS5's own bm25 is not used: its IDF walks 
 over every user's documents on every query, which made common words miss the latency goal
 (docs/benchmarks.md).
 
-PostgreSQL: GIN indexes over the folded concatenated text (``PG_SEARCH_EXPR``, exactly as in the
-migration, so the planner uses them): ``pg_trgm`` for long terms, the grams array for short ones; the
-rank weighs hits in the title, tags and summary, then title similarity.
+PostgreSQL: GIN indexes over the concatenated text (``PG_SEARCH_EXPR``; the expressions exactly as in
+the migration, so the planner uses them): ``pg_trgm`` over its folded form for long terms, the grams
+array for short ones. The
+rank weighs hits in the title, tags and summary, then adds title similarity; like SQLite it ranks the
+newest ``RANK_WINDOW`` matches (ranking every match cost time in proportion to the matches: common
+words and single characters missed the latency goal).
 """
 
 from __future__ import annotations
@@ -48,10 +51,11 @@ RANK_WINDOW = 500
 INDEX = textsearch.FtsIndex(trigrams="agent_documents_fts", grams="agent_documents_grams")
 # What a term found in each column adds to the rank (both databases).
 RANK_WEIGHTS = {"title": 8, "tags": 4, "summary": 2}
-# Keep byte-for-byte identical to the index expressions in migration 0007.
+# Keep identical to the index expressions in migration 0007 (``search_text`` is its generated column).
 PG_SEARCH_EXPR = (
     "(title || ' ' || coalesce(summary, '') || ' ' || coalesce(tags, '') || ' ' || content)"
 )
+PG_SEARCH_FOLDED = f"coalesce(search_text, lower({PG_SEARCH_EXPR}))"
 INDEXED_COLUMNS = ("title", "summary", "tags", "content")
 
 __all__ = ["Found", "Query", "parse_query", "rebuild_index", "search_documents"]
@@ -81,14 +85,19 @@ def _filters(match: FtsMatch, type: str | None) -> tuple[str, str]:
     return join, " AND d.user_id = :u AND d.type = :t"
 
 
-def _rank_sql(n_terms: int) -> tuple[str, str]:
-    """(how many terms the title holds, weighted column hits) for the row ``d``."""
-    in_title = " + ".join(textsearch.sqlite_holds("d.title", f"r{i}") for i in range(n_terms))
-    weighted = " + ".join(
-        f"{weight} * {textsearch.sqlite_holds(f'd.{col}', f'r{i}')}"
-        for i in range(n_terms) for col, weight in RANK_WEIGHTS.items()
-    )
-    return in_title, weighted
+def _rank_sql(query: Query) -> tuple[str, str, dict[str, str]]:
+    """(how many terms the title holds, weighted column hits) for the row ``d``, and their parameters."""
+    in_title: list[str] = []
+    weighted: list[str] = []
+    params: dict[str, str] = {}
+    for i, term in enumerate(query.terms):
+        for col, weight in RANK_WEIGHTS.items():
+            holds, p = textsearch.sqlite_holds(f"d.{col}", term, f"r{i}{col}")
+            params |= p
+            weighted.append(f"{weight} * {holds}")
+            if col == "title":
+                in_title.append(holds)
+    return " + ".join(in_title), " + ".join(weighted), params
 
 
 def _count_sql(match: FtsMatch, type: str | None) -> str:
@@ -104,8 +113,8 @@ async def _fts_ranked(db: AsyncSession, match: FtsMatch, params: dict[str, Any],
     short title, tags and summary of the window's rows, only the page's documents leave SQLite, and all
     matches are counted only when the window is full."""
     join, cond = _filters(match, type)
-    params = dict(params, lim=limit, off=offset) | {f"r{i}": t.key for i, t in enumerate(query.terms)}
-    in_title, weighted = _rank_sql(len(query.terms))
+    in_title, weighted, rank_params = _rank_sql(query)
+    params = dict(params, lim=limit, off=offset) | rank_params
     cols = AgentDocument.__table__.columns
     sql = (
         f"WITH w(r) AS MATERIALIZED (SELECT {match.rowid} FROM {match.table} {join} "
@@ -171,20 +180,34 @@ def _pg_rank(query: Query) -> ColumnElement[float]:
     rank: ColumnElement[float] = literal(0.0)
     for i, term in enumerate(query.terms):
         for col, weight in RANK_WEIGHTS.items():
-            holds = textsearch.pg_holds(f"coalesce({col}, '')", term, f"r{i}{col}")
+            holds = textsearch.pg_rank_holds(getattr(AgentDocument, col), term, f"r{i}{col}")
             rank = rank + case((holds, float(weight)), else_=0.0)
     return rank + func.similarity(AgentDocument.title, query.text)
 
 
 async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Query, offset: int,
                     limit: int) -> Found:
+    """The newest RANK_WINDOW matches ranked (``_pg_rank``, then newest), older ones newest first, as on
+    SQLite; the total (counted in the same pass) is exact."""
+    await textsearch.pg_custom_plans(db)
     d = AgentDocument
-    conds = textsearch.pg_match(PG_SEARCH_EXPR, query, "q")
-    order = (_pg_rank(query).desc(), d.created_at.desc(), d.id.desc())
-    rows = _scoped(select(d), user_id, type).where(*conds).order_by(*order)
-    count = _scoped(select(func.count()).select_from(d), user_id, type).where(*conds)
-    total = int((await db.execute(count)).scalar_one())
-    items = list((await db.execute(rows.offset(offset).limit(limit))).scalars()) if total else []
+    conds = textsearch.pg_match(PG_SEARCH_EXPR, PG_SEARCH_FOLDED, query, "q")
+    newest = (d.created_at.desc(), d.id.desc())
+    matches = _scoped(select(d.id, func.count().over().label("total")), user_id, type).where(*conds)
+    window = matches.order_by(*newest).limit(RANK_WINDOW).cte("w")
+    ranked = (select(d, window.c.total).join(window, window.c.id == d.id)
+              .order_by(_pg_rank(query).desc(), *newest).offset(offset).limit(limit))
+    rows = (await db.execute(ranked)).all()
+    items: list[AgentDocument] = [row[0] for row in rows]
+    if rows:
+        total = int(rows[0][1])
+    else:
+        counted = _scoped(select(func.count()).select_from(d), user_id, type).where(*conds)
+        total = int((await db.execute(counted)).scalar_one()) if offset else 0
+    if len(items) < limit and offset + len(items) < total:
+        older = _scoped(select(d), user_id, type).where(*conds).order_by(*newest)
+        older = older.offset(max(offset, RANK_WINDOW)).limit(limit - len(items))
+        items += list((await db.execute(older)).scalars())
     return Found(items, total)
 
 
