@@ -385,10 +385,12 @@ async def run(url: str, runs: int, only: str | None) -> list[Row]:
                 continue
             await record(f"search {name} fts", [lambda q=q: _service(db, q) for q in terms], runs)
             await record(f"search {name} like", [lambda q=q: _like(db, q) for q in terms], max(runs // 4, 5))
-        if not only:
-            common = query_classes()["zh 2 chars, common word"]
-            await record("search zh 2 chars, type=memory fts",
-                         [lambda q=q: _service(db, q, kind="memory") for q in common], runs)
+        for name, terms in (("zh 2 chars, common word, type=memory", query_classes()["zh 2 chars, common word"]),
+                            ("zh 1 char, common, type=memory", query_classes()["zh 1 char, common"]),
+                            ("en common word, type=memory", query_classes()["en common word"])):
+            if not only or only in name:
+                await record(f"search {name} fts", [lambda q=q: _service(db, q, kind="memory") for q in terms],
+                             runs)
     finally:
         await db.dispose()
     return results

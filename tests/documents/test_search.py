@@ -234,3 +234,13 @@ def test_short_terms_count_exactly_past_a_page(user: ApiClient) -> None:
     assert len(rest["items"]) == 2 and rest["hasMore"] is False
     memory = user.ok("GET", BASE, params={"q": "测", "type": "memory"})
     assert memory["total"] == sum(1 for i in range(25) if i % 2 and i % 3)
+
+
+def test_type_filter_with_short_terms_follows_type_changes(user: ApiClient) -> None:
+    doc = create_doc(user, title="备忘", content="测试一下", type="memory")
+    create_doc(user, title="报告", content="测试报告", type="document")
+    assert _titles(user, "测", type="memory") == ["备忘"]
+    assert _titles(user, "测试 报告", type="document") == ["报告"]  # long and short terms with a type
+    user.ok("PUT", f"{BASE}/{doc['id']}", json={"type": "document"})
+    assert _titles(user, "测", type="memory") == []
+    assert sorted(_titles(user, "测", type="document")) == ["备忘", "报告"]

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    Subquery,
     case,
     column,
     distinct,
@@ -114,7 +115,9 @@ def _pg_hits(query: Query, user_id: int) -> CTE:
 
 def _visible(stmt: Select[Any], user_id: int, filters: list[Callable[[Select[Any]], Select[Any]]]) -> Select[Any]:
     """The user's own, not deleted, non-A2A sessions that the session list would show."""
-    from_a2a = exists().where(AgentMessage.session_id == AgentSession.id, AgentMessage.source == A2A)
+    # A session an A2A task made starts with an A2A message (one index lookup per session).
+    from_a2a = exists().where(AgentMessage.session_id == AgentSession.id, AgentMessage.sort_order == 0,
+                              AgentMessage.source == A2A)
     stmt = stmt.where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
                       AgentSession.kind != A2A, ~from_a2a)
     for narrow in filters:
@@ -122,7 +125,7 @@ def _visible(stmt: Select[Any], user_id: int, filters: list[Callable[[Select[Any
     return stmt
 
 
-def _per_session(hits: CTE, n_terms: int) -> Any:
+def _per_session(hits: CTE, n_terms: int) -> Subquery:
     """Sessions holding every term: how many in the title, how many in messages."""
     in_title = func.count(distinct(case((hits.c.in_title == 1, hits.c.t))))
     in_messages = func.count(distinct(case((hits.c.in_title == 0, hits.c.t))))
@@ -134,7 +137,7 @@ def _per_session(hits: CTE, n_terms: int) -> Any:
     )
 
 
-def _best_messages(hits: CTE) -> Any:
+def _best_messages(hits: CTE) -> Subquery:
     """Per session, the message holding the most terms (newest first among equals)."""
     per_message = (
         select(hits.c.sid, hits.c.mid, func.count(distinct(hits.c.t)).label("k"),

@@ -212,21 +212,24 @@ class FtsMatch:
         return f"{self.table}.rowid"
 
 
-def fts_match(index: FtsIndex, query: Query, user_id: int, tag: str = "") -> FtsMatch:
+def fts_match(index: FtsIndex, query: Query, user_id: int, tag: str = "",
+              gram_tokens: Sequence[str] = ()) -> FtsMatch:
     """Long terms go to the trigram table, short ones to the gram table; with both, the trigram table
-    drives and the list of the gram matches (in the user's range) filters it. ``tag`` keeps parameter names apart when
-    several matches share a statement."""
+    drives and the list of the gram matches (in the user's range) filters it. ``gram_tokens``: further
+    tokens the gram rows must hold (other than grams, e.g. a document's type), applied with the short
+    terms. ``tag`` keeps parameter names apart when several matches share a statement."""
     lo, hi = user_range(user_id)
     params: dict[str, Any] = {"lo": lo, "hi": hi}
     long_keys = [t.key for t in query.long_terms]
     short_keys = [t.key for t in query.short_terms]
+    gram_keys = [*short_keys, *gram_tokens] if short_keys else []
     table = index.trigrams if long_keys else index.grams
-    params[f"m{tag}"] = fts5_and(long_keys or short_keys)
+    params[f"m{tag}"] = fts5_and(long_keys or gram_keys)
     where = f"{table} MATCH :m{tag} AND {table}.rowid BETWEEN :lo AND :hi"
-    if long_keys and short_keys:
+    if long_keys and gram_keys:
         # A list of the gram matches, checked per trigram match; the "+" keeps SQLite from handing the
         # list to FTS5 as rowids to look up one by one (a full MATCH per rowid: 100x slower).
-        params[f"g{tag}"] = fts5_and(short_keys)
+        params[f"g{tag}"] = fts5_and(gram_keys)
         where += (f" AND +{table}.rowid IN (SELECT rowid FROM {index.grams} "
                   f"WHERE {index.grams} MATCH :g{tag} AND rowid BETWEEN :lo AND :hi)")
     return FtsMatch(table, where, params)
@@ -245,17 +248,18 @@ def sqlite_holds(column_sql: str, term: Term, name: str) -> tuple[str, dict[str,
 
 
 async def rebuild_sqlite_index(
-    db: AsyncSession, index: FtsIndex, *, rows: str, rowid: str, columns: Sequence[str], values: Sequence[str]
+    db: AsyncSession, index: FtsIndex, *, rows: str, rowid: str, columns: Sequence[str], values: Sequence[str],
+    gram_extra: str = "",
 ) -> None:
     """Empty both tables of ``index`` and index again what ``rows`` (``FROM ... [WHERE ...]``) holds, as
     the triggers of migration 0007 write it: ``rowid`` is each row's index rowid, ``values`` the indexed
-    text for the trigram table's ``columns``."""
+    text for the trigram table's ``columns``, ``gram_extra`` SQL appended to the gram string."""
     for table in (index.trigrams, index.grams):
         await db.execute(text(f"INSERT INTO {table}({table}) VALUES ('delete-all')"))
     folded = ", ".join(f"agentloft_fold({v})" for v in values)
     await db.execute(text(f"INSERT INTO {index.trigrams}(rowid, {', '.join(columns)}) SELECT {rowid}, {folded} {rows}"))
-    await db.execute(text(f"INSERT INTO {index.grams}(rowid, grams) "
-                          f"SELECT {rowid}, agentloft_grams({', '.join(values)}) {rows}"))
+    grams_sql = f"agentloft_grams({', '.join(values)})" + (f" || {gram_extra}" if gram_extra else "")
+    await db.execute(text(f"INSERT INTO {index.grams}(rowid, grams) SELECT {rowid}, {grams_sql} {rows}"))
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------

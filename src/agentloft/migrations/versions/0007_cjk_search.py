@@ -58,33 +58,37 @@ def _doc_rowid(row: str) -> str:
     return f"({row}.user_id << 32) + ({MASK} - {row}.rowid)"
 
 
+def _doc_grams(row: str) -> str:
+    """A document's gram string, plus the token ``type:<type>`` (never a gram: grams are one or two
+    characters), so that a short-term search keeps one type inside the index."""
+    raw = ", ".join(f"{row}.{c}" for c in DOC_COLUMNS)
+    return f"agentloft_grams({raw}) || ' type:' || {row}.type"
+
+
 def _doc_add(row: str) -> str:
     folded = ", ".join(f"agentloft_fold({row}.{c})" for c in DOC_COLUMNS)
-    raw = ", ".join(f"{row}.{c}" for c in DOC_COLUMNS)
     return (f"INSERT INTO {DOC}_fts(rowid, {', '.join(DOC_COLUMNS)}) VALUES ({_doc_rowid(row)}, {folded}); "
-            f"INSERT INTO {DOC}_grams(rowid, grams) VALUES ({_doc_rowid(row)}, agentloft_grams({raw}));")
+            f"INSERT INTO {DOC}_grams(rowid, grams) VALUES ({_doc_rowid(row)}, {_doc_grams(row)});")
 
 
 def _doc_remove(row: str) -> str:
     folded = ", ".join(f"agentloft_fold({row}.{c})" for c in DOC_COLUMNS)
-    raw = ", ".join(f"{row}.{c}" for c in DOC_COLUMNS)
     return (f"INSERT INTO {DOC}_fts({DOC}_fts, rowid, {', '.join(DOC_COLUMNS)}) "
             f"VALUES ('delete', {_doc_rowid(row)}, {folded}); "
             f"INSERT INTO {DOC}_grams({DOC}_grams, rowid, grams) "
-            f"VALUES ('delete', {_doc_rowid(row)}, agentloft_grams({raw}));")
+            f"VALUES ('delete', {_doc_rowid(row)}, {_doc_grams(row)});")
 
 
 DOC_TRIGGERS = [
     f"CREATE TRIGGER {DOC}_fts_ai AFTER INSERT ON {DOC} BEGIN {_doc_add('new')} END",
     f"CREATE TRIGGER {DOC}_fts_ad AFTER DELETE ON {DOC} BEGIN {_doc_remove('old')} END",
-    f"CREATE TRIGGER {DOC}_fts_au AFTER UPDATE OF user_id, {', '.join(DOC_COLUMNS)} ON {DOC} "
+    f"CREATE TRIGGER {DOC}_fts_au AFTER UPDATE OF user_id, type, {', '.join(DOC_COLUMNS)} ON {DOC} "
     f"BEGIN {_doc_remove('old')} {_doc_add('new')} END",
 ]
 DOC_BACKFILL = [
     f"INSERT INTO {DOC}_fts(rowid, {', '.join(DOC_COLUMNS)}) SELECT {_doc_rowid(DOC)}, "
     + ", ".join(f"agentloft_fold({c})" for c in DOC_COLUMNS) + f" FROM {DOC}",
-    f"INSERT INTO {DOC}_grams(rowid, grams) SELECT {_doc_rowid(DOC)}, "
-    f"agentloft_grams({', '.join(DOC_COLUMNS)}) FROM {DOC}",
+    f"INSERT INTO {DOC}_grams(rowid, grams) SELECT {_doc_rowid(DOC)}, {_doc_grams(DOC)} FROM {DOC}",
 ]
 
 # The triggers of 0004 (raw text, trigrams only), for the downgrade.
