@@ -36,6 +36,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.core import textsearch
@@ -137,19 +138,24 @@ def _per_session(hits: CTE, n_terms: int) -> Subquery:
     )
 
 
-def _best_messages(hits: CTE) -> Subquery:
-    """Per session, the message holding the most terms (newest first among equals)."""
-    per_message = (
-        select(hits.c.sid, hits.c.mid, func.count(distinct(hits.c.t)).label("k"),
-               func.max(hits.c.newness).label("nw"))
-        .where(hits.c.in_title == 0)
-        .group_by(hits.c.sid, hits.c.mid)
-        .subquery("pm")
+def _ranking(in_title: Any, in_messages: Any, updated_at: Any, session_id: Any) -> tuple[Any, ...]:
+    """ORDER BY: more terms in the title, more weighted hits, most recently active."""
+    weighted = TITLE_WEIGHT * in_title + MESSAGE_WEIGHT * in_messages
+    return in_title.desc(), weighted.desc(), updated_at.desc(), session_id.desc()
+
+
+def _best_message(hits: CTE, session_id: Any) -> Any:
+    """The message of one session holding the most terms, newest first among equals, as a correlated
+    subquery: evaluated for the page's sessions only (over every matching session it cost a scan of
+    all hits per session)."""
+    return (
+        select(hits.c.mid)
+        .where(hits.c.sid == session_id, hits.c.in_title == 0)
+        .group_by(hits.c.mid)
+        .order_by(func.count(distinct(hits.c.t)).desc(), func.max(hits.c.newness).desc())
+        .limit(1)
+        .scalar_subquery()
     )
-    order = func.row_number().over(partition_by=per_message.c.sid,
-                                   order_by=(per_message.c.k.desc(), per_message.c.nw.desc()))
-    ranked = select(per_message.c.sid, per_message.c.mid, order.label("n")).subquery("ranked")
-    return select(ranked.c.sid, ranked.c.mid).where(ranked.c.n == 1).subquery("best")
 
 
 async def search_sessions(
@@ -164,7 +170,8 @@ async def search_sessions(
 ) -> Hits | None:
     """One page of the user's sessions matching ``q``, best first, and the total; None when ``q`` has
     no terms. ``narrow`` adds the caller's own conditions (kind, agent); ``filters`` are the session
-    list's."""
+    list's. One statement: where each term is found, the sessions holding all of them with the total,
+    the page, and the page's best messages."""
     query = textsearch.parse_query(q)
     if query.empty:
         return None
@@ -172,20 +179,21 @@ async def search_sessions(
     if pg:
         await textsearch.pg_custom_plans(db)
     hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
-    agg, best = _per_session(hits, len(query.terms)), _best_messages(hits)
-    stmt = (
-        select(AgentSession, best.c.mid, func.count().over().label("total"))
-        .join(agg, agg.c.sid == AgentSession.id)
-        .outerjoin(best, best.c.sid == AgentSession.id)
-    )
-    stmt = _visible(stmt if narrow is None else narrow(stmt), user_id, filters or [])
-    weighted = TITLE_WEIGHT * agg.c.tt + MESSAGE_WEIGHT * agg.c.mt
-    stmt = stmt.order_by(agg.c.tt.desc(), weighted.desc(), AgentSession.updated_at.desc(), AgentSession.id.desc())
-    rows = (await db.execute(stmt.offset(offset).limit(limit))).all()
+    agg = _per_session(hits, len(query.terms))
+    matching = (select(AgentSession, agg.c.tt, agg.c.mt, func.count().over().label("total"))
+                .join(agg, agg.c.sid == AgentSession.id))
+    matching = _visible(matching if narrow is None else narrow(matching), user_id, filters or [])
+
+    inner = _ranking(agg.c.tt, agg.c.mt, AgentSession.updated_at, AgentSession.id)
+    page = matching.order_by(*inner).offset(offset).limit(limit).subquery("page")
+    session = aliased(AgentSession, page)
+    stmt = (select(session, _best_message(hits, page.c.id), page.c.total)
+            .order_by(*_ranking(page.c.tt, page.c.mt, page.c.updated_at, page.c.id)))
+    rows = (await db.execute(stmt)).all()
     if rows:
         total = int(rows[0].total)
     else:
-        total = int((await db.execute(select(func.count()).select_from(stmt.order_by(None).subquery()))).scalar_one())
+        total = int((await db.execute(select(func.count()).select_from(matching.subquery()))).scalar_one())
     return Hits(await _with_snippets(db, query, [(r[0], r[1]) for r in rows]), total)
 
 
