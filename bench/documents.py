@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import itertools
 import random
+import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -220,8 +221,8 @@ async def upgrade(url: str) -> float:
         con = sqlite3.connect(make_url(url).database or "")
         con.execute("ANALYZE")
         con.close()
-    else:
-        await _pg_admin(url, "ANALYZE agent_documents")
+    else:  # the migration rewrote the table (generated column): the visibility map starts empty
+        await _pg_admin(url, "VACUUM ANALYZE agent_documents")
     return took
 
 
@@ -229,7 +230,8 @@ async def upgrade(url: str) -> float:
 
 
 async def index_sizes(db: Database) -> dict[str, float]:
-    """MB of the documents table (with its b-tree indexes), the trigram index and the gram index."""
+    """MB of the documents table (with its b-tree indexes), the trigram index and the gram index, and on
+    PostgreSQL of the generated folded-text column (counted with the search index, not the table)."""
     if db.dialect == "sqlite":
         sql = ("SELECT CASE WHEN name LIKE 'agent_documents_fts%' THEN 'trigrams' "
                "WHEN name LIKE 'agent_documents_grams%' THEN 'grams' ELSE 'table' END, sum(pgsize) FROM dbstat "
@@ -243,7 +245,14 @@ async def index_sizes(db: Database) -> dict[str, float]:
                "UNION ALL SELECT CASE WHEN relname LIKE '%trgm' THEN 'trigrams' ELSE 'grams' END, "
                "pg_relation_size(oid) FROM pg_class WHERE relname LIKE 'idx_agent_doc_search%'")
     async with db.session() as s:
-        return {str(k): int(v) / 1e6 for k, v in (await s.execute(text(sql))).all()}
+        sizes = {str(k): int(v) / 1e6 for k, v in (await s.execute(text(sql))).all()}
+        if db.dialect == "postgresql" and (await s.execute(text(
+                "SELECT 1 FROM pg_attribute WHERE attrelid = 'agent_documents'::regclass "
+                "AND attname = 'search_text'"))).first():
+            folded = "SELECT coalesce(sum(pg_column_size(search_text)), 0) FROM agent_documents"
+            sizes["folded"] = int((await s.execute(text(folded))).scalar_one()) / 1e6
+            sizes["table"] -= sizes["folded"]  # the generated column is part of the search machinery
+    return sizes
 
 
 @dataclass
@@ -278,21 +287,35 @@ async def write_times(db: Database, n: int) -> WriteTimes:
     return times
 
 
-async def measure_state(url: str, label: str, writes: int) -> None:
-    db = Database(url)
-    try:
-        sizes = await index_sizes(db)
-        times = await write_times(db, writes) if writes else None
-    finally:
-        await db.dispose()
-    index = sizes.get("trigrams", 0) + sizes.get("grams", 0)
+def _report_sizes(label: str, sizes: dict[str, float]) -> None:
+    index = sizes.get("trigrams", 0) + sizes.get("grams", 0) + sizes.get("folded", 0)
+    folded = f", folded text column {sizes['folded']:.0f} MB" if "folded" in sizes else ""
     print(f"{label}: table {sizes.get('table', 0):.0f} MB, trigram index {sizes.get('trigrams', 0):.0f} MB, "
-          f"gram index {sizes.get('grams', 0):.0f} MB, search index in all {index:.0f} MB")
-    if times:
+          f"gram index {sizes.get('grams', 0):.0f} MB{folded}, search index in all {index:.0f} MB")
+
+
+async def compare_states(base_url: str, head_url: str, writes: int, rounds: int = 4) -> None:
+    """Index sizes of both states, and write times measured in alternating rounds (base, head, base, ...)
+    so that the machine's changing load falls on both alike."""
+    base, head = Database(base_url), Database(head_url)
+    try:
+        _report_sizes(f"before ({BASE_REVISION})", await index_sizes(base))
+        _report_sizes("after (head)", await index_sizes(head))
+        if not writes:
+            return
+        times = {"before": WriteTimes(), "after": WriteTimes()}
+        for _ in range(rounds):
+            for label, db in (("before", base), ("after", head)):
+                got = await write_times(db, writes // rounds)
+                for name in ("create", "update", "delete"):
+                    getattr(times[label], name).extend(getattr(got, name))
         for name in ("create", "update", "delete"):
-            values = getattr(times, name)
-            print(f"{label}: {name} a document p50 {pct(values, 50):.2f} ms, p95 {pct(values, 95):.2f} ms "
-                  f"({len(values)} writes)")
+            b, a = getattr(times["before"], name), getattr(times["after"], name)
+            print(f"{name} a document ({len(a)} writes each, alternating rounds): before p50 {pct(b, 50):.2f} "
+                  f"p95 {pct(b, 95):.2f} ms, after p50 {pct(a, 50):.2f} p95 {pct(a, 95):.2f} ms")
+    finally:
+        await base.dispose()
+        await head.dispose()
 
 
 # --- searching ---------------------------------------------------------------------------------------
@@ -407,14 +430,53 @@ def report(results: list[Row]) -> None:
         print(f"  {name[7:-4]:38} {base[0] / rows[name][0]:9.1f}x {base[1] / rows[name][1]:9.1f}x")
 
 
-async def prepare(url: str, build: Callable[[], Awaitable[None]] | None, writes: int) -> None:
-    """Build at ``BASE_REVISION`` and measure, upgrade and measure again; or only upgrade what exists."""
-    if build is not None:
-        await build()
-        await measure_state(url, f"before ({BASE_REVISION})", writes)
-    took = await upgrade(url)
-    print(f"upgraded to head in {took:.1f} s")
-    await measure_state(url, "after (head)", writes)
+async def prepare(url: str, build: Callable[[], Awaitable[None]] | None,
+                  snapshot: Callable[[], Awaitable[str]], drop: Callable[[], Awaitable[None]], writes: int) -> None:
+    """Build at ``BASE_REVISION``, keep a copy of that state, upgrade to head (timed) and compare the two;
+    or, reusing what exists, only upgrade it."""
+    if build is None:
+        took = await upgrade(url)
+        print(f"upgraded to head in {took:.1f} s (reused database)")
+        return
+    await build()
+    base_url = await snapshot()
+    try:
+        took = await upgrade(url)
+        print(f"upgraded to head (migration 0007 and its backfill) in {took:.1f} s")
+        await compare_states(base_url, url, writes)
+    finally:
+        await drop()
+
+
+def _sqlite_snapshot(path: Path) -> tuple[Callable[[], Awaitable[str]], Callable[[], Awaitable[None]]]:
+    base = path.with_name(path.name + ".base")
+
+    async def snapshot() -> str:
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+        await asyncio.to_thread(shutil.copyfile, path, base)
+        return f"sqlite+aiosqlite:///{base}"
+
+    async def drop() -> None:
+        for leftover in path.parent.glob(base.name + "*"):
+            leftover.unlink()
+
+    return snapshot, drop
+
+
+def _pg_snapshot(server: str) -> tuple[Callable[[], Awaitable[str]], Callable[[], Awaitable[None]]]:
+    name = PG_DATABASE + "_base"
+
+    async def snapshot() -> str:
+        await _pg_admin(server, f'DROP DATABASE IF EXISTS "{name}"',
+                        f'CREATE DATABASE "{name}" TEMPLATE "{PG_DATABASE}"')
+        return pg_url(server).replace(PG_DATABASE, name)
+
+    async def drop() -> None:
+        await _pg_admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return snapshot, drop
 
 
 def main() -> None:
@@ -435,7 +497,7 @@ def main() -> None:
         fresh = not asyncio.run(_pg_exists(admin))
         build = (lambda: build_postgres(admin, args.total, args.mine)) if fresh else None
         try:
-            asyncio.run(prepare(url, build, args.writes if fresh else 0))
+            asyncio.run(prepare(url, build, *_pg_snapshot(admin), args.writes))
             report(asyncio.run(run(url, args.runs, args.only)))
         finally:
             if not args.keep:
@@ -449,7 +511,7 @@ def main() -> None:
         async def build() -> None:
             await asyncio.to_thread(build_sqlite, path, args.total, args.mine)
 
-        asyncio.run(prepare(url, build if fresh else None, args.writes if fresh else 0))
+        asyncio.run(prepare(url, build if fresh else None, *_sqlite_snapshot(path), args.writes))
         size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
         print(f"database file(s): {size:.0f} MB")
         report(asyncio.run(run(url, args.runs, args.only)))

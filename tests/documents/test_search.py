@@ -244,3 +244,18 @@ def test_type_filter_with_short_terms_follows_type_changes(user: ApiClient) -> N
     user.ok("PUT", f"{BASE}/{doc['id']}", json={"type": "document"})
     assert _titles(user, "测", type="memory") == []
     assert sorted(_titles(user, "测", type="document")) == ["备忘", "报告"]
+
+
+def test_window_finds_the_newest_matches_when_they_are_old(user: ApiClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    # PostgreSQL looks for the newest matches among the newest documents first and widens the search when
+    # too few are there: here every match is older than the 40 documents after it.
+    monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    for i in range(8):
+        create_doc(user, title=f"旧 {i}" if i != 1 else "旧 标题 1", content="咖啡")
+    for i in range(40):
+        create_doc(user, title=f"new {i}", content="tea")
+    got = user.ok("GET", BASE, params={"q": "咖啡 旧", "pageSize": 4})
+    assert got["total"] == 8
+    assert [d["title"] for d in got["items"]] == ["旧 7", "旧 6", "旧 5", "旧 4"]  # newest 3 ranked, then older
+    got = user.ok("GET", BASE, params={"q": "咖啡 标题"})
+    assert [d["title"] for d in got["items"]] == ["旧 标题 1"]
