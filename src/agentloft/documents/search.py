@@ -26,8 +26,8 @@ words and single characters missed the latency goal).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -45,10 +45,16 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core import textsearch
+from agentloft.core.db import UTCDateTime
 from agentloft.core.textsearch import FtsMatch, Query, parse_query
 from agentloft.documents.models import AgentDocument
 
 RANK_WINDOW = 500
+# PostgreSQL: how many of the user's newest documents the first look for the window covers, and from how
+# many on it looks at all of them (``_postgres``).
+PG_FIRST_DEPTH = 4  # times RANK_WINDOW
+PG_ALL_DEPTH = 200_000
+_EPOCH = literal(datetime(1970, 1, 1, tzinfo=UTC), UTCDateTime())
 INDEX = textsearch.FtsIndex(trigrams="agent_documents_fts", grams="agent_documents_grams")
 # What a term found in each column adds to the rank (both databases).
 RANK_WEIGHTS = {"title": 8, "tags": 4, "summary": 2}
@@ -202,24 +208,25 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
     """The newest RANK_WINDOW matches ranked (``_pg_rank``, then newest), older ones newest first, as on
     SQLite, and the exact total.
 
-    The total and the user's document count come from the indexes (bitmaps; no row is read when the
-    visibility map is current). The newest matches are then looked for among the user's newest
-    documents only, about twice as many as should hold RANK_WINDOW matches at the measured density
-    (widened if they do not): PostgreSQL cannot read a GIN index in date order, and reading every
+    The total comes from the indexes (a bitmap; no row is read while the visibility map is current).
+    The newest matches are then looked for among the user's newest documents only: first as many as
+    ``PG_FIRST_DEPTH`` windows, then more in proportion to what that depth held, until the window is full or
+    every document was looked at. PostgreSQL cannot read a GIN index in date order, and reading every
     match's row for its date cost ~230 ms for a two-character word held by 16,888 documents."""
     await textsearch.pg_custom_plans(db)
     conds = textsearch.pg_match(PG_SEARCH_EXPR, PG_SEARCH_FOLDED, query, "q")
-    total, owned = await _pg_counts(db, user_id, type, conds)
+    counted = _scoped(select(func.count()).select_from(AgentDocument), user_id, type).where(*conds)
+    total = int((await db.execute(counted)).scalar_one())
     if not total:
         return Found([], 0)
     want = min(total, RANK_WINDOW)
-    depth = owned if total <= RANK_WINDOW else min(owned, math.ceil(2 * RANK_WINDOW * owned / total))
+    depth: int | None = None if total <= RANK_WINDOW else PG_FIRST_DEPTH * RANK_WINDOW
     while True:
-        cut = depth if depth < owned else 0
-        items, in_window = await _pg_ranked(db, user_id, type, query, conds, cut, offset, limit)
-        if in_window >= want or depth >= owned:
+        items, in_window = await _pg_ranked(db, user_id, type, query, conds, depth, offset, limit)
+        if depth is None or in_window >= want:
             break
-        depth = min(owned, depth * 4)
+        depth = depth * 2 * want // max(in_window, 1)  # about twice what should hold the window
+        depth = None if depth > PG_ALL_DEPTH else depth
     if len(items) < limit and offset + len(items) < total:
         d = AgentDocument
         older = _scoped(select(d), user_id, type).where(*conds).order_by(d.created_at.desc(), d.id.desc())
@@ -228,24 +235,17 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
     return Found(items, total)
 
 
-async def _pg_counts(db: AsyncSession, user_id: int, type: str | None,
-                     conds: list[ColumnElement[bool]]) -> tuple[int, int]:
-    """(matches, documents) of the user (of one type)."""
-    counted = _scoped(select(func.count()).select_from(AgentDocument), user_id, type)
-    row = (await db.execute(select(counted.where(*conds).scalar_subquery(), counted.scalar_subquery()))).one()
-    return int(row[0]), int(row[1])
-
-
 async def _pg_ranked(db: AsyncSession, user_id: int, type: str | None, query: Query,
-                     conds: list[ColumnElement[bool]], depth: int, offset: int,
+                     conds: list[ColumnElement[bool]], depth: int | None, offset: int,
                      limit: int) -> tuple[list[AgentDocument], int]:
     """One ranked page of the newest RANK_WINDOW matches among the user's ``depth`` newest documents
-    (0: all of them), and how many matches that window holds."""
+    (None: all of them), and how many matches that window holds."""
     d = AgentDocument
     matches = _scoped(select(d.id), user_id, type).where(*conds)
-    if depth:
+    if depth is not None:  # from the date of the depth-th newest document on (all, when there are fewer)
         cutoff = _scoped(select(d.created_at), user_id, type).order_by(d.created_at.desc())
-        matches = matches.where(d.created_at >= cutoff.offset(depth - 1).limit(1).scalar_subquery())
+        since = func.coalesce(cutoff.offset(depth - 1).limit(1).scalar_subquery(), _EPOCH)
+        matches = matches.where(d.created_at >= since)
     # NULLS LAST (created_at is never NULL) is an order no index provides: otherwise, for a term most of
     # the user's documents hold, the planner walks them newest first through the gram function, which
     # it prices per row on every plan, not knowing that the index's exact matches skip it.

@@ -233,6 +233,9 @@ PG_STATEMENTS = [
     _pg_folded_column(DOC, PG_DOC_EXPR),
     f"CREATE INDEX idx_agent_doc_search_trgm ON {DOC} USING gin (({PG_DOC_FOLDED}) gin_trgm_ops)",
     f"CREATE INDEX idx_agent_doc_search_grams ON {DOC} USING gin (agentloft_grams({PG_DOC_EXPR}))",
+    # Frequencies of ten times more grams, down to the rare ones, so that the planner knows a rare
+    # gram's few rows are cheaper to read than a bitmap of all the user's documents to combine with.
+    "ALTER INDEX idx_agent_doc_search_grams ALTER COLUMN 1 SET STATISTICS 1000",
     f"CREATE INDEX idx_agent_sessions_search_trgm ON {SES} USING gin (agentloft_fold(title) gin_trgm_ops)",
     f"CREATE INDEX idx_agent_sessions_search_grams ON {SES} USING gin (agentloft_grams(title))",
     _pg_folded_column(MSG, "content", skip="source = 'a2a' OR "),
@@ -240,6 +243,7 @@ PG_STATEMENTS = [
     "WHERE source <> 'a2a'",
     f"CREATE INDEX idx_agent_messages_search_grams ON {MSG} USING gin (agentloft_grams(content)) "
     "WHERE source <> 'a2a'",
+    "ALTER INDEX idx_agent_messages_search_grams ALTER COLUMN 1 SET STATISTICS 1000",
 ]
 PG_INDEX_NAMES = ["idx_agent_doc_search_grams", "idx_agent_sessions_search_trgm", "idx_agent_sessions_search_grams",
                   "idx_agent_messages_search_trgm", "idx_agent_messages_search_grams"]
