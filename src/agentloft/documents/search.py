@@ -229,7 +229,7 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
         depth = None if depth > PG_ALL_DEPTH else depth
     if len(items) < limit and offset + len(items) < total:
         d = AgentDocument
-        older = _scoped(select(d), user_id, type).where(*conds).order_by(d.created_at.desc(), d.id.desc())
+        older = _scoped(select(d), user_id, type).where(*conds).order_by(d.created_at.desc().nulls_last(), d.id.desc())
         older = older.offset(max(offset, RANK_WINDOW)).limit(limit - len(items))
         items += list((await db.execute(older)).scalars())
     return Found(items, total)
