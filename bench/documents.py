@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+from alembic.script import ScriptDirectory
 from sqlalchemy import Select, func, or_, select, text
 from sqlalchemy.engine import make_url
 
@@ -44,7 +45,15 @@ from agentloft.documents import service
 from agentloft.documents.models import AgentDocument
 
 PAGE = 20
-BASE_REVISION = "0005_a2a"
+
+
+def _revision_before(revision: str) -> str:
+    script = ScriptDirectory.from_config(migrate.alembic_config("sqlite://")).get_revision(revision)
+    assert script is not None and isinstance(script.down_revision, str)
+    return script.down_revision
+
+
+BASE_REVISION = _revision_before("0007_cjk_search")  # the schema before the gram index
 PG_DATABASE = "agentloft_bench_documents"
 # The PostgreSQL trigram index as migration 0004 made it (dropped for the bulk load, then rebuilt).
 PG_TRGM_0004 = ("CREATE INDEX idx_agent_doc_search_trgm ON agent_documents USING gin "

@@ -1,6 +1,6 @@
 """Migration 0007 on a database that already holds documents, sessions and messages: it indexes what is
 there (documents again, folded; chat titles and messages for the first time), the searches find it, and
-it goes down to 0005 and up again. On SQLite, or on PostgreSQL in the PostgreSQL pass."""
+it goes down to the revision before and up again. On SQLite, or on PostgreSQL in the PostgreSQL pass."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from alembic import command
+from alembic.script import ScriptDirectory
 from sqlalchemy import insert, text
 
 from agentloft.auth.models import User
@@ -23,7 +24,15 @@ from agentloft.documents import service as documents
 from agentloft.documents.models import AgentDocument
 from tests.pg import database as pg
 
-BEFORE = "0005_a2a"
+
+def _before() -> str:
+    """The revision 0007 follows (the chain is re-ordered as other migrations land)."""
+    down = ScriptDirectory.from_config(migrate.alembic_config("sqlite://")).get_revision("0007_cjk_search")
+    assert down is not None and isinstance(down.down_revision, str)
+    return down.down_revision
+
+
+BEFORE = _before()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 

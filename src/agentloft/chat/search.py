@@ -95,7 +95,7 @@ def _sqlite_hits(query: Query, user_id: int) -> CTE:
 
 def _pg_hits(query: Query, user_id: int) -> CTE:
     m, s = AgentMessage, AgentSession
-    arms: list[Select[Any]] = []
+    arms: list[Select[Any, Any, Any, Any, Any]] = []
     for i, term in enumerate(query.terms):
         one = query.only(term)
         arms.append(
@@ -175,14 +175,14 @@ async def search_sessions(
     query = textsearch.parse_query(q)
     if query.empty:
         return None
-    pg = db.bind.dialect.name == "postgresql"
+    pg = db.get_bind().dialect.name == "postgresql"
     if pg:
         await textsearch.pg_custom_plans(db)
     hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
     agg = _per_session(hits, len(query.terms))
-    matching = (select(AgentSession, agg.c.tt, agg.c.mt, func.count().over().label("total"))
-                .join(agg, agg.c.sid == AgentSession.id))
-    matching = _visible(matching if narrow is None else narrow(matching), user_id, filters or [])
+    sessions = select(AgentSession).join(agg, agg.c.sid == AgentSession.id)
+    sessions = _visible(sessions if narrow is None else narrow(sessions), user_id, filters or [])
+    matching = sessions.add_columns(agg.c.tt, agg.c.mt, func.count().over().label("total"))
 
     inner = _ranking(agg.c.tt, agg.c.mt, AgentSession.updated_at, AgentSession.id)
     page = matching.order_by(*inner).offset(offset).limit(limit).subquery("page")

@@ -27,7 +27,7 @@ from agentloft.chat.models import (
     AgentSession,
     ChatApproval,
 )
-from agentloft.core.db import utcnow
+from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
 from agentloft.core.errors import Conflict, Invalid, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.schemas import PageParams
@@ -63,15 +63,13 @@ async def get_session(*, db: AsyncSession, session_id: str, user_id: int) -> Age
     stmt = select(AgentSession).where(
         AgentSession.id == session_id, AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None)
     )
-    row = (await db.execute(stmt)).scalar_one_or_none()
-    if row is None:
-        raise NotFound("session not found", code="session_not_found")
-    return row
+    return await one_or_404(db, stmt, NotFound("session not found", code="session_not_found"))
 
 
-async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession | None:
+async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession:
     """For the engine, which already knows the owner (it was checked when the turn started)."""
-    return await db.get(AgentSession, session_id)
+    return await one_or_404(db, select(AgentSession).where(AgentSession.id == session_id),
+                            NotFound("session not found", code="session_not_found"))
 
 
 async def list_sessions(
@@ -130,7 +128,7 @@ async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) 
         .where(AgentSession.id == session_id, AgentSession.status == from_status)
         .values(status=RUNNING, updated_at=utcnow())
     )
-    if (await db.execute(stmt)).rowcount != 1:
+    if await rows_matched(db, stmt) != 1:
         await _refuse_claim(db, session_id)
 
 
@@ -161,7 +159,7 @@ async def begin_turn(
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
         # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
-        await db.execute(insert(AgentSession.__table__), {
+        await db.execute(insert(table_of(AgentSession)), {
             "id": session_id, "user_id": create.user_id, "agent_id": create.agent_id, "kind": create.kind,
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
             "model_history": None, "deleted_at": None})
@@ -181,7 +179,7 @@ async def begin_turn(
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
-    await db.execute(insert(AgentMessage.__table__), [
+    await db.execute(insert(table_of(AgentMessage)), [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
@@ -294,7 +292,7 @@ async def answer_approval(
                ChatApproval.status == "pending")
         .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow())
     )
-    if (await db.execute(stmt)).rowcount == 1:
+    if await rows_matched(db, stmt) == 1:
         return
     exists = select(ChatApproval.id).where(
         ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id
@@ -322,9 +320,9 @@ async def mark_interrupted(*, db: AsyncSession, before: datetime | None = None) 
     msgs = update(AgentMessage).where(AgentMessage.status == STREAMING).values(
         status=INTERRUPTED, error="The server restarted while this reply was being written.", updated_at=utcnow()
     )
-    count = (await db.execute(msgs)).rowcount
+    count = await rows_matched(db, msgs)
     await db.execute(update(AgentSession).where(AgentSession.status == RUNNING).values(status=IDLE))
-    return int(count or 0)
+    return count
 
 
 async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[int, tuple[str, str]]:

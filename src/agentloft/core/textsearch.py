@@ -310,7 +310,7 @@ def pg_has_grams(text_sql: str, terms: Sequence[Term], name: str) -> ColumnEleme
     """The grams of ``text_sql`` include every short term; served by a GIN index on
     ``agentloft_grams(text_sql)``. Keys are folded by PostgreSQL, as the index is."""
     keys = [_pg_fold(bindparam(f"{name}{i}", t.text, type_=String)) for i, t in enumerate(terms)]
-    return literal_column(f"agentloft_grams({text_sql})").op("@>")(array(keys, type_=String))
+    return literal_column(f"agentloft_grams({text_sql})").op("@>")(array(keys))
 
 
 def pg_match(text_sql: str, folded_sql: str, query: Query, name: str) -> list[ColumnElement[bool]]:

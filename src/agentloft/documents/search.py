@@ -271,7 +271,7 @@ async def search_documents(
     query = parse_query(q)
     if query.empty:
         return None
-    if db.bind.dialect.name == "postgresql":
+    if db.get_bind().dialect.name == "postgresql":
         return await _postgres(db, user_id, type, query, offset, limit)
     return await _sqlite(db, user_id, type, query, offset, limit)
 
@@ -279,7 +279,7 @@ async def search_documents(
 async def rebuild_index(*, db: AsyncSession) -> None:
     """Re-derive the SQLite index from the table (after restoring a file, or a VACUUM that renumbered
     rows: the index keys on the implicit rowid). PostgreSQL's indexes are its own."""
-    if db.bind.dialect.name != "sqlite":
+    if db.get_bind().dialect.name != "sqlite":
         return
     await textsearch.rebuild_sqlite_index(
         db, INDEX, rows="FROM agent_documents", rowid=textsearch.index_rowid_sql("user_id", "rowid"),

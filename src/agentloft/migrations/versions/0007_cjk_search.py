@@ -1,7 +1,7 @@
 """search: one- and two-character terms indexed, NFKC folding, chat sessions searchable
 
 Revision ID: 0007_cjk_search
-Revises: 0005_a2a
+Revises: 0010_mcp_remote
 
 What ``agentloft.core.textsearch`` describes, for documents and for chat (session titles, and the text of
 messages that did not come from A2A):
@@ -27,7 +27,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0007_cjk_search"
-down_revision = "0005_a2a"
+down_revision = "0010_mcp_remote"
 branch_labels = None
 depends_on = None
 
