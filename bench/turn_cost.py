@@ -1,0 +1,416 @@
+"""What a chat turn costs the server: CPU per turn and per chunk, concurrency against the floor, first
+text, and resident memory after a burst.
+
+Three processes: the fake OpenAI-compatible model (``bench.stream_relay --serve-fake``, as fast as it
+can), agentloft (first-run defaults on, so the Assistant has its default tools; its CPU and memory are
+read from ``/proc``), and this client, which reads responses as bytes (``bench.byte_client``) so it takes
+little CPU from the server on a small machine. The baseline of every wall-time figure is the fake model's
+stream read directly by the same client in the same run (the floor).
+
+- ``cpu``: sequential chats of 10 and of 2,000 chunks for each of {no tools, the Assistant's tools} x
+  {cookie, API token}, in blocks that alternate between the variants over ``--rounds`` rounds. The
+  server's CPU seconds per chat (all its threads, from ``/proc/<pid>/task/*/schedstat``) are fitted to
+  ``turn + chunks x chunk``. ``--turn-kind follow-up`` measures second turns of sessions whose first
+  turn ran before the measurement (what a continuing conversation costs); ``new`` starts a new chat
+  each time (what a first turn costs, with whatever runs once per chat).
+- ``first``: time to the first text of a 2,000-chunk reply with the Assistant's tools, interleaved with
+  the floor's (medians).
+- ``concurrent``: ``--concurrent`` chats of ``--concurrent-chunks`` chunks at once, floor then the agent
+  without tools then the Assistant, in ``--rounds`` rounds (wall time; medians of the rounds' ratios).
+- ``memory``: resident memory idle, at the peak of ``--burst`` concurrent chats, and every 10 s for a
+  minute after the burst.
+
+    python -m bench.turn_cost [--scenarios cpu,first,concurrent,memory] [--rounds 3] [--turns 30]
+                              [--turn-kind follow-up|new] [--postgres postgresql://user:pw@host/postgres]
+                              [--profile FILE]
+
+``--postgres`` runs the server on a new database on that server (dropped afterwards) instead of SQLite.
+``--profile FILE`` records cProfile over the ``cpu`` scenario's measured chats into FILE (for ``pstats``);
+the CPU figures of such a run include the profiler's own cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tests.fakes.openai_server import free_port
+
+from bench.byte_client import ByteClient, Reply
+from bench.common import spawn, wait_up
+
+TEXT_MARK = b'"text-delta"'
+FLOOR_MARK = b'"content": "tok'
+ERROR_MARK = b'"type":"error"'
+AGENTS = {"bench": "no tools", "assistant": "the Assistant's tools"}
+
+
+# --- the server process ----------------------------------------------------------------------------
+
+
+def serve(port: int, data_dir: str, database_url: str) -> None:
+    """agentloft with first-run defaults, plus ``/_bench/`` routes for the profiler and memory figures."""
+    import uvicorn
+
+    from agentloft.app import create_app
+    from agentloft.core.settings import load_settings
+
+    overrides: dict[str, Any] = {"data_dir": Path(data_dir), "env": "test", "secret_key": "bench-secret"}
+    if database_url:
+        overrides["database_url"] = database_url
+    app = create_app(load_settings(**overrides))
+    control = _Control()
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/_bench/"):
+            body = json.dumps(control.handle(scope["path"][8:], scope.get("query_string", b"").decode()))
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        await app(scope, receive, send)
+
+    uvicorn.run(asgi, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+class _Control:
+    """``/_bench/profile/start``, ``/_bench/profile/stop?FILE``, ``/_bench/memory``."""
+
+    def __init__(self) -> None:
+        import cProfile
+
+        self.profiler = cProfile.Profile()
+
+    def handle(self, path: str, query: str) -> dict[str, Any]:
+        if path == "profile/start":
+            self.profiler.enable()
+        elif path == "profile/stop":
+            self.profiler.disable()
+            self.profiler.dump_stats(query)
+        elif path == "memory":
+            return _memory_figures()
+        return {}
+
+
+def _memory_figures() -> dict[str, Any]:
+    import gc
+
+    return {"gc_objects": len(gc.get_objects()), "gc_counts": gc.get_count()}
+
+
+# --- reading the server from outside ---------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of every live thread of ``pid`` (nanosecond counters, unlike ``/proc/<pid>/stat``)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that just ended
+    return total / 1e9
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def settle(pid: int, limit_s: float = 10.0) -> None:
+    """Wait until the server spends (almost) no CPU: work that follows a reply (saving, closing) is
+    counted with the chats that caused it, not with the next block."""
+    deadline = time.monotonic() + limit_s
+    last = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now - last < 0.0005:
+            return
+        last = now
+
+
+# --- requests --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    app: ByteClient
+    fake: ByteClient
+    pid: int
+    auth: dict[str, dict[str, str]] = field(default_factory=dict)  # cookie / token → request headers
+
+
+async def chat(t: Target, slug: str, chunks: int, auth: str, session_id: str | None = None) -> Reply:
+    body = json.dumps({"message": f"go {chunks}", "sessionId": session_id}).encode()
+    return await t.app.post(f"/api/agents/{slug}/chat", body, t.auth[auth], TEXT_MARK, ERROR_MARK)
+
+
+async def floor(t: Target, chunks: int) -> Reply:
+    body = json.dumps({"model": "fake", "stream": True,
+                       "messages": [{"role": "user", "content": f"go {chunks}"}]}).encode()
+    return await t.fake.post("/v1/chat/completions", body, {}, FLOOR_MARK)
+
+
+async def _setup(app_url: str, fake_url: str) -> dict[str, dict[str, str]]:
+    """Sign up the admin, point the default model at the fake, add an agent without tools, make a token.
+    The Assistant (first-run defaults) uses the default model."""
+    async with httpx.AsyncClient(base_url=app_url, timeout=60) as client:
+        await client.get("/api/health")
+        csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
+        r = await client.post("/api/auth/signup", json={"username": "bench", "password": "password123"},
+                              headers=csrf)
+        r.raise_for_status()
+        csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
+        r = await client.post("/api/admin/models", headers=csrf, json={
+            "name": "Fake", "provider": "openai", "baseUrl": f"{fake_url}/v1", "model": "fake", "isDefault": True})
+        r.raise_for_status()
+        r = await client.post("/api/admin/agents", headers=csrf, json={
+            "slug": "bench", "name": "Bench", "modelId": r.json()["id"], "maxOutputTokens": 100_000})
+        r.raise_for_status()
+        token = (await client.post("/api/auth/tokens", headers=csrf, json={"name": "bench"})).json()["token"]
+        cookies = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    return {"cookie": {"Cookie": cookies, **csrf}, "token": {"Authorization": f"Bearer {token}"}}
+
+
+# --- scenarios ---------------------------------------------------------------------------------------
+
+
+async def _block(t: Target, slug: str, auth: str, chunks: int, turns: int, kind: str) -> float:
+    """Server CPU seconds per chat over ``turns`` sequential chats."""
+    sessions: list[str | None] = [None] * turns
+    if kind == "follow-up":
+        sessions = [(await chat(t, slug, 10, auth)).headers["x-session-id"] for _ in range(turns)]
+    await settle(t.pid)
+    before = cpu_seconds(t.pid)
+    for session_id in sessions:
+        await chat(t, slug, chunks, auth, session_id)
+    await settle(t.pid)
+    return (cpu_seconds(t.pid) - before) / turns
+
+
+async def scenario_cpu(t: Target, args: argparse.Namespace, app_url: str) -> dict[str, dict[str, float]]:
+    variants = [(slug, auth) for slug in AGENTS for auth in ("cookie", "token")]
+    sizes = (10, 2000)
+    for slug, auth in variants:  # warm every path
+        for chunks in sizes:
+            await chat(t, slug, chunks, auth)
+    samples: dict[tuple[str, str, int], list[float]] = {(s, a, n): [] for s, a in variants for n in sizes}
+    if args.profile:
+        await _get(app_url, "/_bench/profile/start")
+    for _ in range(args.rounds):
+        for slug, auth in variants:
+            for chunks in sizes:
+                turns = args.turns if chunks == 10 else max(3, args.turns // 3)
+                samples[slug, auth, chunks].append(await _block(t, slug, auth, chunks, turns, args.turn_kind))
+    if args.profile:
+        await _get(app_url, f"/_bench/profile/stop?{Path.cwd() / args.profile}")
+    out = {}
+    for slug, auth in variants:
+        small = statistics.median(samples[slug, auth, 10])
+        large = statistics.median(samples[slug, auth, 2000])
+        per_chunk = (large - small) / (2000 - 10)
+        out[f"{slug}/{auth}"] = {"turn_ms": (small - 10 * per_chunk) * 1000, "chunk_us": per_chunk * 1e6,
+                                 "chat10_ms": small * 1000, "chat2000_ms": large * 1000}
+    return out
+
+
+async def scenario_first(t: Target, args: argparse.Namespace) -> dict[str, float]:
+    for _ in range(3):
+        await floor(t, 2000)
+        await chat(t, "assistant", 2000, "cookie")
+    base, relay = [], []
+    for _ in range(args.first_runs):
+        base.append((await floor(t, 2000)).first)
+        relay.append((await chat(t, "assistant", 2000, "cookie")).first)
+    return {"floor_ms": statistics.median(base) * 1000, "chat_ms": statistics.median(relay) * 1000}
+
+
+async def _wall(n: int, make: Callable[[], Awaitable[Reply]]) -> float:
+    started = time.perf_counter()
+    await asyncio.gather(*(make() for _ in range(n)))
+    return time.perf_counter() - started
+
+
+async def scenario_concurrent(t: Target, args: argparse.Namespace) -> dict[str, Any]:
+    n, chunks = args.concurrent, args.concurrent_chunks
+    rounds: list[dict[str, float]] = []
+    await _wall(n, lambda: chat(t, "bench", chunks, "cookie"))  # warm: open the connections
+    for _ in range(args.rounds):
+        row = {"floor": await _wall(n, lambda: floor(t, chunks))}
+        for slug in AGENTS:
+            await settle(t.pid)
+            row[slug] = await _wall(n, lambda slug=slug: chat(t, slug, chunks, "cookie"))  # type: ignore[misc]
+        rounds.append(row)
+    return {
+        "floor_s": statistics.median(r["floor"] for r in rounds),
+        **{f"{slug}_s": statistics.median(r[slug] for r in rounds) for slug in AGENTS},
+        **{f"{slug}_ratio": statistics.median(r[slug] / r["floor"] for r in rounds) for slug in AGENTS},
+        "ratios": {slug: [round(r[slug] / r["floor"], 2) for r in rounds] for slug in AGENTS},
+    }
+
+
+async def scenario_memory(t: Target, args: argparse.Namespace, app_url: str) -> dict[str, Any]:
+    idle = rss_mb(t.pid)
+    peak = idle
+    stop = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, rss_mb(t.pid))
+            await asyncio.sleep(0.02)
+
+    sampler = asyncio.create_task(sample())
+    await _wall(args.burst, lambda: chat(t, "bench", args.concurrent_chunks, "cookie"))
+    stop.set()
+    await sampler
+    ended = time.monotonic()
+    after: list[tuple[int, float]] = []
+    for second in range(10, 70, 10):
+        await asyncio.sleep(max(0.0, ended + second - time.monotonic()))
+        after.append((second, rss_mb(t.pid)))
+    return {"idle_mb": idle, "peak_mb": peak, "after": after, "server": await _get(app_url, "/_bench/memory")}
+
+
+async def _get(app_url: str, path: str) -> Any:
+    async with httpx.AsyncClient(base_url=app_url, timeout=60) as client:
+        return (await client.get(path)).json()
+
+
+# --- PostgreSQL --------------------------------------------------------------------------------------
+
+
+def _pg(admin_url: str, statement: str) -> None:
+    import asyncpg
+
+    async def run() -> None:
+        conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def _pg_database(admin_url: str) -> tuple[str, str]:
+    from sqlalchemy.engine import make_url
+
+    name = f"agentloft_bench_{os.getpid()}"
+    _pg(admin_url, f'CREATE DATABASE "{name}"')
+    url = make_url(admin_url).set(drivername="postgresql+asyncpg", database=name)
+    return name, url.render_as_string(hide_password=False)
+
+
+# --- main ------------------------------------------------------------------------------------------
+
+
+async def main(args: argparse.Namespace, database_url: str) -> None:
+    fake_port, app_port = free_port(), free_port()
+    fake_url, app_url = f"http://127.0.0.1:{fake_port}", f"http://127.0.0.1:{app_port}"
+    scenarios = set(args.scenarios.split(","))
+    with tempfile.TemporaryDirectory() as data:
+        procs = [spawn("bench.stream_relay", "--serve-fake", str(fake_port)),
+                 spawn("bench.turn_cost", "--serve", str(app_port), data, database_url)]
+        try:
+            await wait_up(f"{fake_url}/v1/models")
+            await wait_up(f"{app_url}/api/health")
+            t = Target(ByteClient("127.0.0.1", app_port), ByteClient("127.0.0.1", fake_port), procs[1].pid)
+            t.auth = await _setup(app_url, fake_url)
+            results: dict[str, Any] = {"db": "postgresql" if database_url else "sqlite"}
+            if "cpu" in scenarios:
+                results["cpu"] = await scenario_cpu(t, args, app_url)
+            if "first" in scenarios:
+                results["first"] = await scenario_first(t, args)
+            if "concurrent" in scenarios:
+                results["concurrent"] = await scenario_concurrent(t, args)
+            if "memory" in scenarios:
+                results["memory"] = await scenario_memory(t, args, app_url)
+            report(args, results)
+            await t.app.aclose()
+            await t.fake.aclose()
+        finally:
+            for p in procs:
+                p.send_signal(signal.SIGINT)
+            for p in procs:
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
+    print(f"database: {r['db']}; load average at the end: {os.getloadavg()[0]:.1f}")
+    if "cpu" in r:
+        print(f"cpu: server CPU per chat, {args.turn_kind} turns, medians of {args.rounds} rounds")
+        print(f"  {'agent/auth':18s} {'per turn':>9s} {'per chunk':>10s} {'10-chunk chat':>14s} "
+              f"{'2000-chunk chat':>16s}")
+        for name, v in r["cpu"].items():
+            print(f"  {name:18s} {v['turn_ms']:7.2f}ms {v['chunk_us']:8.2f}us {v['chat10_ms']:12.2f}ms "
+                  f"{v['chat2000_ms']:14.2f}ms")
+        for slug in AGENTS:
+            cookie, token = r["cpu"][f"{slug}/cookie"], r["cpu"][f"{slug}/token"]
+            print(f"  token / cookie, {AGENTS[slug]}: per turn {token['turn_ms'] / cookie['turn_ms']:.3f}")
+    if "first" in r:
+        f = r["first"]
+        print(f"first text, the Assistant, 2000 chunks (median of {args.first_runs}): floor {f['floor_ms']:.1f} ms, "
+              f"chat {f['chat_ms']:.1f} ms (+{f['chat_ms'] - f['floor_ms']:.1f} ms)")
+    if "concurrent" in r:
+        c = r["concurrent"]
+        print(f"concurrent: {args.concurrent} x {args.concurrent_chunks} chunks, medians of {args.rounds} rounds: "
+              f"floor {c['floor_s']:.2f} s")
+        for slug in AGENTS:
+            print(f"  {AGENTS[slug]:22s} {c[slug + '_s']:.2f} s ({c[slug + '_ratio']:.2f}x; "
+                  f"rounds {c['ratios'][slug]})")
+    if "memory" in r:
+        m = r["memory"]
+        after = ", ".join(f"+{s}s {mb:.0f}" for s, mb in m["after"])
+        print(f"memory: idle {m['idle_mb']:.0f} MB, peak under {args.burst} concurrent chats {m['peak_mb']:.0f} MB, "
+              f"after: {after} MB; server: {m['server']}")
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default="cpu,first,concurrent,memory")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--turns", type=int, default=30, help="chats per block of 10-chunk chats (a third for 2,000)")
+    p.add_argument("--turn-kind", choices=("follow-up", "new"), default="follow-up")
+    p.add_argument("--first-runs", type=int, default=20)
+    p.add_argument("--concurrent", type=int, default=50)
+    p.add_argument("--concurrent-chunks", type=int, default=500)
+    p.add_argument("--burst", type=int, default=200)
+    p.add_argument("--postgres", help="admin URL of a PostgreSQL server (a database is created and dropped)")
+    p.add_argument("--profile", help="cProfile output of the cpu scenario's measured chats")
+    p.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    ns = _args()
+    if ns.serve:
+        serve(int(ns.serve[0]), ns.serve[1], ns.serve[2])
+    elif ns.postgres:
+        db_name, db_url = _pg_database(ns.postgres)
+        try:
+            asyncio.run(main(ns, db_url))
+        finally:
+            _pg(ns.postgres, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+    else:
+        asyncio.run(main(ns, ""))
+    sys.exit(0)
