@@ -56,6 +56,7 @@ class RunToolset(AbstractToolset[Any]):
     def __init__(self, tools: list[RunTool], scope: RunScope) -> None:
         self._tools = {t.name: t for t in tools}
         self._scope = scope
+        self._listed: dict[str, ToolsetTool[Any]] | None = None  # built at the run's first step
 
     @property
     def id(self) -> str | None:
@@ -70,10 +71,14 @@ class RunToolset(AbstractToolset[Any]):
         )
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        return {
-            name: ToolsetTool(toolset=self, tool_def=self._definition(tool), max_retries=2, args_validator=_ANY_ARGS)
-            for name, tool in self._tools.items()
-        }
+        """The run's tools; pydantic-ai asks at every step, the list is the same for the whole run."""
+        if self._listed is None:
+            self._listed = {
+                name: ToolsetTool(toolset=self, tool_def=self._definition(tool), max_retries=2,
+                                  args_validator=_ANY_ARGS)
+                for name, tool in self._tools.items()
+            }
+        return dict(self._listed)
 
     def _context(self, tool: RunTool, ctx: RunContext[Any]) -> ToolContext:
         scope = self._scope

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -34,7 +35,9 @@ DEFAULT_TIMEOUT_S = 120.0
 class RunTool:
     """A tool as one run sees it: the row's identity, its parsed config and its effective approval rule.
 
-    ``name`` is the function name the model sees (the tool's slug)."""
+    ``name`` is the function name the model sees (the tool's slug). ``tools.service`` keeps one per
+    version of a tool row and hands the same object to every turn, so what is derived from it here is
+    derived once per edit of the row, not once per turn."""
 
     id: str
     name: str
@@ -45,8 +48,11 @@ class RunTool:
     needs_approval: bool
     timeout_s: float = DEFAULT_TIMEOUT_S
 
-    @property
+    @cached_property
     def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema the model fills (the type's, for this config). Built on first use and kept:
+        building it walks the whole ``Input`` model (0.5-6 ms per tool on this machine), and a run asks
+        for it at every step. Callers treat it as read-only."""
         return self.type.input_schema(self.config)
 
 

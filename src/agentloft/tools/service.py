@@ -12,6 +12,8 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -305,17 +307,49 @@ def _timeout_s(config: BaseModel) -> float:
     return DEFAULT_TIMEOUT_S
 
 
+@dataclass(frozen=True)
+class _RowVersion:
+    """The columns of a tool row that a ``RunTool`` is built from, config and secrets as canonical JSON:
+    two reads of an unchanged row give equal versions, any edit that reaches the model gives another."""
+
+    id: str
+    slug: str
+    name: str
+    description: str
+    config: str
+    secrets: str
+
+    @classmethod
+    def of(cls, row: AgentTool) -> _RowVersion:
+        return cls(id=row.id, slug=row.slug, name=row.name, description=row.description or "",
+                   config=json.dumps(row.config or {}, sort_keys=True),
+                   secrets=json.dumps(row.secrets_enc or {}, sort_keys=True))
+
+
 def build_run_tool(
     *, row: AgentTool, rt: Runtime, needs_approval: bool | None = None
 ) -> RunTool | None:
     """A row as a run sees it, or None (and a log line) if it cannot run: its type is not registered
-    (an add-on was removed) or its stored config no longer fits. A broken tool must not break a chat."""
+    (an add-on was removed) or its stored config no longer fits. A broken tool must not break a chat.
+
+    The same row version (with the same type, secret key and approval rule) gives the same ``RunTool``
+    object, so its decrypted config, description and input schema are built once per edit of the row
+    instead of once per turn (on PostgreSQL, where the read cache is off, every turn reads the rows)."""
     tool_type = rt.registry.get(row.type)
     if tool_type is None:
         log.warning("tool %s has unknown type %r; left out", row.slug, row.type)
         return None
+    approval = row.needs_approval if needs_approval is None else needs_approval
+    return _built(tool_type=tool_type, box=rt.box, version=_RowVersion.of(row), needs_approval=approval)
+
+
+@lru_cache(maxsize=1024)
+def _built(*, tool_type: AnyToolType, box: SecretBox, version: _RowVersion, needs_approval: bool) -> RunTool | None:
+    """``build_run_tool`` for one row version (kept: the key holds everything the result depends on)."""
+    row = AgentTool(id=version.id, slug=version.slug, name=version.name, description=version.description,
+                    type=tool_type.slug, config=json.loads(version.config), secrets_enc=json.loads(version.secrets))
     try:
-        config = parse_stored_config(row=row, tool_type=tool_type, box=rt.box)
+        config = parse_stored_config(row=row, tool_type=tool_type, box=box)
     except (ValidationError, ValueError) as exc:
         log.warning("tool %s has a config its type refuses (%s); left out", row.slug, exc)
         return None
@@ -326,7 +360,7 @@ def build_run_tool(
         description=_llm_description(row, tool_type, config),
         type=tool_type,
         config=config,
-        needs_approval=row.needs_approval if needs_approval is None else needs_approval,
+        needs_approval=needs_approval,
         timeout_s=_timeout_s(config),
     )
 
