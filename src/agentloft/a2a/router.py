@@ -17,8 +17,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from agentloft.a2a import rest, service
 from agentloft.a2a import server as a2a_server
-from agentloft.auth import service as auth_service
-from agentloft.auth.dependencies import CurrentUser, bearer_token
+from agentloft.auth.dependencies import CurrentUser, bearer_token, token_user
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.errors import Invalid, Unauthorized
 from agentloft.core.runtime import Runtime
@@ -73,8 +72,7 @@ async def _a2a_user(request: Request, rt: Runtime) -> a2a_server.A2AUser:
     token = bearer_token(request)
     if not token:
         raise Unauthorized("A2A calls need a personal API token (Authorization: Bearer …)")
-    async with rt.db.session() as db:
-        user = await auth_service.user_for_api_token(db=db, token=token)
+    user = await token_user(rt.db, token)
     if user is None:
         raise Unauthorized("invalid API token", code="invalid_token")
     return a2a_server.A2AUser(user.id, user.username, user.role)

@@ -1,12 +1,16 @@
 """Who is calling: ``OptionalUser``, ``CurrentUser`` (401 if nobody) and ``AdminUser`` (403 if not admin).
 
 A bearer token wins over a cookie. The lookup runs once per request and is cached on ``request.state``;
-a session cookie's account is also kept between requests in the read cache (``agentloft.core.readcache``)
-until any account or sign-in changes. Bearer tokens are read every time (each use records its time).
+a session cookie's or an API token's account is also kept between requests in the read cache
+(``agentloft.core.readcache``) until any account, sign-in or token changes, so a revoked token or a
+disabled account is refused by the next request. A token's ``last_used_at`` is written at most once a
+minute (``auth.service.TOKEN_USE_INTERVAL``), not on every request: a write transaction per API call
+cost more than the lookup itself.
 """
 
 from __future__ import annotations
 
+import weakref
 from datetime import datetime
 from typing import Annotated
 
@@ -40,8 +44,7 @@ async def _optional_user(request: Request) -> User | None:
     user: User | None = None
     token = bearer_token(request)
     if token:
-        async with database.read_session() as db:  # one indexed lookup; records the token's last use
-            user = await service.user_for_api_token(db=db, token=token)
+        user = await token_user(database, token)
         request.state.auth_method = "bearer"
     elif cookie := request.cookies.get(SESSION_COOKIE):
         user = await _session_user(database, cookie)
@@ -64,6 +67,44 @@ async def _session_user(database: Database, cookie: str) -> User | None:
         return None
     user, expires_at = found
     return user if expires_at > utcnow() else None
+
+
+async def token_user(database: Database, token: str) -> User | None:
+    """The enabled account an API token belongs to (None for an unknown or revoked token), through the
+    read cache; records the use when the stored one is a minute old. The one way to resolve a token
+    (the A2A server's callers use it too)."""
+    key = token_hash(token)
+
+    async def read() -> service.TokenOwner | None:
+        async with database.read_session() as db:
+            return await service.api_token_owner(db=db, token_hash=key)
+
+    owner = await database.cache.load("tokens", key, read)
+    if owner is None:
+        return None
+    await _record_use(database, owner)
+    return owner.user
+
+
+# Per database: token id → when this process last wrote its use (the cached owner keeps the time it was
+# read with, so without this every request until the next read would write again).
+_RECORDED: weakref.WeakKeyDictionary[Database, dict[int, datetime]] = weakref.WeakKeyDictionary()
+
+
+async def _record_use(database: Database, owner: service.TokenOwner) -> None:
+    now = utcnow()
+    recorded = _RECORDED.setdefault(database, {})
+    last = max((t for t in (owner.last_used_at, recorded.get(owner.token_id)) if t is not None), default=None)
+    if last is not None and now - last < service.TOKEN_USE_INTERVAL:
+        return
+    if len(recorded) >= _MAX_RECORDED:
+        recorded.clear()  # only spares writes: the database keeps them to one a minute anyway
+    recorded[owner.token_id] = now
+    async with database.session() as db:
+        await service.record_token_use(db=db, token_id=owner.token_id, now=now)
+
+
+_MAX_RECORDED = 10_000
 
 
 async def _current_user(user: Annotated[User | None, Depends(_optional_user)]) -> User:

@@ -8,11 +8,12 @@ import os
 import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -142,15 +143,36 @@ async def session_user(*, db: AsyncSession, token: str) -> tuple[User, datetime]
     return row[0], row[1]
 
 
-async def user_for_api_token(*, db: AsyncSession, token: str) -> User | None:
-    stmt = select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(
-        ApiToken.token_hash == token_hash(token)
+TOKEN_USE_INTERVAL = timedelta(minutes=1)
+"""How stale a token's ``last_used_at`` may be: each use is not a write, one a minute per token is."""
+
+
+@dataclass(frozen=True)
+class TokenOwner:
+    """Whose an API token is, and when its use was last recorded (``record_token_use``)."""
+
+    user: User
+    token_id: int
+    last_used_at: datetime | None
+
+
+async def api_token_owner(*, db: AsyncSession, token_hash: str) -> TokenOwner | None:
+    """The enabled account the token with this hash (``core.crypto.token_hash``) belongs to. One indexed
+    read; writes nothing (callers keep the answer: ``auth.dependencies``)."""
+    stmt = select(ApiToken.id, ApiToken.last_used_at, User).join(User, User.id == ApiToken.user_id).where(
+        ApiToken.token_hash == token_hash
     )
     row = (await db.execute(stmt)).first()
-    if row is None or row[1].disabled:
+    if row is None or row[2].disabled:
         return None
-    row[0].last_used_at = utcnow()
-    return row[1]
+    return TokenOwner(user=row[2], token_id=row[0], last_used_at=row[1])
+
+
+async def record_token_use(*, db: AsyncSession, token_id: int, now: datetime) -> None:
+    """Set the token's ``last_used_at`` to ``now`` unless it was set less than ``TOKEN_USE_INTERVAL``
+    ago: conditional in SQL, so several processes using one token still write it once a minute."""
+    stale = or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < now - TOKEN_USE_INTERVAL)
+    await db.execute(update(ApiToken).where(ApiToken.id == token_id, stale).values(last_used_at=now))
 
 
 async def create_api_token(*, db: AsyncSession, user_id: int, name: str) -> TokenCreated:

@@ -1,6 +1,6 @@
 """A process-local cache for the few reads on every chat's path that change only when someone edits them:
-whose a session cookie is, and what a chat with an agent needs (the agent, its model, the tools the
-caller's role may see).
+whose a session cookie or an API token is, and what a chat with an agent needs (the agent, its model,
+the tools the caller's role may see).
 
 Why: each of those reads costs 0.5–2 ms of the event loop's CPU here, together about a quarter of the
 time from a chat request to its first words (docs/benchmarks.md), for rows that change a few times a day.
@@ -38,9 +38,12 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 T = TypeVar("T")
 
-# Which tables each group's entries are read from.
+# Which tables each group's entries are read from. A table may feed several groups (a write to it drops
+# them all); API tokens have a group of their own because each token's use is written to its row once a
+# minute, which should not drop every signed-in browser's entry.
 GROUPS: dict[str, frozenset[str]] = {
     "auth": frozenset({"users", "auth_sessions"}),
+    "tokens": frozenset({"users", "api_tokens"}),
     "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations"}),
 }
 
@@ -69,7 +72,10 @@ class ReadCache:
 
     def __init__(self, *, enabled: bool, groups: dict[str, frozenset[str]] = GROUPS) -> None:
         self.enabled = enabled
-        self._group_of = {table: name for name, tables in groups.items() for table in tables}
+        self._groups_of: dict[str, set[str]] = {}
+        for name, tables in groups.items():
+            for table in tables:
+                self._groups_of.setdefault(table, set()).add(name)
         self._generation = dict.fromkeys(groups, 0)
         self._entries: dict[str, dict[Hashable, Any]] = {name: {} for name in groups}
 
@@ -127,10 +133,9 @@ class ReadCache:
         target = dml_target(context)
         if target is None:
             return set() if changed == 0 else set(self._generation)  # raw SQL: wrote, or may have
-        group = self._group_of.get(target)
         if changed is not None and changed > max(cursor.rowcount, 0):
             return set(self._generation)  # a cascade or a trigger changed rows elsewhere too
-        return {group} if group is not None else set()
+        return set(self._groups_of.get(target, ()))
 
     def _checkin(self, _dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         """The transaction has ended (the pool resets a connection before it is back): new generations."""
