@@ -20,7 +20,7 @@ from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.settings import ModelSettings
 
-from agentloft.llm.clients import ModelClients
+from agentloft.llm.clients import CONNECT_S, ModelClients
 from agentloft.llm.lean_openai import LeanAsyncOpenAI
 from agentloft.llm.presets import PRESETS
 from agentloft.llm.providers import ModelSetupError, ModelSpec, build_model
@@ -197,3 +197,25 @@ async def test_an_anthropic_model_builds_on_the_shared_clients() -> None:
         assert model.model_name == "claude-x"
     finally:
         await clients.aclose()
+
+
+async def test_the_shared_client_is_pydantic_ais_default_client() -> None:
+    """``ModelHttpClient`` is built from ``pydantic_ai._http``'s private pieces (pinned with pydantic-ai):
+    this fails when ``create_async_httpx2_client`` starts building its client differently."""
+    from pydantic_ai._http import DEFAULT_HTTP_LIMITS, ConnectPoolTimeoutCap
+    from pydantic_ai.models import create_async_httpx2_client
+
+    timeout = httpx2.Timeout(30, connect=CONNECT_S, pool=CONNECT_S)
+    ours, theirs = ModelClients(timeout_seconds=30), create_async_httpx2_client(timeout=timeout)
+    try:
+        client = ours.http_client()
+        assert create_async_httpx2_client.__kwdefaults__["limits"] is DEFAULT_HTTP_LIMITS
+        assert client.timeout == theirs.timeout == timeout
+        assert client.headers["User-Agent"] == theirs.headers["User-Agent"]
+        assert client.trust_env and theirs.trust_env
+        hooks = [(type(h), vars(h)) for h in client.event_hooks["request"]]
+        assert hooks == [(type(h), vars(h)) for h in theirs.event_hooks["request"]]
+        assert hooks[0][0] is ConnectPoolTimeoutCap and not client.event_hooks["response"]
+    finally:
+        await ours.aclose()
+        await theirs.aclose()

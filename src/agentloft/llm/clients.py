@@ -1,11 +1,12 @@
 """The model clients every turn shares: one pooled ``httpx2`` client, and the pydantic-ai models and
 agents built on it, kept while their configuration stays the same.
 
-The HTTP client is pydantic-ai's own (``create_async_httpx2_client``): the pool the OpenAI and Anthropic
-SDKs use by default (1000 connections, 100 kept alive), its user agent, and no custom transport, so the
-proxies users set in ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY`` and the hosts in ``NO_PROXY`` apply
-to every model call. Reads wait ``model_timeout_seconds`` (the engine also passes it per request);
-connecting and waiting for a pooled connection are capped at ``CONNECT_S``.
+The HTTP client is pydantic-ai's own (what ``create_async_httpx2_client`` builds): the pool the OpenAI
+and Anthropic SDKs use by default (1000 connections, 100 kept alive), its user agent, and no custom
+transport, so the proxies users set in ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY`` and the hosts in
+``NO_PROXY`` apply to every model call. Reads wait ``model_timeout_seconds`` (the engine also passes it
+per request); connecting and waiting for a pooled connection are capped at ``CONNECT_S``. One change:
+requests are sent from an empty context (``ModelHttpClient``).
 
 Building a model (provider, SDK client) costs about a millisecond and a pydantic-ai agent about half of
 one; both hold configuration only (a run's state lives in the run), so they are built once per
@@ -14,12 +15,15 @@ configuration instead of once per turn.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from typing import Any
 
 import httpx2
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import DeferredToolRequests
-from pydantic_ai.models import Model, create_async_httpx2_client
+from pydantic_ai._http import DEFAULT_HTTP_LIMITS, ConnectPoolTimeoutCap
+from pydantic_ai.models import Model, get_user_agent
 
 from agentloft.llm.providers import ModelSpec, build_model
 
@@ -28,6 +32,31 @@ OUTPUT_TYPES: list[Any] = [str, DeferredToolRequests]
 MAX_MODELS = 64
 MAX_AGENTS = 256
 CONNECT_S = 10.0
+
+
+class ModelHttpClient(httpx2.AsyncClient):
+    """pydantic-ai's default client, sending every request from an empty context.
+
+    The event loop keeps the context a connection was opened in for as long as the connection lives,
+    and pydantic-ai makes its model requests in a context that holds the run (``RunContext``: the
+    conversation, the tools, the run's state). Every connection kept in the pool kept the run that
+    opened it; after a burst of 200 chats, 40-180 runs stayed in memory for good. The one task per
+    request this costs is ~20 us.
+
+    Built as ``pydantic_ai.models.create_async_httpx2_client`` builds its client (its pool limits and
+    timeout hook come from ``pydantic_ai._http``, pinned with pydantic-ai; ``tests/llm/test_providers.py``
+    checks that the two stay alike)."""
+
+    def __init__(self, *, timeout: httpx2.Timeout) -> None:
+        super().__init__(
+            timeout=timeout, limits=DEFAULT_HTTP_LIMITS, headers={"User-Agent": get_user_agent()},
+            event_hooks={"request": [ConnectPoolTimeoutCap(connect=timeout.connect, pool=timeout.pool)]},
+        )
+
+    async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        """``AsyncClient.send`` (``stream``, ``auth``, ``follow_redirects`` pass through) in its own task
+        with an empty context; cancelling the caller cancels it."""
+        return await asyncio.create_task(super().send(request, **options), context=contextvars.Context())
 
 
 class ModelClients:
@@ -41,7 +70,7 @@ class ModelClients:
         """One pooled client for every model call of the app (connections are reused across turns)."""
         if self._http is None or self._http.is_closed:
             timeout = httpx2.Timeout(self.timeout_seconds, connect=CONNECT_S, pool=CONNECT_S)
-            self._http = create_async_httpx2_client(timeout=timeout)
+            self._http = ModelHttpClient(timeout=timeout)
         return self._http
 
     def model(self, spec: ModelSpec) -> Model:
