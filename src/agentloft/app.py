@@ -24,6 +24,7 @@ from agentloft.core import migrate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
+from agentloft.core.memory import MemoryReleaser
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
 from agentloft.llm.clients import ModelClients
@@ -103,9 +104,12 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
         for hook in _hooks("startup"):
             await hook(rt)
         _freeze_startup_objects()
+        app.state.memory = MemoryReleaser()
+        app.state.memory.start()
         try:
             yield
         finally:
+            await app.state.memory.stop()
             for hook in reversed(_hooks("shutdown")):
                 await hook(rt)
             await rt.db.dispose()
