@@ -24,10 +24,8 @@ from urllib.parse import urlsplit
 import httpx2
 from openai import AsyncOpenAI
 from pydantic_ai.models import Model
-from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers import Provider
-from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.deepseek import DeepSeekProvider
 from pydantic_ai.providers.ollama import OllamaProvider
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -65,6 +63,11 @@ def build_model(spec: ModelSpec, *, http_client: httpx2.AsyncClient) -> Model:
 
 
 def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient) -> Model:
+    # Imported on first use: the anthropic SDK's types and their validators take ~40 MB, a fifth of the
+    # process, which an instance that talks only to OpenAI-compatible models should not carry.
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
     if not spec.api_key:
         raise ModelSetupError("this Anthropic model has no API key; an administrator has to add one")
     base_url = spec.base_url
