@@ -72,7 +72,7 @@ def serve(port: int, data_dir: str, database_url: str) -> None:
     if database_url:
         overrides["database_url"] = database_url
     app = create_app(load_settings(**overrides))
-    control = _Control()
+    control = _Control(app)
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"].startswith("/_bench/"):
@@ -87,11 +87,16 @@ def serve(port: int, data_dir: str, database_url: str) -> None:
 
 
 class _Control:
-    """``/_bench/profile/start``, ``/_bench/profile/stop?FILE``, ``/_bench/memory``."""
+    """``/_bench/profile/start``, ``/_bench/profile/stop?FILE``, ``/_bench/memory`` and ``/_bench/arenas``
+    (what the memory scenario prints), and diagnostics for finding what a process keeps:
+    ``/_bench/collect``, ``/_bench/trim``, ``/_bench/releases`` (the app's own collect-and-trim count),
+    ``/_bench/types?N`` (tracked objects by type), ``/_bench/holders?TYPE`` (a referrer chain),
+    ``/_bench/tasks`` (where the loop's tasks wait)."""
 
-    def __init__(self) -> None:
+    def __init__(self, app: Any) -> None:
         import cProfile
 
+        self.app = app
         self.profiler = cProfile.Profile()
 
     def handle(self, path: str, query: str) -> dict[str, Any]:
@@ -102,13 +107,117 @@ class _Control:
             self.profiler.dump_stats(query)
         elif path == "memory":
             return _memory_figures()
+        elif path == "collect":  # a diagnostic: what a full collection frees
+            import gc
+
+            return {"collected": gc.collect()}
+        elif path == "trim":  # a diagnostic: what giving glibc's free heap back would free
+            import ctypes
+
+            return {"trimmed": ctypes.CDLL("libc.so.6").malloc_trim(0)}
+        elif path == "arenas":
+            return _arenas()
+        elif path == "tasks":  # a diagnostic: where the event loop's tasks wait
+            import collections
+
+            where = collections.Counter(
+                " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in task.get_stack(limit=6))
+                for task in asyncio.all_tasks())
+            return dict(where.most_common(20))
+        elif path == "releases":
+            return {"releases": self.app.state.memory.releases}
+        elif path == "holders":  # a diagnostic: what keeps the first object of a type alive
+            return {"chain": _holders(query)}
+        elif path == "types":  # a diagnostic: how many objects of each type the collector tracks
+            import collections
+            import gc
+
+            counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+            return dict(counts.most_common(int(query or 40)))
         return {}
 
 
+def _holders(type_name: str, depth: int = 14) -> list[str]:
+    """One chain of referrers from an object of ``type_name`` up to a module, a frame or a root, breadth
+    first (each step names the referrer's type and, for a dict, the key that holds the object)."""
+    import gc
+    import inspect
+
+    start = next((o for o in gc.get_objects() if type(o).__qualname__ == type_name), None)
+    if start is None:
+        return []
+    paths: dict[int, list[str]] = {id(start): [f"{type_name} {str(start)[:120]}"]}
+    frontier = [start]
+    mine = {id(paths), id(frontier)}
+    for _ in range(depth):
+        found: list[Any] = []
+        mine.add(id(found))
+        for obj in frontier:
+            for ref in gc.get_referrers(obj):
+                if id(ref) in paths or id(ref) in mine or (inspect.isframe(ref) and ref.f_code.co_name == "_holders"):
+                    continue
+                label = type(ref).__qualname__
+                if isinstance(ref, dict):
+                    label += "[" + ",".join(str(k)[:30] for k, v in ref.items() if v is obj)[:60] + "]"
+                elif inspect.isfunction(ref) or inspect.iscoroutine(ref) or inspect.isframe(ref):
+                    label += " " + getattr(ref, "__qualname__", "") + getattr(getattr(ref, "f_code", None),
+                                                                          "co_name", "")
+                paths[id(ref)] = [*paths[id(obj)], label]
+                if inspect.ismodule(ref) or inspect.isframe(ref):
+                    return paths[id(ref)]
+                found.append(ref)
+        frontier = found[:500]
+        mine.add(id(frontier))
+    return paths[id(frontier[0])] if frontier else []
+
+
+def _arenas() -> dict[str, Any]:
+    """pymalloc's arenas (1 MiB each on 3.11, mmapped, so not in ``mallinfo2``), from ``sys._debugmallocstats``."""
+    import re
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out:
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    figures = {}
+    for key in ("arenas allocated current", "arenas highwater mark", "bytes in allocated blocks",
+                "bytes in available blocks"):
+        found = re.search(re.escape(key) + r"\s*=\s*([\d,]+)", text)
+        if found:
+            figures[key] = int(found.group(1).replace(",", ""))
+    return figures
+
+
 def _memory_figures() -> dict[str, Any]:
+    """Python objects the collector tracks, and glibc's heap: bytes in use, free inside the heap, and in
+    mmapped blocks (``mallinfo2``)."""
+    import ctypes
     import gc
 
-    return {"gc_objects": len(gc.get_objects()), "gc_counts": gc.get_count()}
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+            "keepcost")]
+
+    figures: dict[str, Any] = {"gc_objects": len(gc.get_objects())}
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = MallInfo2
+        info = libc.mallinfo2()
+        mb = 1024 * 1024
+        figures.update(heap_mb=round(info.arena / mb, 1), in_use_mb=round(info.uordblks / mb, 1),
+                       free_mb=round(info.fordblks / mb, 1), mmap_mb=round(info.hblkhd / mb, 1))
+    except (OSError, AttributeError):
+        pass
+    return figures
 
 
 # --- reading the server from outside ---------------------------------------------------------------
@@ -285,7 +394,13 @@ async def scenario_memory(t: Target, args: argparse.Namespace, app_url: str) -> 
     for second in range(10, 70, 10):
         await asyncio.sleep(max(0.0, ended + second - time.monotonic()))
         after.append((second, rss_mb(t.pid)))
-    return {"idle_mb": idle, "peak_mb": peak, "after": after, "server": await _get(app_url, "/_bench/memory")}
+    server = {**await _get(app_url, "/_bench/memory"), **await _get(app_url, "/_bench/arenas")}
+    if args.trim:
+        server["collect"] = await _get(app_url, "/_bench/collect")
+        server["trim"] = await _get(app_url, "/_bench/trim")
+        server["rss_after_trim_mb"] = rss_mb(t.pid)
+        server.update(await _get(app_url, "/_bench/arenas"))
+    return {"idle_mb": idle, "peak_mb": peak, "after": after, "server": server}
 
 
 async def _get(app_url: str, path: str) -> Any:
@@ -395,6 +510,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--concurrent", type=int, default=50)
     p.add_argument("--concurrent-chunks", type=int, default=500)
     p.add_argument("--burst", type=int, default=200)
+    p.add_argument("--trim", action="store_true", help="after the memory scenario, collect and trim (diagnostic)")
     p.add_argument("--postgres", help="admin URL of a PostgreSQL server (a database is created and dropped)")
     p.add_argument("--profile", help="cProfile output of the cpu scenario's measured chats")
     p.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
