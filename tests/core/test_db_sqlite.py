@@ -170,6 +170,52 @@ async def test_commits_are_checkpointed_on_a_worker_thread(tmp_path: Path, monke
         await db.dispose()
 
 
+async def test_the_wal_stays_bounded_while_readers_keep_using_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a steady load some reader is nearly always in the WAL, so passive checkpoints never let it
+    restart and the file grew without end; past ``WAL_TRUNCATE_BYTES`` a checkpoint truncates it."""
+    monkeypatch.setattr(db_sqlite, "CHECKPOINT_EVERY", 20)
+    monkeypatch.setattr(db_sqlite, "WAL_TRUNCATE_BYTES", 2**20, raising=False)
+    path = tmp_path / "busy.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    stop = threading.Event()
+
+    def reader() -> None:  # read transactions back to back, each a few milliseconds long
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            while not stop.is_set():
+                conn.execute("BEGIN")
+                conn.execute("SELECT count(*) FROM t").fetchall()
+                stop.wait(0.003)
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    try:
+        async with db.session() as s:
+            await s.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)"))
+        thread = threading.Thread(target=reader)
+        thread.start()
+        largest = 0
+        try:
+            for _ in range(1280):  # 20 MB in all
+                async with db.session() as s:
+                    await s.execute(text("INSERT INTO t (body) VALUES (:b)"), {"b": b"x" * 16384})
+                largest = max(largest, (tmp_path / "busy.db-wal").stat().st_size)
+                await asyncio.sleep(0)  # let a checkpoint's task take its turn
+        finally:
+            stop.set()
+            thread.join()
+        async with db.read_session() as s:
+            assert (await s.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1280
+        # the limit, plus what comes in until the next checkpoint and while it runs (on a loaded machine a
+        # checkpoint can take a while); without truncating, the WAL holds nearly all 20 MB at the end
+        assert largest < 8 * 2**20
+    finally:
+        await db.dispose()
+
+
 async def test_a_new_connection_inside_a_write_transaction_does_not_wait_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

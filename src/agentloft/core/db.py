@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from agentloft.core.db_sqlite import BUSY_TIMEOUT_S, inline_reads, loop_connection_factory
+from agentloft.core.db_sqlite import BUSY_TIMEOUT_S, JOURNAL_SIZE_LIMIT, inline_reads, loop_connection_factory
 from agentloft.core.readcache import ReadCache
 from agentloft.core.textsearch import register_sqlite_functions
 
@@ -112,6 +112,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run on a worker thread (``db_sqlite``)
+    cur.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
     cur.close()
 
 

@@ -24,9 +24,14 @@ turn while the others slept.
 What could make a commit slow is SQLite's automatic checkpoint (copying the WAL into the database file
 and syncing it), so the app's connections turn it off (``PRAGMA wal_autocheckpoint=0`` in ``db``) and a
 passive checkpoint runs on a worker thread after every ``CHECKPOINT_EVERY`` commits instead; it never
-blocks readers or writers. Another *process* (the CLI) can still hold SQLite's lock; a write run in place
-then waits for it on the loop, up to the busy timeout. One connection is used by one session at a time
-and every call is awaited before the next, so the loop and the thread never touch a connection at once.
+blocks readers or writers. A passive checkpoint cannot restart the WAL while some reader uses it, which
+under a steady load is nearly always, so the file grew without end (139 MB in a long run); once it is
+past ``WAL_TRUNCATE_BYTES`` the checkpoint truncates it instead, with this process's writers held back
+on their lock for that moment, and ``PRAGMA journal_size_limit`` cuts a WAL back whenever it restarts.
+
+Another *process* (the CLI) can still hold SQLite's lock; a write run in place then waits for it on the
+loop, up to the busy timeout. One connection is used by one session at a time and every call is awaited
+before the next, so the loop and the thread never touch a connection at once.
 
 ``_execute`` and ``stop`` are aiosqlite's private members, as are the ``_running``, ``_connection`` and
 ``_thread`` read here: aiosqlite is pinned exactly and ``tests/core/test_aiosqlite_contract.py`` fails
@@ -50,7 +55,10 @@ from typing import Any
 import aiosqlite
 
 BUSY_TIMEOUT_S = 10.0  # as ``PRAGMA busy_timeout`` in ``db``
-CHECKPOINT_EVERY = 200  # commits between two passive WAL checkpoints
+CHECKPOINT_EVERY = 200  # commits between two WAL checkpoints
+WAL_TRUNCATE_BYTES = 32 * 2**20  # a WAL larger than this at a checkpoint is emptied (TRUNCATE)
+TRUNCATE_WAIT_S = 0.5  # how long a truncating checkpoint may wait for readers (writers wait as long)
+JOURNAL_SIZE_LIMIT = 32 * 2**20  # ``PRAGMA journal_size_limit``: what a restarted WAL is cut back to
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +96,25 @@ class DatabaseFile:
         return lock
 
     def committed(self) -> None:
-        """Count a commit; every ``CHECKPOINT_EVERY`` start a passive checkpoint on a worker thread."""
+        """Count a commit; every ``CHECKPOINT_EVERY`` start a checkpoint on a worker thread: a passive
+        one, or a truncating one when the WAL has grown past ``WAL_TRUNCATE_BYTES``."""
         self._commits += 1
         if self._commits < CHECKPOINT_EVERY or self._checkpointing:
             return
         self._commits, self._checkpointing = 0, True
-        future = asyncio.get_running_loop().run_in_executor(None, checkpoint, self.path)
-        future.add_done_callback(self._checkpointed)
+        loop = asyncio.get_running_loop()
+        if wal_size(self.path) > WAL_TRUNCATE_BYTES:
+            loop.create_task(self._truncate()).add_done_callback(self._checkpointed)
+        else:
+            loop.run_in_executor(None, checkpoint, self.path, "PASSIVE").add_done_callback(self._checkpointed)
+
+    async def _truncate(self) -> None:
+        """A truncating checkpoint while this process's writers wait their turn on the lock (on the lock,
+        not in SQLite's busy handler, which would hold up the event loop). It waits at most
+        ``TRUNCATE_WAIT_S`` for readers that still read from the WAL, and gives up otherwise."""
+        async with self.write_lock():
+            await asyncio.get_running_loop().run_in_executor(None, checkpoint, self.path, "TRUNCATE",
+                                                             TRUNCATE_WAIT_S)
 
     def _checkpointed(self, future: asyncio.Future[None]) -> None:
         self._checkpointing = False
@@ -102,11 +122,21 @@ class DatabaseFile:
             log.warning("WAL checkpoint of %s failed: %s", self.path, future.exception())
 
 
-def checkpoint(path: str) -> None:
-    """Copy what the WAL holds into the database file (PASSIVE: waits for nobody, blocks nobody)."""
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+def wal_size(path: str) -> int:
     try:
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        return os.path.getsize(path + "-wal")
+    except OSError:
+        return 0
+
+
+def checkpoint(path: str, mode: str = "PASSIVE", wait_s: float = BUSY_TIMEOUT_S) -> None:
+    """Copy what the WAL holds into the database file. PASSIVE waits for nobody and blocks nobody, but
+    cannot restart the WAL while readers use it, so under a steady load the file only grows. TRUNCATE
+    waits (up to ``wait_s``) for the readers that began before it had copied everything, blocks writers
+    meanwhile, and empties the file."""
+    conn = sqlite3.connect(path, timeout=wait_s)
+    try:
+        conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
     finally:
         conn.close()
 
