@@ -220,8 +220,8 @@ async def prepare_turn(
             inputs = await load_inputs(db, rt, agent=agent, user_id=r.user_id, user_role=r.user_role)
     async with rt.db.session() as db:  # one short write transaction
         reply_id, raw_history = await service.begin_turn(
-            db=db, session_id=r.session_id, user_text=r.user_text, model_id=inputs.model_row.id,
-            extra=r.message_extra, create=create,
+            db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
+            user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
         )
     scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
                      agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,

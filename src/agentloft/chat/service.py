@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
-from sqlalchemy import Select, case, func, insert, select, update
+from sqlalchemy import ColumnElement, Select, case, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
@@ -129,7 +129,7 @@ async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) 
         .values(status=RUNNING, updated_at=utcnow())
     )
     if await rows_matched(db, stmt) != 1:
-        await _refuse_claim(db, session_id)
+        raise _busy(await get_session_by_id(db=db, session_id=session_id))
 
 
 @dataclass
@@ -145,14 +145,20 @@ async def begin_turn(
     *,
     db: AsyncSession,
     session_id: str,
+    user_id: int,
+    agent_id: int | None,
     user_text: str,
     model_id: int | None,
     extra: dict[str, Any] | None,
     create: NewSession | None = None,
 ) -> tuple[str, str | None]:
-    """Claim the idle session (or create it, running) and add the user message plus an empty assistant
-    message; returns (assistant message id, model history). Few statements on purpose: under load every
-    statement inside a write transaction is an event-loop round trip while SQLite's write lock is held."""
+    """Claim the user's idle session of this chat (``agent_id``; None: the plain LLM chat), or create it
+    running, and add the user message plus an empty assistant message; returns (assistant message id,
+    model history). A session that is not the user's, or belongs to another chat, or is busy, is refused
+    with the error that says which. Few statements on purpose: under load every statement inside a write
+    transaction is an event-loop round trip while SQLite's write lock is held, and on PostgreSQL a round
+    trip to the server. So the claim itself checks ownership, and returns the history and the next
+    message position."""
     now = utcnow()
     history: str | None = None
     first = 0
@@ -164,18 +170,19 @@ async def begin_turn(
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
             "model_history": None, "deleted_at": None})
     else:
+        last = select(func.max(AgentMessage.sort_order)).where(AgentMessage.session_id == session_id)
         claim = (
             update(AgentSession)
-            .where(AgentSession.id == session_id, AgentSession.status == IDLE)
+            .where(AgentSession.id == session_id, AgentSession.status == IDLE, *_owned_by(user_id, agent_id))
             .values(status=RUNNING, updated_at=now,
                     title=case((AgentSession.title == "", title_from(user_text)), else_=AgentSession.title))
-            .returning(AgentSession.model_history)
+            .returning(AgentSession.model_history, last.scalar_subquery())
         )
         claimed = (await db.execute(claim)).first()
         if claimed is None:
-            await _refuse_claim(db, session_id)
-        history = claimed[0] if claimed else None
-        first = await next_sort_order(db=db, session_id=session_id)
+            await _refuse_claim(db, session_id, user_id, agent_id)
+        history = claimed[0]
+        first = 0 if claimed[1] is None else claimed[1] + 1
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
@@ -188,13 +195,27 @@ async def begin_turn(
     return reply_id, history
 
 
-async def _refuse_claim(db: AsyncSession, session_id: str) -> None:
-    row = await db.get(AgentSession, session_id)
-    if row is None:
-        raise NotFound("session not found", code="session_not_found")
+def _owned_by(user_id: int, agent_id: int | None) -> list[ColumnElement[bool]]:
+    """The session is the user's, not deleted, and of this chat: an agent's, or the plain LLM chat's."""
+    chat = (AgentSession.kind == "llm", AgentSession.agent_id.is_(None)) if agent_id is None else (
+        AgentSession.kind == "agent", AgentSession.agent_id == agent_id)
+    return [AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None), *chat]
+
+
+async def _refuse_claim(db: AsyncSession, session_id: str, user_id: int, agent_id: int | None) -> NoReturn:
+    """Why a turn could not claim the session: not found (also another user's), another chat's, waiting
+    for an approval, or busy."""
+    row = await get_session(db=db, session_id=session_id, user_id=user_id)
+    kind = "llm" if agent_id is None else "agent"
+    if row.kind != kind or row.agent_id != agent_id:
+        raise Conflict("this session belongs to another chat", code="session_mismatch")
+    raise _busy(row)
+
+
+def _busy(row: AgentSession) -> Conflict:
     if row.status == AWAITING_APPROVAL:
-        raise Conflict("answer the pending tool approval first", code="approval_pending")
-    raise Conflict("a reply is still being written in this session", code="session_busy")
+        return Conflict("answer the pending tool approval first", code="approval_pending")
+    return Conflict("a reply is still being written in this session", code="session_busy")
 
 
 async def set_session_state(

@@ -131,11 +131,20 @@ def make_engine(url: str) -> AsyncEngine:
     return engine
 
 
+def _reads_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine read sessions use: on PostgreSQL the same pool in autocommit mode (no BEGIN / COMMIT
+    around reads; asyncpg switches it per connection without a round trip, and the pool switches it back
+    when the connection returns). SQLite starts no transaction for a SELECT anyway, and switching the
+    mode there would hop to the connection's thread twice."""
+    return engine.execution_options(isolation_level="AUTOCOMMIT") if engine.dialect.name == "postgresql" else engine
+
+
 class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._read_sessionmaker = async_sessionmaker(_reads_engine(self.engine), expire_on_commit=False)
         # SQLite deployments are one server process, so this process sees every write (``readcache``).
         self.cache = ReadCache(enabled=self.dialect == "sqlite")
         if self.cache.enabled:
@@ -159,10 +168,12 @@ class Database:
     @asynccontextmanager
     async def read_session(self) -> AsyncIterator[AsyncSession]:
         """A session for a few small indexed reads on a hot path (the caller's identity, what a chat turn
-        needs). On SQLite its SELECTs run on the event loop instead of hopping to the connection's thread
-        (``db_sqlite``); anything written in it still commits. Not for searches or listings that scan."""
+        needs), never for writes. On SQLite its SELECTs run on the event loop instead of hopping to the
+        connection's thread (``db_sqlite``); on PostgreSQL they run without a transaction (each its own
+        snapshot), which saves a BEGIN and a COMMIT round trip per session. Not for searches or listings
+        that scan."""
         with inline_reads():
-            async with self.session() as session:
+            async with self._read_sessionmaker() as session:
                 yield session
 
     async def dispose(self) -> None:

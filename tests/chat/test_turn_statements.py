@@ -1,0 +1,91 @@
+"""How many database statements and transactions one chat turn costs: a follow-up turn (bearer token,
+50 chunks) is counted on the app's engine with SQLAlchemy's events, from the request to the saved reply,
+so the count cannot creep back up unnoticed. The issue's budget: at most 3 transactions and 12
+statements (BEGIN, COMMIT and ROLLBACK included)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import Connection, event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.chat.helpers import Streamed, session_status, wait_for
+from tests.fakes.openai_server import FakeModel, Step
+from tests.support import ApiClient, LiveApp
+
+
+class StatementLog:
+    """Every statement the engine runs, by its first word, with BEGIN / COMMIT / ROLLBACK."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine.sync_engine
+        self.entries: list[str] = []
+        self.sql: list[str] = []
+        self.on = False
+
+    def _statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if self.on:
+            self.entries.append(statement.split(None, 1)[0].upper())
+            self.sql.append(statement[:80])
+
+    def _ends(self, conn: Connection, word: str) -> None:
+        """SQLAlchemy reports a transaction's ends also on an autocommit connection, where the database
+        sees none: those are left out."""
+        if self.on and conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            self.entries.append(word)
+
+    def _begin(self, conn: Connection) -> None:
+        self._ends(conn, "BEGIN")
+
+    def _commit(self, conn: Connection) -> None:
+        self._ends(conn, "COMMIT")
+
+    def _rollback(self, conn: Connection) -> None:
+        self._ends(conn, "ROLLBACK")
+
+    def __enter__(self) -> StatementLog:
+        event.listen(self.engine, "before_cursor_execute", self._statement)
+        event.listen(self.engine, "begin", self._begin)
+        event.listen(self.engine, "commit", self._commit)
+        event.listen(self.engine, "rollback", self._rollback)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._statement)
+        event.remove(self.engine, "begin", self._begin)
+        event.remove(self.engine, "commit", self._commit)
+        event.remove(self.engine, "rollback", self._rollback)
+
+    @property
+    def transactions(self) -> int:
+        return self.entries.count("BEGIN")
+
+
+@pytest.fixture
+def statements(app: LiveApp) -> Iterator[StatementLog]:
+    server_app: FastAPI = app.server.server.config.app
+    with StatementLog(server_app.state.db.engine) as log:
+        yield log
+
+
+def test_a_follow_up_turn_stays_within_its_statement_budget(
+    app: LiveApp, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel, statements: StatementLog
+) -> None:
+    token = admin.ok("POST", "/api/auth/tokens", json={"name": "t"})["token"]
+    fake_model.default = lambda body: Step(text="word " * 50, chunks=50)
+    with ApiClient(app.url, csrf=False, headers={"Authorization": f"Bearer {token}"}) as bearer:
+        first = Streamed(bearer.post("/api/agents/helper/chat", json={"message": "one"}))
+        assert first.session_id
+        wait_for(lambda: session_status(app, first.session_id or "") == "idle")
+        statements.on = True
+        second = Streamed(bearer.post("/api/agents/helper/chat",
+                                      json={"message": "two", "sessionId": first.session_id}))
+        wait_for(lambda: session_status(app, first.session_id or "") == "idle")
+        statements.on = False
+    assert second.text.strip().startswith("word")
+    assert statements.transactions <= 3, statements.sql
+    assert len(statements.entries) <= 12, statements.sql
