@@ -457,6 +457,8 @@ async def main(args: argparse.Namespace, database_url: str) -> None:
                 results["concurrent"] = await scenario_concurrent(t, args)
             if "memory" in scenarios:
                 results["memory"] = await scenario_memory(t, args, app_url)
+            wal = Path(data) / "agentloft.core.db-wal"
+            results["wal_mb"] = wal.stat().st_size / 2**20 if wal.exists() else None
             report(args, results)
             await t.app.aclose()
             await t.fake.aclose()
@@ -471,7 +473,8 @@ async def main(args: argparse.Namespace, database_url: str) -> None:
 
 
 def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
-    print(f"database: {r['db']}; load average at the end: {os.getloadavg()[0]:.1f}")
+    wal = f"; SQLite write-ahead log at the end: {r['wal_mb']:.1f} MB" if r.get("wal_mb") is not None else ""
+    print(f"database: {r['db']}; load average at the end: {os.getloadavg()[0]:.1f}{wal}")
     if "cpu" in r:
         print(f"cpu: server CPU per chat, {args.turn_kind} turns, medians of {args.rounds} rounds")
         print(f"  {'agent/auth':18s} {'per turn':>9s} {'per chunk':>10s} {'10-chunk chat':>14s} "
