@@ -40,6 +40,10 @@ from openai.resources.chat import AsyncChat
 from openai.resources.chat.completions import AsyncCompletions
 from openai.types.chat import ChatCompletionChunk
 from pydantic import ValidationError
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.openai import OpenAIChatModel
+
+from agentloft.llm.tool_schemas import ToolSchemaCache
 
 MERGE_LIMIT = 128  # events decoded and merged per chunk handed on, so the pipeline keeps moving
 DRAIN_S = 1.0  # how long the rest of a body after ``[DONE]`` may take before the connection is dropped
@@ -355,3 +359,15 @@ class LeanAsyncOpenAI(AsyncOpenAI):
     @cached_property
     def chat(self) -> AsyncChat:  # pyright: ignore[reportIncompatibleMethodOverride]  # see ``_LeanChat``
         return _LeanChat(self)
+
+
+class LeanChatModel(OpenAIChatModel):
+    """pydantic-ai's OpenAI chat model, adapting each tool's schema to the profile once
+    (``llm.tool_schemas``)."""
+
+    @cached_property
+    def _tool_schemas(self) -> ToolSchemaCache:
+        return ToolSchemaCache()
+
+    def customize_request_parameters(self, model_request_parameters: ModelRequestParameters) -> ModelRequestParameters:
+        return self._tool_schemas.customize(super().customize_request_parameters, model_request_parameters)

@@ -24,14 +24,13 @@ from urllib.parse import urlsplit
 import httpx2
 from openai import AsyncOpenAI
 from pydantic_ai.models import Model
-from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers import Provider
 from pydantic_ai.providers.deepseek import DeepSeekProvider
 from pydantic_ai.providers.ollama import OllamaProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.providers.openrouter import OpenRouterProvider
 
-from agentloft.llm.lean_openai import LeanAsyncOpenAI
+from agentloft.llm.lean_openai import LeanAsyncOpenAI, LeanChatModel
 
 OPENAI_URL = "https://api.openai.com/v1"
 OLLAMA_PORT = 11434
@@ -58,15 +57,16 @@ def build_model(spec: ModelSpec, *, http_client: httpx2.AsyncClient) -> Model:
     if spec.provider == "openai":
         client = LeanAsyncOpenAI(base_url=spec.base_url or OPENAI_URL, api_key=spec.api_key or "not-needed",
                                  http_client=http_client)
-        return OpenAIChatModel(spec.model, provider=openai_flavour(spec.base_url)(client))
+        return LeanChatModel(spec.model, provider=openai_flavour(spec.base_url)(client))
     raise ModelSetupError(f"unknown provider {spec.provider!r}")
 
 
 def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient) -> Model:
     # Imported on first use: the anthropic SDK's types and their validators take ~40 MB, a fifth of the
     # process, which an instance that talks only to OpenAI-compatible models should not carry.
-    from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    from agentloft.llm.lean_anthropic import LeanAnthropicModel
 
     if not spec.api_key:
         raise ModelSetupError("this Anthropic model has no API key; an administrator has to add one")
@@ -74,7 +74,7 @@ def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient) -> Model:
     if base_url is not None and base_url.rstrip("/").endswith("/v1"):
         base_url = base_url.rstrip("/")[:-3]  # the SDK adds ``/v1/messages`` itself
     provider = AnthropicProvider(api_key=spec.api_key, base_url=base_url or None, http_client=http_client)
-    return AnthropicModel(spec.model, provider=provider)
+    return LeanAnthropicModel(spec.model, provider=provider)
 
 
 def openai_flavour(base_url: str | None) -> Callable[[AsyncOpenAI], Provider[AsyncOpenAI]]:
