@@ -228,3 +228,69 @@ async def test_pydantic_ai_reads_streamed_replies_through_the_lean_reader(
         assert streamed.get().parts == [TextPart(content="".join(pieces))]
     assert 0 < len(deltas) < 10
     await client.close()
+
+
+def _renamed_or_reformatted(annotation: Any, seen: set[int]) -> list[str]:
+    """Where in a parameter type the SDK's transform would change a value: fields annotated with its
+    ``PropertyInfo`` (an alias, a date or file format). Walks TypedDicts, unions and containers."""
+    from typing import get_args, get_type_hints
+
+    from openai._utils._transform import PropertyInfo
+    from typing_extensions import is_typeddict
+
+    if id(annotation) in seen:
+        return []
+    seen.add(id(annotation))
+    found: list[str] = []
+    if is_typeddict(annotation):
+        for name, hint in get_type_hints(annotation, include_extras=True).items():
+            if any(isinstance(m, PropertyInfo) for m in getattr(hint, "__metadata__", ())):
+                found.append(f"{annotation.__name__}.{name}")
+            found += _renamed_or_reformatted(hint, seen)
+    for arg in get_args(annotation):
+        found += _renamed_or_reformatted(arg, seen)
+    return found
+
+
+def test_the_fields_sent_as_given_are_ones_the_sdk_would_not_change() -> None:
+    """``messages`` and ``tools`` skip the SDK's transform (see ``lean_openai._AS_IS``): that is only right
+    while no type in them renames or reformats a field. This fails when an SDK upgrade adds one."""
+    from typing import get_type_hints
+
+    from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+    hints = get_type_hints(CompletionCreateParamsStreaming, include_extras=True)
+    for field in lean_openai._AS_IS:
+        assert _renamed_or_reformatted(hints[field], set()) == []
+
+
+async def test_messages_and_tools_reach_the_model_as_pydantic_ai_made_them(
+    fake_model: FakeModel, fake_model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """...without the SDK walking them: that walk grew with the conversation (6 ms at 40 messages)."""
+    from openai.resources.chat.completions import completions
+    from pydantic_ai.tools import ToolDefinition
+
+    walked: list[Any] = []
+    transform = completions.async_maybe_transform
+
+    async def recorded(data: Any, *args: Any, **kwargs: Any) -> Any:
+        walked.append(data)
+        return await transform(data, *args, **kwargs)
+
+    monkeypatch.setattr(completions, "async_maybe_transform", recorded)
+    fake_model.push(Step(text="ok"))
+    client = LeanAsyncOpenAI(base_url=fake_model_server.base_url, api_key="k", http_client=httpx2.AsyncClient())
+    model = lean_openai.LeanChatModel("m", provider=OpenAIProvider(openai_client=client))
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    params = ModelRequestParameters(function_tools=[ToolDefinition(name="find", parameters_json_schema=schema)])
+    async with model.request_stream([ModelRequest.user_text_prompt("hi")], None, params) as streamed:
+        async for _ in streamed:
+            pass
+    sent = fake_model.requests[-1]
+    assert sent["messages"] == [{"role": "user", "content": "hi"}]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["find"]
+    assert sent["tools"][0]["function"]["parameters"]["properties"] == {"q": {"type": "string"}}
+    assert sent["stream"] is True and sent["model"] == "m"
+    assert len(walked) == 1 and walked[0]["messages"] == [] and not isinstance(walked[0].get("tools"), list)
+    await client.close()
