@@ -252,6 +252,19 @@ def _renamed_or_reformatted(annotation: Any, seen: set[int]) -> list[str]:
     return found
 
 
+def test_the_installed_openai_sdk_is_the_pinned_one() -> None:
+    """The transform skipped for ``messages`` and ``tools`` is the SDK's internal behaviour, checked below
+    for the pinned version: pyproject.toml pins it exactly, so an upgrade comes with this check run."""
+    import re
+    import tomllib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    assert [d for d in deps if re.match(r"openai\b", d)] == [f"openai=={version('openai')}"]
+
+
 def test_the_fields_sent_as_given_are_ones_the_sdk_would_not_change() -> None:
     """``messages`` and ``tools`` skip the SDK's transform (see ``lean_openai._AS_IS``): that is only right
     while no type in them renames or reformats a field. This fails when an SDK upgrade adds one."""
