@@ -19,6 +19,7 @@ GROUP = "chat_config"  # reads of ``agents`` (among others)
 _META = MetaData()
 AGENTS = Table("agents", _META, Column("id", Integer, primary_key=True), Column("name", Text))
 MESSAGES = Table("agent_messages", _META, Column("id", Integer, primary_key=True), Column("body", Text))
+NOTES = Table("notes", _META, Column("id", Integer, primary_key=True), Column("body", Text))
 
 
 @pytest.fixture
@@ -26,6 +27,7 @@ async def database(tmp_path: Path) -> AsyncIterator[Database]:
     db = await file_database(tmp_path / "cache.db",
                              "CREATE TABLE agents (id INTEGER PRIMARY KEY, name TEXT)",
                              "CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, body TEXT)",
+                             "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)",
                              "INSERT INTO agents (id, name) VALUES (1, 'first')")
     yield db
     await db.dispose()
@@ -89,13 +91,27 @@ async def test_a_raw_write_that_changed_nothing_keeps_the_entries(database: Data
 async def test_a_trigger_that_writes_a_watched_table_drops_the_entries(database: Database) -> None:
     """The statement names an unwatched table, but SQLite changed more rows than it did itself."""
     async with database.session() as s:
-        await s.execute(text("CREATE TRIGGER rename AFTER INSERT ON agent_messages "
+        await s.execute(text("CREATE TRIGGER rename AFTER INSERT ON notes "
                              "BEGIN UPDATE agents SET name = 'second' WHERE id = 1; END"))
     await _name(database)
     async with database.session() as s:
-        await s.execute(insert(MESSAGES).values(body="hello"))
+        await s.execute(insert(NOTES).values(body="hello"))
     assert await _name(database) == "second"
     assert len(reads) == 2
+
+
+async def test_a_trigger_that_keeps_an_index_keeps_the_entries(database: Database) -> None:
+    """A message insert that also writes a search index (as migration 0007's triggers do) changes more rows
+    than its own, yet no watched table: a chat turn must not empty the cache."""
+    async with database.session() as s:
+        await s.execute(text("CREATE TABLE message_index (body TEXT)"))
+        await s.execute(text("CREATE TRIGGER index_message AFTER INSERT ON agent_messages "
+                             "BEGIN INSERT INTO message_index VALUES (new.body); END"))
+    await _name(database)
+    async with database.session() as s:
+        await s.execute(insert(MESSAGES).values(body="hello"))
+    await _name(database)
+    assert len(reads) == 1
 
 
 async def test_writes_to_other_tables_keep_the_entries(database: Database) -> None:

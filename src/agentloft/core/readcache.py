@@ -12,10 +12,11 @@ executed, never from the SQL text: an INSERT, UPDATE or DELETE construct (an ORM
 Core DML) names its target table; SQLite's count of changed rows (``total_changes``) before and after the
 statement says whether it changed anything else (a cascade, a trigger), and whether a statement given as
 raw SQL (``text()``, ``exec_driver_sql``) wrote at all. Either of those, whose tables are not known,
-drops every group: rare, and never wrong. A reader notes the generation before it reads and keeps its
-result only if the generation is unchanged afterwards. So whatever was read while a write was open
-(before or after its commit) is gone once the write's transaction ends, and the first read after that
-goes to the database.
+drops every group: rare, and never wrong (the tables in ``QUIET_SIDE_EFFECTS``, whose triggers and
+cascades are known to reach no watched table, are the exception). A reader notes the generation before it
+reads and keeps its result only if the generation is unchanged afterwards. So whatever was read while a
+write was open (before or after its commit) is gone once the write's transaction ends, and the first read
+after that goes to the database.
 
 When: only while this process is the only one writing — SQLite, whose deployments are one server process
 (README). A CLI command beside the server only creates accounts, which no entry depends on. With
@@ -46,6 +47,13 @@ GROUPS: dict[str, frozenset[str]] = {
     "tokens": frozenset({"users", "api_tokens"}),
     "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations"}),
 }
+
+# Tables whose writes change rows elsewhere only in tables no group reads: their triggers keep the search
+# indexes (migration 0007) and their deletes cascade to chat rows. A write to one of them that changed more
+# rows than its own is not taken for a write to an unknown table, so a chat turn (which writes messages and
+# sessions on every step) keeps the entries. tests/core/test_readcache_schema.py checks this against the
+# migrated schema: a trigger or cascade from these tables that reaches a watched table fails it.
+QUIET_SIDE_EFFECTS = frozenset({"agent_sessions", "agent_messages", "agent_documents"})
 
 _TOUCHED = "readcache_touched"  # key in the pooled connection's info: groups written in this checkout
 _CHANGES = "readcache_changes"  # key in the pooled connection's info: SQLite's change count before a statement
@@ -133,7 +141,7 @@ class ReadCache:
         target = dml_target(context)
         if target is None:
             return set() if changed == 0 else set(self._generation)  # raw SQL: wrote, or may have
-        if changed is not None and changed > max(cursor.rowcount, 0):
+        if changed is not None and changed > max(cursor.rowcount, 0) and target not in QUIET_SIDE_EFFECTS:
             return set(self._generation)  # a cascade or a trigger changed rows elsewhere too
         return set(self._groups_of.get(target, ()))
 
