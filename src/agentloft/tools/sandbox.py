@@ -22,8 +22,11 @@ whatever the interpreter installed before it. So the boundary is the kernel's:
   which can deadlock a threaded server between fork and exec): CPU seconds, address space, processes,
   file size, open files, no core dumps. The tmpfs sizes bound what the program can store.
 
-The server switches to the sandbox user in the child between fork and exec (``subprocess``'s ``user``,
-``group`` and ``extra_groups``). That needs root; a server running as an ordinary user cannot, and the
+The server switches to the sandbox user at the head of the command line: util-linux ``setpriv`` sets the
+real and effective uid and gid and clears the supplementary groups, then execs ``prlimit``. Not with
+``subprocess``'s ``user``/``group``/``extra_groups``: uvloop, the event loop ``agentloft serve`` runs on
+(uvicorn's default when it is installed, as ``uvicorn[standard]`` does), refuses those arguments, so every
+snippet failed there. The switch needs root; a server running as an ordinary user cannot, and the
 sandbox is then unavailable (``SandboxUnavailable`` says why) rather than quietly weaker. ``bwrap`` itself
 runs as the sandbox user, so the kernel must let unprivileged users create user namespaces (Debian does;
 a container needs its runtime to allow it).
@@ -93,7 +96,7 @@ def sandbox_user(name: str) -> SandboxUser:
     """The sandbox user, after the checks that need no process: or ``SandboxUnavailable`` with the reason."""
     if not sys.platform.startswith("linux"):
         raise SandboxUnavailable(f"the sandbox needs Linux namespaces; this host runs {sys.platform}")
-    for program in ("bwrap", "prlimit"):
+    for program in ("bwrap", "prlimit", "setpriv"):
         if not shutil.which(program, path=PATH_ENV):
             package = "bubblewrap" if program == "bwrap" else "util-linux"
             raise SandboxUnavailable(f"{program} is not installed (Debian: apt-get install {package})")
@@ -148,8 +151,14 @@ def prlimit_argv(limits: Limits) -> list[str]:
     ]
 
 
-def bwrap_argv(command: Sequence[str], limits: Limits, read_only: Sequence[str], info_fd: int) -> list[str]:
-    """``prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
+def setpriv_argv(user: SandboxUser) -> list[str]:
+    """``setpriv <user> --``: becomes ``user`` (uid, gid, no supplementary groups), then execs what follows."""
+    return ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", "--"]
+
+
+def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_only: Sequence[str],
+               info_fd: int) -> list[str]:
+    """``setpriv ... -- prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
     mounts = ["--ro-bind", "/usr", "/usr"]
     for root in SYSTEM_ROOTS:
         if os.path.islink(root):
@@ -161,7 +170,7 @@ def bwrap_argv(command: Sequence[str], limits: Limits, read_only: Sequence[str],
             mounts += ["--ro-bind", path, path]
     size = str(limits.scratch_bytes)
     return [
-        *prlimit_argv(limits),
+        *setpriv_argv(user), *prlimit_argv(limits),
         "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
         "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox", *mounts,
         "--proc", "/proc", "--dev", "/dev",
@@ -178,12 +187,12 @@ async def run_confined(command: Sequence[str], *, user: SandboxUser, limits: Lim
     info_read, info_write = os.pipe()  # bwrap reports the host pid of the sandbox's first process here
     os.set_blocking(info_read, False)
     try:
-        argv = bwrap_argv(command, limits, read_only, info_fd=info_write)
+        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd="/", env={"PATH": PATH_ENV}, start_new_session=True,
-                pass_fds=(*pass_fds, info_write), user=user.uid, group=user.gid, extra_groups=[],
+                pass_fds=(*pass_fds, info_write),
             )
         finally:
             os.close(info_write)

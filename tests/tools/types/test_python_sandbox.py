@@ -8,6 +8,7 @@ the sandbox user really could get there without it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import secrets
@@ -19,11 +20,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import uvloop
 
 from agentloft.app import build_runtime
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import load_settings
 from agentloft.tools.types.python_exec import TOOL_TYPE as PY
+from agentloft.tools.types.python_exec import Config as PythonConfig
+from agentloft.tools.types.python_exec import run_snippet
 from tests.tools.types.conftest import Run, processes_with, wait_until_gone
 from tests.tools.types.local_server import LocalWeb
 
@@ -245,3 +249,16 @@ async def test_runs_that_time_out_do_not_use_up_the_process_budget(run: Run) -> 
         assert stuck.data["timedOut"] is True
     after = await run(PY, {"code": "print('room left')"}, tight)
     assert after.success, after.error
+
+
+def test_snippets_run_on_the_event_loop_that_agentloft_serve_uses() -> None:
+    """``agentloft serve`` runs on uvicorn's default loop, uvloop (``uvicorn[standard]`` installs it), whose
+    subprocesses refuse ``user``/``group``/``extra_groups``: every snippet failed there with
+    ``ValueError: unexpected kwargs`` while the tests, on asyncio's own loop, passed."""
+    config = PythonConfig.model_validate({})
+    code = "import os\nprint(os.getuid(), os.getgid(), os.getgroups())"
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        data, sandboxed = runner.run(run_snippet(code, "", config, SANDBOX_USER))
+    account = sandbox_account()
+    assert sandboxed and data["exitCode"] == 0, data
+    assert data["stdout"] == f"{account.pw_uid} {account.pw_gid} []\n"
