@@ -59,7 +59,7 @@ def pg_template() -> Iterator[str | None]:
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory, pg_template: str | None) -> Path:
-    path = tmp_path_factory.mktemp("template") / "agentloft.core.db"
+    path = tmp_path_factory.mktemp("template") / "agentloft.db"
     migrate.upgrade(f"sqlite+aiosqlite:///{path}")
     return path
 

@@ -58,7 +58,7 @@ class LiveApp:
 
     @property
     def db_path(self) -> Path:
-        return self.data_dir / "agentloft.core.db"
+        return self.data_dir / "agentloft.db"
 
     def client(self, **kw: Any) -> ApiClient:
         c = ApiClient(self.url, **kw)
@@ -86,8 +86,8 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
     data_dir.mkdir(parents=True, exist_ok=True)
     if pg.current is not None and "database_url" not in settings:
         settings["database_url"] = pg.current.for_dir(data_dir, empty=template_db is None)
-    if template_db is not None and not (data_dir / "agentloft.core.db").exists():
-        shutil.copy(template_db, data_dir / "agentloft.core.db")
+    if template_db is not None and not (data_dir / "agentloft.db").exists():
+        shutil.copy(template_db, data_dir / "agentloft.db")
     # Defaults (tools, the Assistant) are off unless a test asks for them, so counts in tests stay exact.
     values: dict[str, Any] = {
         "data_dir": data_dir, "env": "test", "secret_key": "test-secret-key", "create_defaults": False,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 
 from agentloft.core.settings import ConfigError, load_settings
 from tests.pg import database as pg
@@ -33,7 +36,40 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("AGENTLOFT_DATA_DIR", str(tmp_path))
     s = load_settings()
     assert (s.port, s.host, s.data_dir) == (9123, "0.0.0.0", tmp_path)
-    assert s.resolved_database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'agentloft.core.db'}"
+    assert s.resolved_database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'agentloft.db'}"
+
+
+@pytest.mark.sqlite_only(reason="the embedded database's file")
+def test_an_earlier_installs_database_is_the_one_served(tmp_path: Path, template_db: Path) -> None:
+    """The data dir of an install made before the modules moved into ``core/`` holds ``agentloft.db``. The
+    move renamed the file the server opens to ``agentloft.core.db``, so an upgraded server came up on an
+    empty database and made the first visitor to sign up its administrator."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(template_db, data / "agentloft.db")
+    hashed = PasswordHasher().hash("password123")
+    with sqlite3.connect(data / "agentloft.db") as con:
+        con.execute("INSERT INTO users (username, password_hash, role, disabled, created_at, updated_at) "
+                    "VALUES ('boss', ?, 'admin', 0, '2026-01-01 00:00:00', '2026-01-01 00:00:00')", (hashed,))
+    con.close()
+    live = start_app(data)
+    try:
+        with live.client() as c:
+            refused = c.post("/api/auth/signup", json={"username": "intruder", "password": "password123"})
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "signup_closed"
+            assert login(c, "boss")["role"] == "admin"
+    finally:
+        live.stop()
+    assert not (data / "agentloft.core.db").exists()
+
+
+def test_a_data_dir_with_only_the_misnamed_file_keeps_it(tmp_path: Path) -> None:
+    """Installs made while the file was misnamed keep their data too."""
+    assert load_settings(data_dir=tmp_path).sqlite_path == tmp_path / "agentloft.db"
+    (tmp_path / "agentloft.core.db").touch()
+    assert load_settings(data_dir=tmp_path).sqlite_path == tmp_path / "agentloft.core.db"
+    (tmp_path / "agentloft.db").touch()
+    assert load_settings(data_dir=tmp_path).sqlite_path == tmp_path / "agentloft.db"
 
 
 @pytest.mark.sqlite_only(reason="reads SQLite's journal mode")
@@ -86,7 +122,7 @@ def test_cli_serve_honours_port(tmp_path: Path) -> None:
                 time.sleep(0.2)
         else:
             pytest.fail("server did not start")
-        assert (tmp_path / "d" / "agentloft.core.db").exists()
+        assert (tmp_path / "d" / "agentloft.db").exists()
     finally:
         proc.terminate()
         proc.wait(timeout=20)

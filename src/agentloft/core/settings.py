@@ -16,6 +16,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# An install that found an empty database would greet the first visitor as its new administrator: the
+# file's name must never change.
+SQLITE_FILE = "agentloft.db"
+MISNAMED_SQLITE_FILE = "agentloft.core.db"
+
 
 class ConfigError(RuntimeError):
     """The settings cannot produce a working app; the message says which one and why."""
@@ -134,10 +139,19 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def sqlite_path(self) -> Path:
+        """The embedded database's file: ``agentloft.db`` in the data dir. For a while the file was named
+        ``agentloft.core.db`` by mistake (a search and replace when modules moved into ``core/``); a data
+        dir that has only that file keeps using it, so no install comes up empty after an upgrade."""
+        path = self.data_dir / SQLITE_FILE
+        misnamed = self.data_dir / MISNAMED_SQLITE_FILE
+        return misnamed if misnamed.exists() and not path.exists() else path
+
+    @property
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'agentloft.core.db').resolve()}"
+        return f"sqlite+aiosqlite:///{self.sqlite_path.resolve()}"
 
     def ensure_secret_key(self) -> str:
         """Return the secret key, creating and keeping one in the data dir on first start."""

@@ -21,7 +21,7 @@ def bound(argv: list[str]) -> list[str]:
 def test_named_paths_are_bound_but_never_the_data_dir(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    secret = data / "agentloft.core.db"
+    secret = data / "agentloft.db"
     secret.write_text("x")
     script = tmp_path / "server.py"
     script.write_text("")

@@ -27,7 +27,7 @@ Run = Callable[..., Awaitable[ToolResult]]
 async def rt(tmp_path: Path, template_db: Path) -> AsyncIterator[Runtime]:
     data = tmp_path / "data"
     data.mkdir()
-    shutil.copy(template_db, data / "agentloft.core.db")
+    shutil.copy(template_db, data / "agentloft.db")
     runtime = build_runtime(load_settings(data_dir=data, env="test", secret_key="test-secret-key"))
     yield runtime
     await runtime.db.dispose()

@@ -67,8 +67,8 @@ async def rt(open_dir: Path, template_db: Path) -> AsyncIterator[Runtime]:
     """A runtime whose data directory and database file the sandbox user could read, were it not hidden."""
     data = open_dir / "data"
     data.mkdir(mode=0o755)
-    shutil.copy(template_db, data / "agentloft.core.db")
-    (data / "agentloft.core.db").chmod(0o644)
+    shutil.copy(template_db, data / "agentloft.db")
+    (data / "agentloft.db").chmod(0o644)
     runtime = build_runtime(load_settings(data_dir=data, env="test", secret_key="test-secret-key"))
     yield runtime
     await runtime.db.dispose()
@@ -85,7 +85,7 @@ def victim() -> Iterator[subprocess.Popen[bytes]]:
 
 
 async def test_the_server_database_cannot_be_opened(run: Run, rt: Runtime) -> None:
-    db_file = rt.settings.data_dir / "agentloft.core.db"
+    db_file = rt.settings.data_dir / "agentloft.db"
     steal = (f"import sqlite3\nrows = sqlite3.connect('file:{db_file}?immutable=1', uri=True)"
              ".execute('select version_num from alembic_version').fetchall()\nprint('stolen', rows)")
     control = as_sandbox_user(steal)
