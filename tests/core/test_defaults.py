@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
+
+import pytest
 
 from agentloft.defaults import ASSISTANT
 from tests.support import LiveApp, signup, start_app
@@ -41,6 +44,14 @@ def test_fresh_database_has_defaults(tmp_path: Path, template_db: Path) -> None:
             assert linked == {"calculator", "datetime", "document", "fetch"}
     finally:
         live.stop()
+
+
+def test_a_fresh_start_warns_of_nothing(tmp_path: Path, template_db: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The first thing a new install printed was "default tool mcp not created: config.serverId: Field
+    required": MCP tools are made by refreshing a server, so no default of that type is attempted."""
+    caplog.set_level(logging.WARNING, logger="agentloft")
+    _start(tmp_path, template_db).stop()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("agentloft.defaults")] == []
 
 
 def test_deleted_defaults_do_not_come_back(tmp_path: Path, template_db: Path) -> None:

@@ -1,10 +1,11 @@
 """What a fresh install starts with, so that a newcomer can chat within a minute of ``agentloft serve``.
 
 On the first start (and only then: an ``app_settings`` flag records it, so a default an admin deleted
-never comes back) it creates one tool for every registered type, named and described for people, and an
-agent "Assistant" with calculator, datetime, document and fetch on the default model. Tools that need
-configuration before they can work (web-search, http-api, webhook, sql-query) or that are dangerous
-(python) start disabled. ``AGENTLOFT_CREATE_DEFAULTS=false`` skips all of this.
+never comes back) it creates one tool for every registered type an admin makes by hand (not ``mcp``: a
+server's refresh makes those), named and described for people, and an agent "Assistant" with calculator,
+datetime, document and fetch on the default model. Tools that need configuration before they can work
+(web-search, http-api, webhook, sql-query) or that are dangerous (python) start disabled.
+``AGENTLOFT_CREATE_DEFAULTS=false`` skips all of this.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ async def startup(rt: Runtime) -> None:
             return
         by_slug: dict[str, str] = {}
         for tool_type in rt.registry.all():
+            if not tool_type.made_by_hand:
+                continue
             name, description = TOOL_TEXTS.get(tool_type.slug, (tool_type.name, tool_type.description))
             data = AgentToolCreate(
                 slug=tool_type.slug,

@@ -85,6 +85,9 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     Input: ClassVar[type[BaseModel]]
     # Config fields holding secrets: stored encrypted, never returned by the API.
     secret_fields: ClassVar[tuple[str, ...]] = ()
+    # Whether an admin makes tools of this type from a config; False when another part of the platform
+    # makes the rows (an MCP server's refresh makes the ``mcp`` ones), so no default tool is made for it.
+    made_by_hand: ClassVar[bool] = True
 
     def input_schema(self, config: ConfigT) -> dict[str, Any]:
         """The JSON Schema the model fills. The ``Input`` model's, unless the schema comes with the
