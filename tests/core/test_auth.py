@@ -3,6 +3,10 @@ own files, ``test_login_throttle.py`` and ``test_throttle.py``)."""
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
+
 from tests.support import ApiClient, LiveApp, login, signup
 
 
@@ -145,3 +149,22 @@ def test_last_admin_cannot_be_demoted(admin: ApiClient) -> None:
     assert r.status_code == 409 and r.json()["error"]["code"] == "last_admin"
     r = admin.patch(f"/api/admin/users/{me['id']}", json={"disabled": True})
     assert r.status_code == 409
+
+
+def test_parallel_first_sign_ups_make_one_admin(app: LiveApp) -> None:
+    """On a fresh install, twelve sign-ups at once all counted no accounts: twelve admins, although
+    sign-up was closed after the first."""
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=app.url, timeout=60) as c:
+            return await asyncio.gather(*(
+                c.post("/api/auth/signup", json={"username": f"racer{i}", "password": "password123"})
+                for i in range(12)
+            ))
+
+    answers = asyncio.run(burst())
+    created = [r.json() for r in answers if r.status_code == 201]
+    assert [me["role"] for me in created] == ["admin"]
+    refused = [r.json()["error"]["code"] for r in answers if r.status_code != 201]
+    assert refused == ["signup_closed"] * 11
+    assert app.sql("SELECT count(*) FROM users")[0][0] == 1

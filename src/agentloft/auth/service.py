@@ -23,6 +23,10 @@ from agentloft.core.crypto import new_token, token_hash
 from agentloft.core.db import one_or_404, rows_matched, utcnow
 from agentloft.core.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
 from agentloft.core.schemas import PageParams
+from agentloft.system.models import AppSetting
+
+# The ``app_settings`` key the first account's sign-up writes (see ``signup``).
+FIRST_ACCOUNT = "first_account"
 
 _hasher = PasswordHasher()
 # Verified against when the username is unknown, so timing does not reveal which usernames exist.
@@ -95,13 +99,28 @@ async def create_user(*, db: AsyncSession, data: UserCreate) -> User:
     return user
 
 
+def _signup_closed() -> Forbidden:
+    return Forbidden("sign-up is closed; ask an administrator for an account", code="signup_closed")
+
+
 async def signup(*, db: AsyncSession, username: str, password: str, signup_open: bool) -> User:
-    """The first account on a fresh install becomes admin; later ones need sign-up to be open."""
+    """The first account on a fresh install becomes admin; later ones need sign-up to be open.
+
+    Parallel sign-ups on a fresh install all counted no accounts and all became admins, sign-up closed or
+    not. So the first account also writes the ``first_account`` row: its primary key lets one transaction
+    commit it, and the others fail and are refused like any sign-up while sign-up is closed."""
     first = await count_users(db=db) == 0
     if not first and not signup_open:
-        raise Forbidden("sign-up is closed; ask an administrator for an account", code="signup_closed")
+        raise _signup_closed()
     role = "admin" if first else "user"
-    return await create_user(db=db, data=UserCreate(username=username, password=password, role=role))
+    user = await create_user(db=db, data=UserCreate(username=username, password=password, role=role))
+    if first:
+        db.add(AppSetting(key=FIRST_ACCOUNT, value=user.id))
+        try:
+            await db.flush()
+        except IntegrityError as exc:
+            raise _signup_closed() from exc
+    return user
 
 
 async def authenticate(*, db: AsyncSession, username: str, password: str) -> User:
