@@ -29,7 +29,7 @@ from agentloft.agents.schemas import (
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.runtime import Runtime
-from agentloft.core.schemas import Page
+from agentloft.core.schemas import DbInt, Page
 from agentloft.tools import service as tools_service
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
@@ -78,24 +78,24 @@ async def admin_prompt_check(body: PromptCheck, _: AdminUser, db: DbSession) -> 
 
 
 @admin_router.get("/{agent_id}", response_model=AgentRead)
-async def admin_read(agent_id: int, _: AdminUser, db: DbSession) -> AgentRead:
+async def admin_read(agent_id: DbInt, _: AdminUser, db: DbSession) -> AgentRead:
     return AgentRead.model_validate(await service.get_agent(db=db, agent_id=agent_id))
 
 
 @admin_router.put("/{agent_id}", response_model=AgentSaved)
-async def admin_update(agent_id: int, body: AgentUpdate, _: AdminUser, rt: Rt, db: DbSession) -> AgentSaved:
+async def admin_update(agent_id: DbInt, body: AgentUpdate, _: AdminUser, rt: Rt, db: DbSession) -> AgentSaved:
     row = await service.update_agent(db=db, agent_id=agent_id, data=body, box=rt.box, fetch_card=_card_fetcher(rt))
     return await _saved(db, row)
 
 
 @admin_router.post("/{agent_id}/card/refresh", response_model=AgentRead)
-async def admin_refresh_card(agent_id: int, _: AdminUser, rt: Rt, db: DbSession) -> AgentRead:
+async def admin_refresh_card(agent_id: DbInt, _: AdminUser, rt: Rt, db: DbSession) -> AgentRead:
     """Fetch a remote agent's card again; ``cardError`` says why when it cannot be fetched."""
     row = await service.store_card(db=db, agent_id=agent_id, box=rt.box, fetch_card=_card_fetcher(rt))
     return AgentRead.model_validate(row)
 
 
 @admin_router.delete("/{agent_id}", status_code=204)
-async def admin_delete(agent_id: int, _: AdminUser, db: DbSession) -> Response:
+async def admin_delete(agent_id: DbInt, _: AdminUser, db: DbSession) -> Response:
     await service.delete_agent(db=db, agent_id=agent_id)
     return Response(status_code=204)

@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StrictInt, StringConstraints, model_validator
 
-from agentloft.core.schemas import ApiModel
+from agentloft.core.schemas import ApiModel, BodyId
 
 Slug = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
@@ -20,9 +20,9 @@ class AgentCreate(ApiModel):
     name: Name
     description: str = Field(default="", max_length=2000)
     system_prompt: str = Field(default="", max_length=100_000)
-    model_id: int | None = Field(default=None, description="A model configuration; null uses the default.")
-    max_steps: int = Field(default=10, ge=1, le=100)
-    max_output_tokens: int = Field(default=4096, ge=1, le=1_000_000)
+    model_id: BodyId | None = Field(default=None, description="A model configuration; null uses the default.")
+    max_steps: StrictInt = Field(default=10, ge=1, le=100)
+    max_output_tokens: StrictInt = Field(default=4096, ge=1, le=1_000_000)
     enabled: bool = True
     a2a_callable: bool = Field(default=False, alias="a2aCallable")
     kind: Kind = Field(default="local", description="'remote': an agent elsewhere, called over A2A.")
@@ -43,9 +43,9 @@ class AgentUpdate(ApiModel):
     name: Name | None = None
     description: str | None = Field(default=None, max_length=2000)
     system_prompt: str | None = Field(default=None, max_length=100_000)
-    model_id: int | None = None
-    max_steps: int | None = Field(default=None, ge=1, le=100)
-    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    model_id: BodyId | None = None
+    max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000)
     enabled: bool | None = None
     a2a_callable: bool | None = Field(default=None, alias="a2aCallable")
     kind: Kind | None = None

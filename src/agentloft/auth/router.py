@@ -20,7 +20,7 @@ from agentloft.auth.schemas import (
 )
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.errors import TooMany
-from agentloft.core.schemas import Page
+from agentloft.core.schemas import DbInt, Page
 from agentloft.system import service as system_service
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -99,7 +99,7 @@ async def list_tokens(user: CurrentUser, db: DbSession) -> list[TokenRead]:
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-async def delete_token(token_id: int, user: CurrentUser, db: DbSession) -> Response:
+async def delete_token(token_id: DbInt, user: CurrentUser, db: DbSession) -> Response:
     await service.delete_api_token(db=db, user_id=user.id, token_id=token_id)
     return Response(status_code=204)
 
@@ -116,5 +116,5 @@ async def admin_list_users(_: AdminUser, db: DbSession, paging: Paging) -> Page[
 
 
 @admin_router.patch("/{user_id}", response_model=UserRead)
-async def admin_update_user(user_id: int, body: UserUpdate, _: AdminUser, db: DbSession) -> UserRead:
+async def admin_update_user(user_id: DbInt, body: UserUpdate, _: AdminUser, db: DbSession) -> UserRead:
     return UserRead.model_validate(await service.update_user(db=db, user_id=user_id, data=body))

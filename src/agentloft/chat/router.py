@@ -42,7 +42,7 @@ from agentloft.chat.schemas import (
 )
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.runtime import Runtime
-from agentloft.core.schemas import Page
+from agentloft.core.schemas import DbInt, Page
 
 router = APIRouter(tags=["chat"])
 
@@ -92,7 +92,7 @@ async def list_sessions(
     db: DbSession,
     paging: Paging,
     kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
-    agent_id: Annotated[int | None, Query(alias="agentId")] = None,
+    agent_id: Annotated[DbInt | None, Query(alias="agentId")] = None,
 ) -> Page[SessionRead]:
     rows, total = await service.list_sessions(db=db, user_id=user.id, page=paging, kind=kind, agent_id=agent_id)
     names = await service.agent_names(db=db, agent_ids=[r.agent_id for r in rows])

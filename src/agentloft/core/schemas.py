@@ -6,12 +6,24 @@ No web framework here: services take ``PageParams`` too. The query-string depend
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from annotated_types import Interval
+from pydantic import BaseModel, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
 
 T = TypeVar("T")
+
+# The range of the database's INTEGER columns (32 bits on PostgreSQL). An id, filter or reference beyond
+# it matches nothing, and the drivers refuse to send it (asyncpg past 32 bits, SQLite past 64): a 500.
+# Every integer a client sends that reaches a query is a ``DbInt``, so it is a 422 instead.
+DB_INT_MAX = 2**31 - 1
+DbInt = Annotated[int, Interval(ge=-DB_INT_MAX - 1, le=DB_INT_MAX)]
+# A row's id in a JSON body: a JSON number without a fraction. A lax parse would take "5", 5.0 and even
+# true (as 1): a client's bug saved as if meant. Paths and query strings are text, so they keep ``DbInt``.
+# Other integers in bodies are ``StrictInt`` with their own bounds: a ``Field(ge=...)`` next to ``DbInt``
+# would be overridden by its wider interval.
+BodyId = Annotated[DbInt, Strict()]
 
 
 class ApiModel(BaseModel):

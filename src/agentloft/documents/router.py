@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import CurrentUser
 from agentloft.core.dependencies import DbSession, Paging
-from agentloft.core.schemas import Page
+from agentloft.core.schemas import DbInt, Page
 from agentloft.documents import service
 from agentloft.documents.schemas import (
     DocumentCreate,
@@ -85,7 +85,7 @@ async def list_versions(
 
 
 @router.get("/{document_id}/versions/{version}", response_model=VersionRead)
-async def read_version(document_id: str, version: int, user: CurrentUser, db: DbSession) -> VersionRead:
+async def read_version(document_id: str, version: DbInt, user: CurrentUser, db: DbSession) -> VersionRead:
     row = await service.get_version(db=db, user_id=user.id, document_id=document_id, version=version)
     return VersionRead(
         version=row.version, type=row.type, title=row.title, summary=row.summary, tags=row.tags,
@@ -94,6 +94,6 @@ async def read_version(document_id: str, version: int, user: CurrentUser, db: Db
 
 
 @router.post("/{document_id}/versions/{version}/restore", response_model=DocumentRead)
-async def restore_version(document_id: str, version: int, user: CurrentUser, db: DbSession) -> DocumentRead:
+async def restore_version(document_id: str, version: DbInt, user: CurrentUser, db: DbSession) -> DocumentRead:
     row = await service.restore_version(db=db, user_id=user.id, document_id=document_id, version=version)
     return DocumentRead.model_validate(row)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
-from agentloft.core.schemas import Page
+from agentloft.core.schemas import DbInt, Page
 from agentloft.llm import service
 from agentloft.llm.presets import PRESETS
 from agentloft.llm.schemas import (
@@ -45,24 +45,24 @@ async def create_model(body: ModelConfigCreate, _: AdminUser, rt: Rt, db: DbSess
 
 
 @admin_router.get("/{model_id}", response_model=ModelConfigRead)
-async def read_model(model_id: int, _: AdminUser, db: DbSession) -> ModelConfigRead:
+async def read_model(model_id: DbInt, _: AdminUser, db: DbSession) -> ModelConfigRead:
     return service.to_read(await service.get_model(db=db, model_id=model_id))
 
 
 @admin_router.put("/{model_id}", response_model=ModelConfigRead)
 async def update_model(
-    model_id: int, body: ModelConfigUpdate, _: AdminUser, rt: Rt, db: DbSession
+    model_id: DbInt, body: ModelConfigUpdate, _: AdminUser, rt: Rt, db: DbSession
 ) -> ModelConfigRead:
     return service.to_read(await service.update_model(db=db, box=rt.box, model_id=model_id, data=body))
 
 
 @admin_router.delete("/{model_id}", status_code=204)
-async def delete_model(model_id: int, _: AdminUser, db: DbSession) -> Response:
+async def delete_model(model_id: DbInt, _: AdminUser, db: DbSession) -> Response:
     await service.delete_model(db=db, model_id=model_id)
     return Response(status_code=204)
 
 
 @admin_router.post("/{model_id}/test", response_model=ModelTestResult)
-async def test_model(model_id: int, _: AdminUser, rt: Rt, db: DbSession) -> ModelTestResult:
+async def test_model(model_id: DbInt, _: AdminUser, rt: Rt, db: DbSession) -> ModelTestResult:
     row = await service.get_model(db=db, model_id=model_id)
     return await service.test_model(row=row, box=rt.box, models=rt.models)

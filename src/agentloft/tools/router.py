@@ -48,7 +48,7 @@ from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
-from agentloft.core.schemas import Page, PageParams
+from agentloft.core.schemas import DbInt, Page, PageParams
 from agentloft.tools import service
 from agentloft.tools.base import ToolResult
 from agentloft.tools.dependencies import Registry
@@ -140,12 +140,12 @@ async def execute_tool(
 
 
 @admin_router.get("/api/admin/agents/{agent_id}/tools", response_model=Page[AgentToolLinkRead])
-async def agent_tools(agent_id: int, _: AdminUser, db: DbSession) -> Page[AgentToolLinkRead]:
+async def agent_tools(agent_id: DbInt, _: AdminUser, db: DbSession) -> Page[AgentToolLinkRead]:
     return _whole(await service.list_agent_tools(db=db, agent_id=agent_id))
 
 
 @admin_router.put("/api/admin/agents/{agent_id}/tools", response_model=Page[AgentToolLinkRead])
 async def set_agent_tools(
-    agent_id: int, body: list[AgentToolLinkIn], _: AdminUser, db: DbSession
+    agent_id: DbInt, body: list[AgentToolLinkIn], _: AdminUser, db: DbSession
 ) -> Page[AgentToolLinkRead]:
     return _whole(await service.set_agent_tools(db=db, agent_id=agent_id, links=body))

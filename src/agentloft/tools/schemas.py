@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, StringConstraints
+from pydantic import Field, StrictBool, StrictInt, StringConstraints
 
-from agentloft.core.schemas import ApiModel
+from agentloft.core.schemas import DB_INT_MAX, ApiModel
 
 SECRET_PLACEHOLDER = "•••"
 
@@ -115,7 +115,7 @@ class LlmToolRead(ApiModel):
 class AgentToolLinkIn(ApiModel):
     tool_id: str
     needs_approval: bool | None = Field(default=None, description="null inherits the tool's setting.")
-    position: int | None = Field(default=None, ge=0, description="Omitted: the index in the list.")
+    position: StrictInt | None = Field(default=None, ge=0, le=DB_INT_MAX, description="Omitted: the index in the list.")
 
 
 class AgentToolLinkRead(ApiModel):
