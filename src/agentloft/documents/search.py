@@ -267,7 +267,9 @@ async def search_documents(
     *, db: AsyncSession, user_id: int, type: str | None, q: str, offset: int, limit: int
 ) -> Found | None:
     """One page of ``user_id``'s documents matching ``q`` (best first) and the total, or None when
-    ``q`` holds no terms."""
+    ``q`` holds no terms. A NUL separates terms: FTS5 ends its MATCH string at one and PostgreSQL refuses
+    it in text, so a search with one failed."""
+    q = q.replace("\x00", " ")
     query = parse_query(q)
     if query.empty:
         return None
