@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,28 @@ _STATUS_CODES = {
 }
 
 
+# Text a database cannot store. PostgreSQL refuses the NUL character in text (SQLSTATE 22021, or 22P05 when
+# converting); both drivers refuse to encode a lone UTF-16 surrogate, which JSON's "\\udfff" can carry.
+# Either is the client's input, not a fault of ours: a 422, whatever field or query it came in.
+_BAD_TEXT_SQLSTATES = frozenset({"22021", "22P05"})
+_BAD_TEXT_MESSAGE = "Text may not contain the NUL character (\\u0000) or a lone surrogate (\\ud800-\\udfff)"
+
+
+def _is_bad_text(exc: BaseException) -> bool:
+    """Whether ``exc`` or one it was raised from is a database's or driver's refusal of such text (the
+    drivers wrap it: asyncpg's encoding error is the cause of its ``DataError``, itself under SQLAlchemy's)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, UnicodeEncodeError) and "surrogate" in seen.reason:
+            return True
+        if getattr(seen, "sqlstate", None) in _BAD_TEXT_SQLSTATES:
+            return True
+        seen = seen.__cause__ or (seen.orig if isinstance(seen, DBAPIError) else None)
+    return False
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
@@ -145,3 +168,10 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"error": {"code": "internal_error", "message": "Internal server error"}}, status_code=500
         )
+
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(UnicodeEncodeError)
+    async def _bad_text(request: Request, exc: Exception) -> JSONResponse:
+        if _is_bad_text(exc):
+            return error_response(Invalid(_BAD_TEXT_MESSAGE))
+        return await _unexpected(request, exc)
