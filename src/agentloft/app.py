@@ -90,6 +90,12 @@ def _freeze_startup_objects() -> None:
     gc.freeze()
 
 
+# The largest request body read, in bytes: above the biggest any schema allows (a markdown preview of 1M
+# characters, JSON-escaped), so only a client that means harm meets it. Without a limit, a body of any size
+# was read into memory before anything was checked, even from a client that had not signed in: a 413 now.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
     settings = settings or load_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -114,7 +120,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
                 await hook(rt)
             await rt.db.dispose()
 
-    app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan)
+    app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan, max_body_size=MAX_BODY_BYTES)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     install_error_handlers(app)
     for name in ROUTER_MODULES:
