@@ -148,6 +148,9 @@ def test_unknown_api_route_uses_error_shape(anon: ApiClient) -> None:
 def test_malformed_json_is_422(anon: ApiClient) -> None:
     r = anon.post("/api/auth/login", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
+    # The body is named, with where and why it stopped parsing; not a field called "1".
+    assert r.json()["error"]["fields"] == {"body": "not valid JSON at character 1: Expecting property name "
+                                                   "enclosed in double quotes"}
 
 
 def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:

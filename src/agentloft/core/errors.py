@@ -86,10 +86,21 @@ def _loc_to_path(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
+def _json_invalid(error: dict[str, Any]) -> tuple[str, str]:
+    """FastAPI puts the character where a body stopped parsing in the error's place, as if it were a field
+    (``"25": "JSON decode error"``); name the body and say where and why instead."""
+    where = error.get("loc", ())[-1]
+    why = (error.get("ctx") or {}).get("error", "")
+    return "body", f"not valid JSON at character {where}: {why}".rstrip(": ")
+
+
 def field_errors(errors: list[Any]) -> dict[str, str]:
     """Map pydantic error dicts to ``{"field.path": "message"}`` (first message per field wins)."""
     out: dict[str, str] = {}
     for e in errors:
+        if e.get("type") == "json_invalid":
+            out.setdefault(*_json_invalid(e))
+            continue
         out.setdefault(_loc_to_path(e.get("loc", ())), e.get("msg", "invalid"))
     return out
 
