@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -152,6 +153,16 @@ def _is_bad_text(exc: BaseException) -> bool:
     return False
 
 
+# PostgreSQL aborted the transaction for another one writing the same rows: a deadlock (40P01) or, at a
+# stricter isolation, a serialization failure (40001). The request lost a race; the client may retry.
+_RACE_LOST_SQLSTATES = frozenset({"40P01", "40001"})
+
+
+def _race_lost() -> Conflict:
+    return Conflict("It was changed or deleted by another request at the same time; reload it and try again",
+                    code="changed_meanwhile")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
@@ -180,9 +191,16 @@ def install_error_handlers(app: FastAPI) -> None:
             {"error": {"code": "internal_error", "message": "Internal server error"}}, status_code=500
         )
 
+    @app.exception_handler(StaleDataError)
+    async def _stale(request: Request, exc: StaleDataError) -> JSONResponse:
+        """An update whose row another request deleted (or changed) between reading and writing it."""
+        return error_response(_race_lost())
+
     @app.exception_handler(DBAPIError)
     @app.exception_handler(UnicodeEncodeError)
-    async def _bad_text(request: Request, exc: Exception) -> JSONResponse:
+    async def _database(request: Request, exc: Exception) -> JSONResponse:
         if _is_bad_text(exc):
             return error_response(Invalid(_BAD_TEXT_MESSAGE))
+        if isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) in _RACE_LOST_SQLSTATES:
+            return error_response(_race_lost())
         return await _unexpected(request, exc)

@@ -6,9 +6,10 @@ import ipaddress
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.core.errors import Invalid
+from agentloft.core.errors import Conflict, Invalid
 from agentloft.core.settings import Settings
 from agentloft.system.models import AppSetting
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
@@ -40,11 +41,15 @@ async def update_settings(
 ) -> InstanceSettings:
     for entry in data.allowed_internal_hosts or []:
         _check_host(entry)
-    for key, value in data.model_dump(exclude_none=True).items():
-        row = await db.get(AppSetting, key)
-        if row is None:
-            db.add(AppSetting(key=key, value=value))
-        else:
-            row.value = value
-    await db.flush()
+    try:  # reading the next key flushes the row added for the one before
+        for key, value in data.model_dump(exclude_none=True).items():
+            row = await db.get(AppSetting, key)
+            if row is None:
+                db.add(AppSetting(key=key, value=value))
+            else:
+                row.value = value
+        await db.flush()
+    except IntegrityError as exc:  # another request stored a setting's first value in between
+        raise Conflict("The settings were changed by another request at the same time; reload them and try again",
+                       code="settings_changed") from exc
     return await get_settings(db=db, settings=settings)

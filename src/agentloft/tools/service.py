@@ -519,7 +519,11 @@ async def set_agent_tools(
                 position=i if link.position is None else link.position,
             )
         )
-    await db.flush()
+    try:
+        await db.flush()
+    except IntegrityError as exc:  # on PostgreSQL, another request replaced the list in between
+        raise Conflict("The agent's tools were changed by another request at the same time; reload them and try "
+                       "again", code="agent_tools_changed") from exc
     return await list_agent_tools(db=db, agent_id=agent_id)
 
 
