@@ -5,7 +5,7 @@ refused in-place change whose row goes back to what the server holds."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Dialog, Page, Route, expect
 
 from tests.e2e.conftest import api
 
@@ -66,3 +66,24 @@ def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page
     role.select_option("user")  # the only admin: refused
     expect(page.locator(".form-error")).to_contain_text("last active admin")
     expect(page.locator("select[data-role='root']")).to_have_value("admin")
+
+
+def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Page) -> None:
+    """While the tool list is on its way the editor stays closed, so a choice made in it (kind "remote")
+    cannot be reset when that section fills in; shown before, a quick user lost it."""
+    page = admin_page
+    page.goto("/admin/agents")
+    held: list[Route] = []
+    page.route("**/api/agent-tools?*", lambda route: held.append(route))
+    with page.expect_request("**/api/agent-tools?*"):
+        page.get_by_role("button", name="New agent").click()
+    form = page.locator("#agent-form")
+    expect(form).to_be_hidden()
+    while not held:  # the route's handler runs on the next message from the browser
+        page.wait_for_timeout(10)
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/agent-tools?*")
+    expect(form).to_be_visible()
+    form.get_by_label("Kind").select_option("remote")
+    expect(form.get_by_label("System prompt")).to_be_hidden()

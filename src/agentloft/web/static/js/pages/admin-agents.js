@@ -73,8 +73,10 @@ async function openEditor(agent) {
   fillForm(form, agent || { enabled: true, maxSteps: 10, maxOutputTokens: 4096, modelId: null });
   promptWarnings.hidden = true;
   checkPrompt();
+  // The sections fill themselves before the form shows: opened first, a choice made while the tool list
+  // loaded (say, kind "remote") was reset under the user's hand when the remote section filled in.
+  await Promise.all(editorHooks.map((hook) => hook.open(agent)));
   modal.open();
-  for (const hook of editorHooks) await hook.open(agent);
 }
 
 onSave(form, async () => {
