@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentloft.web.markdown import render
+from agentloft.web.markdown import render, sanitize
 from tests.support import ApiClient
 
 
@@ -26,3 +26,43 @@ def test_render_endpoint_needs_sign_in_and_renders(anon: ApiClient, user: ApiCli
     assert user.ok("POST", "/api/render/markdown", json={"text": "*hi*"}) == {"html": "<p><em>hi</em></p>\n"}
     r = user.post("/api/render/markdown", json={})
     assert r.status_code == 422 and "text" in r.json()["error"]["fields"]
+
+
+def test_code_blocks_are_highlighted_with_their_language_and_nothing_else_gets_classes() -> None:
+    html = render("```python\ndef f(x):\n    return x < 1\n```\n\n```nosuchlang\n<b>x</b>\n```")
+    assert '<code class="language-python"><span class="k">def</span>' in html
+    assert '<span class="nf">f</span>' in html and "&lt;" in html
+    assert '<code class="language-nosuchlang">&lt;b&gt;x&lt;/b&gt;' in html  # unknown: escaped, not guessed
+    # Only Pygments' token classes pass on spans: a class smuggled into markdown never reaches the page.
+    cleaned = sanitize('<span class="evil k">x</span><div class="k">y</div>')
+    assert cleaned == '<span class="k">x</span><div class="">y</div>'
+
+
+def test_math_becomes_mathml_and_money_stays_text() -> None:
+    html = render(r"The area is $$\int_0^1 x\,dx$$ and $a^2$; it costs $5 and $10.")
+    assert html.startswith("<p>The area is <span class=\"math display\"><math")
+    assert "<mo>∫</mo>" in html and "<msup><mi>a</mi><mn>2</mn></msup>" in html
+    assert "it costs $5 and $10.</p>" in html
+    block = render("$$\n\\frac{1}{2}\n$$")
+    assert '<div class="math block">' in block and "<mfrac>" in block
+    broken = render(r"see $\frac{1}{$ here")
+    assert "math-error" in broken or "$" in broken  # unreadable LaTeX shows its source, never an error
+    assert "<script" not in render(r"$\text{<script>alert(1)</script>}$")
+
+
+def test_plain_text_of_markdown_for_titles_and_summaries() -> None:
+    from agentloft.core.plaintext import markdown_to_plain
+
+    assert markdown_to_plain("# **Plan** for `x`:\n\n- one\n- [two](https://a.example)") == "Plan for x: one two"
+    assert markdown_to_plain("> quote *it*") == "quote it"
+    assert markdown_to_plain("") == ""
+
+
+def test_batch_endpoint_renders_in_order_and_checks_its_size(user: ApiClient) -> None:
+    body = user.ok("POST", "/api/render/markdown/batch", json={"texts": ["*a*", "**b**", ""]})
+    assert body == {"html": ["<p><em>a</em></p>\n", "<p><strong>b</strong></p>\n", ""]}
+    r = user.post("/api/render/markdown/batch", json={"texts": ["x"] * 51})
+    assert r.status_code == 422 and "texts" in r.json()["error"]["fields"]
+    big = "x" * 600_000
+    r = user.post("/api/render/markdown/batch", json={"texts": [big, big]})
+    assert r.status_code == 422

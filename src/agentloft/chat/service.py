@@ -30,6 +30,7 @@ from agentloft.chat.models import (
 from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
 from agentloft.core.errors import Conflict, Invalid, NotFound
 from agentloft.core.ids import new_id
+from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.schemas import PageParams
 
 TITLE_LENGTH = 60
@@ -40,7 +41,8 @@ SESSION_LIST_FILTERS: list[Callable[[Select[Any]], Select[Any]]] = []
 
 
 def title_from(text: str) -> str:
-    line = " ".join(text.split())
+    """A title from the first words of ``text``, markdown dropped (``**Plan**`` reads ``Plan``)."""
+    line = markdown_to_plain(text) or " ".join(text.split())
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 

@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from agentloft import __version__
+from agentloft.core.plaintext import markdown_to_plain
 from agentloft.web import i18n
 
 WEB_DIR = Path(__file__).resolve().parent
@@ -46,6 +47,7 @@ def environment() -> Environment:
     )
     env.globals.update(static_url=static_url, languages=i18n.LANGUAGES, version=__version__)
     env.filters["json_script"] = _json_script
+    env.filters["plain"] = markdown_to_plain
     return env
 
 

@@ -37,6 +37,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.tool.needsApproval": "This call needs your approval.",
         "chat.tool.approve": "Approve",
         "chat.tool.reject": "Reject",
+        "chat.copyCode": "Copy code",
+        "chat.copyFailed": "Copy failed",
+        "chat.codeText": "text",
     },
     "zh-CN": {
         "chat.agent": "智能体",
@@ -72,5 +75,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.tool.needsApproval": "此调用需要你的批准。",
         "chat.tool.approve": "批准",
         "chat.tool.reject": "拒绝",
+        "chat.copyCode": "复制代码",
+        "chat.copyFailed": "复制失败",
+        "chat.codeText": "文本",
     },
 }

@@ -1,26 +1,55 @@
 """``POST /api/render/markdown``: the server's markdown renderer for live previews and streamed replies,
-so the browser never parses markdown itself."""
+so the browser never parses markdown itself. ``…/batch`` renders several texts in one request (a saved
+conversation's replies when it opens)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import Field, StringConstraints
+from starlette.concurrency import run_in_threadpool
 
 from agentloft.auth.dependencies import CurrentUser
+from agentloft.core.errors import Invalid
 from agentloft.core.schemas import ApiModel
 from agentloft.web import markdown
 
 router = APIRouter(prefix="/api/render", tags=["web"])
 
+MAX_TEXT = 1_000_000
+BATCH_SIZE = 50
+# Longer input is rendered in a worker thread, so one big document does not stall every open stream.
+THREAD_FROM = 20_000
+
 
 class MarkdownInput(ApiModel):
-    text: str = Field(max_length=1_000_000)
+    text: str = Field(max_length=MAX_TEXT)
 
 
 class MarkdownOutput(ApiModel):
     html: str = Field(description="Sanitised HTML, safe to insert into a page.")
 
 
+class MarkdownBatchInput(ApiModel):
+    texts: list[Annotated[str, StringConstraints(max_length=MAX_TEXT)]] = Field(max_length=BATCH_SIZE)
+
+
+class MarkdownBatchOutput(ApiModel):
+    html: list[str] = Field(description="Sanitised HTML of each text, in the order given.")
+
+
 @router.post("/markdown", response_model=MarkdownOutput)
 async def render_markdown(body: MarkdownInput, _: CurrentUser) -> MarkdownOutput:
-    return MarkdownOutput(html=markdown.render(body.text))
+    if len(body.text) < THREAD_FROM:
+        return MarkdownOutput(html=markdown.render(body.text))
+    return MarkdownOutput(html=await run_in_threadpool(markdown.render, body.text))
+
+
+@router.post("/markdown/batch", response_model=MarkdownBatchOutput)
+async def render_markdown_batch(body: MarkdownBatchInput, _: CurrentUser) -> MarkdownBatchOutput:
+    if sum(len(t) for t in body.texts) > MAX_TEXT:
+        raise Invalid("the texts together are too long", fields={"texts": f"at most {MAX_TEXT} characters"})
+    if sum(len(t) for t in body.texts) < THREAD_FROM:
+        return MarkdownBatchOutput(html=markdown.render_many(body.texts))
+    return MarkdownBatchOutput(html=await run_in_threadpool(markdown.render_many, body.texts))

@@ -94,3 +94,22 @@ export function dialog(el) {
 export function badge(text, kind = '') {
   return h('span', { class: `badge ${kind}`.trim(), text });
 }
+
+/** Put `text` on the clipboard; answers whether it worked. The Clipboard API needs a secure origin
+ * (https or localhost), so a plain-http intranet install falls back to a hidden textarea. */
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch { /* fall back below */ }
+  const area = h('textarea', { class: 'visually-hidden', readonly: true, 'aria-hidden': 'true' });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try { ok = document.execCommand('copy'); } catch { ok = false; }
+  area.remove();
+  return ok;
+}

@@ -133,7 +133,7 @@ async function send(text) {
     state.sessionId = sessionId;
     history.pushState({}, '', `/chat/${sessionId}`);
     agentSelect.disabled = true;
-    setHeader(text.slice(0, 80), agentSelect.selectedOptions[0]?.textContent);
+    setHeader(t('chat.newChat'), agentSelect.selectedOptions[0]?.textContent); // the title comes with the list
   }
   await follow(response);
 }
@@ -175,6 +175,8 @@ async function refreshSessions() {
   let sessions;
   try { sessions = await loadAll('/api/agent-sessions', 100); } catch { return; }
   document.querySelector('.sessions-empty').hidden = sessions.length > 0;
+  const current = sessions.find((s) => s.id === state.sessionId);
+  if (current) document.getElementById('chat-title').textContent = current.title;
   sessionList.replaceChildren(...sessions.map((s) => h('li', { class: s.id === state.sessionId ? 'current' : '' },
     h('a', { href: `/chat/${s.id}`, 'aria-current': s.id === state.sessionId ? 'page' : null, dataset: { sessionId: s.id } },
       h('span', { class: 'session-title', text: s.title }),

@@ -1,9 +1,9 @@
 // A chat message as the Vercel AI SDK's UIMessage ({id, role, parts}) built from stream chunks, and its
 // view. Text is rendered to HTML by the server (POST /api/render/markdown), never parsed here.
-import { api } from '../api.js';
 import { h } from '../dom.js';
 import { t } from '../i18n.js';
 import { handleData } from './hooks.js';
+import { decorateCodeBlocks, renderMarkdown } from '../markdown.js';
 
 export function newMessage(id, role, parts = [], status = 'complete', error = null) {
   return { id, role, parts: parts.map((p) => ({ ...p })), status, error };
@@ -89,38 +89,56 @@ export function applyChunk(message, chunk) {
 
 const json = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
 
-/** Keeps one text part's HTML in step with its text: one render request in flight, at most ~8 per second. */
-class MarkdownBox {
+// While a reply streams its text is rendered at most this often; once it ended, exactly once more.
+export const RENDER_INTERVAL_MS = 250;
+
+/** Keeps one text part's HTML in step with its text: one render request in flight, at most four a second
+ * while the text still grows, and one render of the final text (skipped when that is what shows). */
+export class MarkdownView {
   constructor() {
     this.el = h('div', { class: 'md' });
-    this.rendered = null;
-    this.pending = null;
+    this.text = null; // the latest text
+    this.final = false; // no more text will come
+    this.shown = null; // the text whose HTML is shown
     this.busy = false;
+    this.timer = null;
+    this.lastStart = -Infinity;
   }
 
-  set(text) {
-    if (text === this.rendered || text === this.pending) return;
-    this.pending = text;
-    if (this.rendered === null) this.el.textContent = text; // raw until the first HTML arrives
-    if (!this.busy) this.flush();
+  set(text, final = true) {
+    if (text === this.text && final === this.final) return;
+    this.text = text;
+    this.final = final;
+    if (this.shown === null && !this.busy) this.el.textContent = text; // raw until the first HTML arrives
+    this.schedule();
   }
 
-  async flush() {
-    this.busy = true;
-    while (this.pending !== null) {
-      const text = this.pending;
-      this.pending = null;
-      try {
-        const { html } = await api('POST', '/api/render/markdown', { text });
-        this.el.innerHTML = html; // sanitised by the server (nh3)
-        this.rendered = text;
-      } catch {
-        this.el.textContent = text;
-        this.rendered = text;
-      }
-      if (this.pending !== null) await new Promise((r) => setTimeout(r, 120));
+  schedule() {
+    if (this.busy || this.text === this.shown) return;
+    const wait = this.final ? 0 : this.lastStart + RENDER_INTERVAL_MS - performance.now();
+    if (wait <= 0) {
+      clearTimeout(this.timer);
+      this.timer = null;
+      this.render();
+    } else if (!this.timer) {
+      this.timer = setTimeout(() => { this.timer = null; this.schedule(); }, wait);
     }
+  }
+
+  async render() {
+    const text = this.text;
+    this.busy = true;
+    this.lastStart = performance.now();
+    try {
+      this.el.innerHTML = await renderMarkdown(text); // sanitised by the server (nh3)
+      decorateCodeBlocks(this.el);
+    } catch {
+      this.el.textContent = text;
+    }
+    this.shown = text;
     this.busy = false;
+    this.el.dispatchEvent(new CustomEvent('rendered', { bubbles: true }));
+    this.schedule();
   }
 }
 
@@ -183,10 +201,10 @@ export class MessageView {
   partNode(part, index) {
     if (part.type === 'text') {
       if (this.message.role === 'user') return h('div', { class: 'plain', text: part.text });
-      let box = this.boxes.get(index);
-      if (!box) { box = new MarkdownBox(); this.boxes.set(index, box); }
-      box.set(part.text);
-      return box.el;
+      let view = this.boxes.get(index);
+      if (!view) { view = new MarkdownView(); this.boxes.set(index, view); }
+      view.set(part.text, part.state !== 'streaming' || this.message.status !== 'streaming');
+      return view.el;
     }
     if (part.type === 'reasoning') {
       return h('details', { class: 'reasoning' }, h('summary', { text: t('chat.reasoning') }), h('div', { class: 'plain', text: part.text }));

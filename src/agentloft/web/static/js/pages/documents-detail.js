@@ -2,6 +2,7 @@
 import { api } from '../api.js';
 import { busy, dialog, fillForm, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
+import { decorateCodeBlocks } from '../markdown.js';
 
 const id = document.getElementById('doc-view').dataset.id;
 const url = `/api/agent-documents/${encodeURIComponent(id)}`;
@@ -11,6 +12,7 @@ const form = document.getElementById('edit-form');
 const preview = edit.querySelector('.doc-preview');
 const versionsError = document.getElementById('versions-error');
 const original = JSON.parse(document.getElementById('doc-data').textContent);
+decorateCodeBlocks(view.querySelector('.doc-body'));
 
 let previewTimer = null;
 let previewSeq = 0;
@@ -19,7 +21,10 @@ async function renderPreview() {
   const seq = ++previewSeq;
   try {
     const { html } = await api('POST', '/api/render/markdown', { text: form.elements.content.value });
-    if (seq === previewSeq) preview.innerHTML = html; // sanitised by the server (markdown-it + nh3)
+    if (seq === previewSeq) {
+      preview.innerHTML = html; // sanitised by the server (markdown-it + nh3)
+      decorateCodeBlocks(preview);
+    }
   } catch (error) {
     if (seq === previewSeq) preview.textContent = error.message;
   }

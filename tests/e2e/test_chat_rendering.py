@@ -1,0 +1,83 @@
+"""Issue 14 point 3 in a real browser: a streamed reply is rendered at most four times a second and once
+more at its end; code blocks are highlighted with a language label and a copy button; math is MathML;
+titles show as plain text."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, text
+
+pytestmark = pytest.mark.e2e
+
+REPLY = (" ".join(f"word{i}" for i in range(100)) + "\n\n```python\ndef f(x):\n    return x\n```\n\n"
+         + r"The area is $$\int_0^1 x\,dx$$ here.")
+
+
+def setup_model(page: Page, server: FakeModelServer) -> None:
+    api(page, "POST", "/api/admin/models",
+        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+
+
+def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_model(page, fake_model_server)
+    renders: list[float] = []
+
+    def count(request: Request) -> None:
+        if request.url.endswith("/api/render/markdown") and request.method == "POST":
+            renders.append(time.monotonic())
+
+    page.on("request", count)
+    fake_model.push(text(REPLY, delay=0.03))  # ~105 chunks over ~3 s
+    page.goto("/chat")
+    page.get_by_label("Message").fill("**Explain** the `integral`")
+    started = time.monotonic()
+    page.get_by_role("button", name="Send").click()
+    reply = page.locator(".message.assistant .md")
+    expect(reply).to_contain_text("word50")  # shows progress while streaming
+    expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=20_000)
+    expect(reply.locator("math")).to_have_count(1)
+    elapsed = time.monotonic() - started
+    page.wait_for_timeout(300)  # a late render would show up here
+    assert len(renders) >= 3, renders
+    assert len(renders) <= elapsed * 4 + 2, (len(renders), elapsed)
+    gaps = [b - a for a, b in itertools.pairwise(renders)]
+    assert sum(1 for g in gaps if g < 0.2) <= 1, gaps  # only the final render may follow quickly
+
+    block = reply.locator(".code-block")
+    expect(block.locator(".code-lang")).to_have_text("python")
+    expect(block.locator("pre code span.k")).to_have_text(["def", "return"])  # Pygments' keyword class
+    expect(reply.locator(".math.display math msubsup mo")).to_have_text("∫")
+    # The title keeps the words of the question, not its markdown.
+    expect(page.locator("#session-list .session-title").first).to_have_text("Explain the integral")
+    expect(page.locator("#chat-title")).to_have_text("Explain the integral")
+    page.screenshot(path="/tmp/shots/chat-rendering.png")
+
+    # Copying a code block puts exactly its code on the clipboard.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    block.get_by_role("button", name="Copy code").click()
+    expect(block.get_by_role("button", name="Copy code")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "def f(x):\n    return x\n"
+
+    # A saved conversation opens with one render request for all of its replies.
+    renders.clear()
+    batches: list[str] = []
+    page.on("request", lambda r: batches.append(r.url) if r.url.endswith("/markdown/batch") else None)
+    fake_model.push(text("second *reply*"))
+    page.get_by_label("Message").fill("again")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".message.assistant .md em")).to_have_text("reply")
+    renders.clear()
+    page.reload()
+    expect(page.locator(".message.assistant .md em")).to_have_text("reply")
+    expect(page.locator(".message.assistant .code-block")).to_have_count(1)
+    assert len(batches) == 1 and not renders, (batches, renders)
