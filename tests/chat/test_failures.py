@@ -36,6 +36,10 @@ def test_model_http_500_is_an_error_chunk_and_the_session_stays_usable(
     errors = res.of("error")
     assert errors and errors[0]["errorText"] == "The model answered with HTTP 500: the model is overloaded"
     assert res.types[-1] == "[DONE]"
+    # The kind of failure comes first, for the page to word it in the reader's language; it is kept.
+    assert res.of("data-error") == [{"type": "data-error", "data": {"code": "model_http", "status": 500}}]
+    saved = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]["parts"]
+    assert {"type": "data-error", "data": {"code": "model_http", "status": 500}} in saved
     status, content, error = _failed(app, res.session_id)
     assert (status, content) == ("failed", "") and "HTTP 500" in error
     assert session_status(app, res.session_id) == "idle"
@@ -51,10 +55,11 @@ def test_malformed_chunks_mid_stream_keep_the_partial_text(
     res = chat(user, "helper", "count")
     assert res.text == "one two three "
     assert "could not be read" in res.of("error")[0]["errorText"]
+    assert res.of("data-error")[0]["data"] == {"code": "model_bad_reply"}
     status, content, _ = _failed(app, res.session_id)
     assert (status, content) == ("failed", "one two three ")
     parts = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]["parts"]
-    assert parts[-1] == {"type": "text", "text": "one two three ", "state": "done"}
+    assert {"type": "text", "text": "one two three ", "state": "done"} in parts
     fake_model.push(text("fine now"))
     again = chat(user, "helper", "again", session_id=res.session_id)
     assert again.text == "fine now"
@@ -69,6 +74,7 @@ def test_connection_refused(app: LiveApp, user: ApiClient, admin: ApiClient, fak
     make_agent(admin, "gone", modelId=model["id"])
     res = chat(user, "gone", "anyone there?")
     assert res.of("error")[0]["errorText"] == "The model could not be reached (connection failed)."
+    assert res.of("data-error")[0]["data"] == {"code": "model_unreachable"}
     _assert_freed(app, res, "could not be reached")
     again = chat(user, "gone", "still nobody?", session_id=res.session_id)
     assert again.status == 200 and again.of("error")  # told again, not refused as busy
@@ -86,6 +92,7 @@ def test_model_timeout(tmp_path: Path, template_db: Path, fake_model_server: Fak
             fake_model.default = lambda body: Step(text="late", first_delay=5)
             res = chat(admin, "sleepy", "are you awake?")
             assert res.of("error")[0]["errorText"] == "The model did not answer in time."
+            assert res.of("data-error")[0]["data"] == {"code": "model_timeout"}
             assert _failed(live, res.session_id)[0] == "failed"
     finally:
         live.stop()

@@ -73,7 +73,7 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
 
     # Reloaded, the conversation renders from what was saved.
     page.reload()
-    expect(page.locator(".message.user")).to_have_text("What is 6*7?")
+    expect(page.locator(".message.user .bubble")).to_have_text("What is 6*7?")
     expect(page.locator(".tool-card[data-tool='calc']").get_by_test_id("tool-state")).to_have_text("Done")
     expect(page.locator(".message.assistant .md strong")).to_have_text("42")
 

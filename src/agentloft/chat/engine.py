@@ -231,6 +231,28 @@ async def prepare_turn(
                             history=raw_history, prompt=r.user_text)
 
 
+async def prepare_rewind(
+    rt: Runtime,
+    *,
+    user_id: int,
+    user_role: str,
+    agent: Agent | None,
+    session_id: str,
+    message_id: str | None,
+    new_text: str | None,
+    inputs: TurnInputs,
+) -> PreparedTurn:
+    """Cut the session back to one user message (edited to ``new_text`` when given) and prepare its turn
+    again on the history as it was then (``service.rewind_turn``)."""
+    async with rt.db.session() as db:
+        cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
+                                        text=new_text, model_id=inputs.model_row.id)
+    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
+                     agent_id=agent.id if agent else None)
+    return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
+                            message_id=cut.reply_id, history=_history(cut.history), prompt=cut.prompt)
+
+
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
     """A ``PreparedTurn`` with what the agent (or the plain chat's defaults) and the model row decide,
     and its buffer opened; ``fields`` are the rest of the turn's fields. The session is claimed already:
@@ -534,4 +556,4 @@ async def resume_turn(
 
 
 __all__ = ["NoModel", "PreparedTurn", "TurnInputs", "TurnRequest", "TurnResult", "chat_inputs", "drive",
-           "load_inputs", "prepare_resume", "prepare_turn", "resume_turn", "run_turn"]
+           "load_inputs", "prepare_resume", "prepare_rewind", "prepare_turn", "resume_turn", "run_turn"]

@@ -27,6 +27,11 @@ STOPPED = "stopped"
 INTERRUPTED = "interrupted"
 # (an assistant message whose run paused on approvals also carries AWAITING_APPROVAL)
 
+# Where a session's title came from.
+TITLE_AUTO = "auto"
+TITLE_GENERATED = "generated"
+TITLE_USER = "user"
+
 
 class AgentSession(TimestampMixin, Base):
     """A conversation of one user, with an agent (``kind='agent'``) or the plain model (``kind='llm'``)."""
@@ -43,6 +48,9 @@ class AgentSession(TimestampMixin, Base):
     status: Mapped[str] = mapped_column(String(20), nullable=False, default=IDLE)
     # pydantic-ai ModelMessagesTypeAdapter JSON: the history the next run continues from.
     model_history: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # added by 0008_chat_ui: TITLE_AUTO (the first words, a generated title may replace it), TITLE_GENERATED
+    # or TITLE_USER (renamed: never replaced)
+    title_source: Mapped[str] = mapped_column(String(10), nullable=False, default="auto", server_default="auto")
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
@@ -74,6 +82,9 @@ class AgentMessage(TimestampMixin, Base):
         ForeignKey("agents.id", ondelete="SET NULL"), nullable=True
     )
     caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # added by 0008_chat_ui: on a user message, how many model-history messages came before its turn (the
+    # point an edit or a regeneration cuts the history back to); NULL on older rows and on replies
+    history_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ChatApproval(Base):

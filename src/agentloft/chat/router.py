@@ -12,6 +12,12 @@
 - ``POST /api/agent-sessions/{id}/approvals`` {toolCallId, approved, reason?} → SSE of the resumed
   run, or 202 ``{"waitingFor": [...]}`` while other calls of the same step still wait.
 - ``POST /api/agent-sessions/{id}/stop`` → ``{"stopped": bool}``.
+- ``POST /api/agent-sessions/{id}/regenerate`` → SSE of a new reply to the last user message (also the
+  way to retry a reply that failed); ``POST /api/agent-sessions/{id}/messages/{messageId}/resend``
+  {message?} → SSE of the turn started again from that user message, edited when ``message`` is given.
+  Both cut the conversation after that message first (messages and model history); 409 while a reply
+  is written or an approval waits. What the removed replies did (documents written, A2A tasks, calls
+  to other services) stays done: only the conversation forgets it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from agentloft.chat.schemas import (
     ChatRequest,
     MessageRead,
     PendingApproval,
+    ResendRequest,
     SessionDetail,
     SessionMatch,
     SessionRead,
@@ -126,7 +133,9 @@ async def search_sessions(
 async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDetail:
     got = await turns.session_detail(rt, user=user, session_id=session_id)
     base = _session_read(got["session"], got["names"]).model_dump()
-    messages = [MessageRead.model_validate(m) for m in got["messages"]]
+    models = got["models"]
+    messages = [MessageRead.model_validate(m).model_copy(update={"model_name": models.get(m.model_id)})
+                for m in got["messages"]]
     return SessionDetail(
         **base,
         messages=messages,
@@ -157,6 +166,19 @@ async def resume_stream(session_id: str, user: CurrentUser, rt: Rt) -> Response:
     if not await rt.buffers.is_active(session_id):
         return JSONResponse({"active": False})
     return sse_response(rt, session_id, session_id=session_id, resume=True)
+
+
+@router.post("/api/agent-sessions/{session_id}/regenerate")
+async def regenerate(session_id: str, user: CurrentUser, rt: Rt) -> StreamingResponse:
+    key = await turns.rewind(rt, user=user, session_id=session_id, message_id=None, text=None)
+    return sse_response(rt, key, session_id=key)
+
+
+@router.post("/api/agent-sessions/{session_id}/messages/{message_id}/resend")
+async def resend(session_id: str, message_id: str, body: ResendRequest, user: CurrentUser,
+                 rt: Rt) -> StreamingResponse:
+    key = await turns.rewind(rt, user=user, session_id=session_id, message_id=message_id, text=body.message)
+    return sse_response(rt, key, session_id=key)
 
 
 @router.post("/api/agent-sessions/{session_id}/approvals", response_model=None)

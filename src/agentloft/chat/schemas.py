@@ -18,6 +18,12 @@ class ChatRequest(ApiModel):
     session_id: str | None = Field(default=None, description="Continue this session; omit to start one.")
 
 
+class ResendRequest(ApiModel):
+    message: Message | None = Field(
+        default=None, description="The message's new text; omit to send it again unchanged."
+    )
+
+
 class ApprovalAnswer(ApiModel):
     tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     approved: bool
@@ -48,6 +54,7 @@ class MessageRead(ApiModel):
     status: str = Field(description="complete | streaming | failed | stopped | interrupted | awaiting_approval")
     error: str | None
     model_id: int | None
+    model_name: str | None = Field(default=None, description="Name of the model configuration that wrote it.")
     input_tokens: int | None
     output_tokens: int | None
     sort_order: int

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import ColumnElement, Select, case, func, insert, select, update
+import orjson
+from sqlalchemy import ColumnElement, Select, case, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
@@ -32,6 +33,7 @@ from agentloft.core.errors import Conflict, Invalid, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.schemas import PageParams
+from agentloft.llm.models import ModelConfig
 
 TITLE_LENGTH = 60
 
@@ -164,6 +166,7 @@ async def begin_turn(
     now = utcnow()
     history: str | None = None
     first = 0
+    history_length = 0
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
         # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
@@ -184,17 +187,105 @@ async def begin_turn(
         if claimed is None:
             await _refuse_claim(db, session_id, user_id, agent_id)
         history = claimed[0]
+        history_length = len(orjson.loads(history)) if history else 0
         first = 0 if claimed[1] is None else claimed[1] + 1
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
     await db.execute(insert(table_of(AgentMessage)), [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
-         "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first},
+         "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first,
+         "history_length": history_length},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
-         "model_id": model_id, "sort_order": first + 1},
+         "model_id": model_id, "sort_order": first + 1, "history_length": None},
     ])
     return reply_id, history
+
+
+@dataclass
+class Rewound:
+    """A session cut back to one user message, its turn claimed again: what the new run needs."""
+
+    reply_id: str
+    prompt: str
+    history: str | None
+
+
+async def rewind_turn(
+    *, db: AsyncSession, session_id: str, user_id: int, message_id: str | None, text: str | None,
+    model_id: int | None,
+) -> Rewound:
+    """Edit-and-resend (``text`` given) or regenerate (``text`` None) from one of the user's messages
+    (``message_id`` None: the last one). Everything after that message goes: later messages, their
+    approvals, and the model history their turns added; the message's turn is claimed again with a new,
+    empty reply. 409 while a reply is written or an approval waits, exactly like sending a message.
+
+    What the removed replies did outside the conversation stays done: documents they wrote, A2A tasks
+    they started, requests their tools sent. Only the conversation forgets it."""
+    await get_session(db=db, session_id=session_id, user_id=user_id)
+    if await is_a2a_session(db=db, session_id=session_id):
+        raise Conflict("this conversation belongs to an agent-to-agent task", code="a2a_session")
+    message = await _user_message(db, session_id, message_id)
+    claim = (
+        update(AgentSession)
+        .where(AgentSession.id == session_id, AgentSession.status == IDLE)
+        .values(status=RUNNING, updated_at=utcnow())
+        .returning(AgentSession.model_history)  # read in the claim: a turn that just ended may have changed it
+    )
+    claimed = (await db.execute(claim)).first()
+    if claimed is None:
+        raise _busy(await get_session(db=db, session_id=session_id, user_id=user_id))
+    history = await _history_before(db, claimed[0], message)
+    later = select(AgentMessage.id).where(AgentMessage.session_id == session_id,
+                                          AgentMessage.sort_order > message.sort_order)
+    await db.execute(delete(ChatApproval).where(ChatApproval.message_id.in_(later)))
+    await db.execute(delete(AgentMessage).where(AgentMessage.session_id == session_id,
+                                                AgentMessage.sort_order > message.sort_order))
+    prompt = message.content if text is None else text
+    if text is not None:
+        await update_message(db=db, message_id=message.id, content=text, parts=[{"type": "text", "text": text}])
+    await db.execute(update(AgentSession).where(AgentSession.id == session_id).values(model_history=history))
+    reply = AgentMessage(id=new_id("am"), session_id=session_id, role="assistant", content="", parts=[],
+                         status=STREAMING, model_id=model_id, sort_order=message.sort_order + 1)
+    db.add(reply)
+    await db.flush()
+    return Rewound(reply_id=reply.id, prompt=prompt, history=history)
+
+
+async def _user_message(db: AsyncSession, session_id: str, message_id: str | None) -> AgentMessage:
+    stmt = select(AgentMessage).where(AgentMessage.session_id == session_id, AgentMessage.role == "user")
+    if message_id is None:
+        stmt = stmt.order_by(AgentMessage.sort_order.desc()).limit(1)
+    else:
+        stmt = stmt.where(AgentMessage.id == message_id)
+    row = (await db.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise NotFound("no message of yours with this id in this session", code="message_not_found")
+    return row
+
+
+async def _history_before(db: AsyncSession, raw: str | None, message: AgentMessage) -> str | None:
+    """The stored model history as it was when ``message``'s turn started."""
+    if not raw:
+        return raw
+    items = orjson.loads(raw)
+    if message.history_length is not None:
+        return orjson.dumps(items[: message.history_length]).decode()
+    # A message from before 0008 recorded no length: its turn starts at the request that carries the
+    # (n+1)-th user prompt, n being the user messages before it. Without one, keep the history whole.
+    earlier = select(func.count()).where(AgentMessage.session_id == message.session_id,
+                                         AgentMessage.role == "user",
+                                         AgentMessage.sort_order < message.sort_order)
+    wanted = int((await db.execute(earlier)).scalar_one())
+    prompts = [i for i, m in enumerate(items)
+               if m.get("kind") == "request" and any(p.get("part_kind") == "user-prompt" for p in m.get("parts", []))]
+    return orjson.dumps(items[: prompts[wanted]]).decode() if wanted < len(prompts) else raw
+
+
+async def is_a2a_session(*, db: AsyncSession, session_id: str) -> bool:
+    """Whether the session holds an A2A task's messages (those are never edited nor given titles)."""
+    stmt = select(AgentMessage.id).where(AgentMessage.session_id == session_id, AgentMessage.source == "a2a")
+    return (await db.execute(stmt.limit(1))).first() is not None
 
 
 def _owned_by(user_id: int, agent_id: int | None) -> list[ColumnElement[bool]]:
@@ -355,3 +446,12 @@ async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[
         return {}
     rows = await db.execute(select(Agent.id, Agent.slug, Agent.name).where(Agent.id.in_(ids)))
     return {r.id: (r.slug, r.name) for r in rows}
+
+
+async def model_names(*, db: AsyncSession, model_ids: list[int | None]) -> dict[int | None, str]:
+    """Names of the model configurations that wrote the given replies (one query)."""
+    ids = {i for i in model_ids if i is not None}
+    if not ids:
+        return {}
+    rows = await db.execute(select(ModelConfig.id, ModelConfig.name).where(ModelConfig.id.in_(ids)))
+    return {r.id: r.name for r in rows}

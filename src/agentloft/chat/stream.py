@@ -1,7 +1,8 @@
 """Agent events → UI-message-stream chunks: pydantic-ai's Vercel encoder with our error wording.
 
 The encoder is reused as is (``sdk_version=6`` for ``tool-approval-request``); only the failure paths
-change: a model failure becomes an ``error`` chunk a person can read (not a provider's raw repr), and
+change: a model failure becomes an ``error`` chunk a person can read (not a provider's raw repr), preceded
+by a ``data-error`` part with its kind (``failure_code``) so the page can word it in the reader's language, and
 hitting the step limit ends the reply with a ``data-notice`` part instead of an error.
 """
 
@@ -46,6 +47,24 @@ def describe_failure(error: BaseException) -> str:
     return f"The reply failed: {text}"
 
 
+def failure_code(error: BaseException) -> dict[str, object]:
+    """What kind of failure this is, for the page to explain in the reader's language and say what to
+    check: ``{"code": …}`` plus the HTTP ``status`` when the model answered with one. Mirrors
+    ``describe_failure``, whose English sentence stays the message's error text."""
+    if isinstance(error, ModelHTTPError):
+        return {"code": "model_http", "status": error.status_code}
+    cause = error.__cause__
+    name = type(cause).__name__ if cause else ""
+    if "Timeout" in name or "Timeout" in type(error).__name__:
+        return {"code": "model_timeout"}
+    if isinstance(error, ModelAPIError):
+        connection = "Connection" in name or "Connection" in type(error).__name__
+        return {"code": "model_unreachable" if connection else "model_bad_reply"}
+    if isinstance(error, UnexpectedModelBehavior):
+        return {"code": "model_unexpected"}
+    return {"code": "failed"}
+
+
 def _body_message(body: object) -> str | None:
     if isinstance(body, dict):
         err = body.get("error", body)
@@ -77,4 +96,5 @@ class EngineEventStream(VercelAIEventStream):
         self._finish_reason = "error"
         log.warning("model run failed: %r", error)
         self.failure_text = describe_failure(error)
+        yield DataChunk(type="data-error", data=failure_code(error))
         yield ErrorChunk(error_text=self.failure_text)

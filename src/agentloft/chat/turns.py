@@ -13,7 +13,7 @@ from typing import Any
 from agentloft.auth.models import User
 from agentloft.chat import engine, service
 from agentloft.chat.models import RUNNING, STOPPED, STREAMING
-from agentloft.core.errors import Conflict
+from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
 
@@ -41,6 +41,24 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     request = engine.TurnRequest(user_id=user.id, user_role=user.role, agent=agent, session_id=session_id,
                                  user_text=message)
     turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
+    rt.runs.spawn(_background(rt, turn))
+    return turn.buffer_key
+
+
+async def rewind(rt: Runtime, *, user: User, session_id: str, message_id: str | None, text: str | None) -> str:
+    """Edit-and-resend or regenerate (``service.rewind_turn``) in the background; returns the buffer key.
+    The agent must still be enabled, as for any new message."""
+    async with rt.db.read_session() as db:
+        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        names = await service.agent_names(db=db, agent_ids=[row.agent_id])
+    slug = None
+    if row.kind == "agent":
+        if row.agent_id not in names:
+            raise NotFound("the agent of this session no longer exists", code="agent_not_found")
+        slug = names[row.agent_id][0]
+    agent, inputs = await engine.chat_inputs(rt, agent_slug=slug, user_id=user.id, user_role=user.role)
+    turn = await engine.prepare_rewind(rt, user_id=user.id, user_role=user.role, agent=agent,
+                                       session_id=session_id, message_id=message_id, new_text=text, inputs=inputs)
     rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key
 
@@ -92,7 +110,9 @@ async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[st
         messages = await service.list_messages(db=db, session_id=session_id)
         pending = await service.pending_approvals(db=db, session_id=session_id)
         names = await service.agent_names(db=db, agent_ids=[row.agent_id])
+        models = await service.model_names(db=db, model_ids=[m.model_id for m in messages])
     active = await rt.buffers.is_active(session_id)
-    return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names}
+    return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names,
+            "models": models}
 
 

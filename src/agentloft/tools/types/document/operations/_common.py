@@ -12,6 +12,11 @@ def iso(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
 
 
+def page_link(document_id: str) -> str:
+    """Where the document's page is: the chat shows it on the tool's card (``metadata.link``)."""
+    return f"/agent-documents/{document_id}"
+
+
 def list_item(row: AgentDocument) -> dict[str, Any]:
     """The seed's light list shape: no content."""
     return {

@@ -14,7 +14,7 @@ from agentloft.documents.models import AgentDocument
 from agentloft.documents.tokens import estimate_tokens
 from agentloft.tools.base import ToolContext, ToolResult
 from agentloft.tools.types.document.config import Config, Input
-from agentloft.tools.types.document.operations._common import iso, user_id
+from agentloft.tools.types.document.operations._common import iso, page_link, user_id
 from agentloft.tools.types.document.token_budget import ITEM_OVERHEAD_TOKENS
 
 OTHER_MATCHES = 4
@@ -52,7 +52,7 @@ async def run(input: Input, config: Config, ctx: ToolContext) -> ToolResult:
     async with ctx.runtime.db.session() as db:
         if input.id:
             row = await documents_service.get_document_by_id(db=db, user_id=user_id(ctx), document_id=input.id)
-            return ToolResult.ok(shape(row, input, config))
+            return ToolResult.ok(shape(row, input, config), link=page_link(row.id))
         found = await documents_service.list_documents(
             db=db, user_id=user_id(ctx), type=input.filter_type, q=input.q, page=1,
             page_size=OTHER_MATCHES + 1,
@@ -62,4 +62,4 @@ async def run(input: Input, config: Config, ctx: ToolContext) -> ToolResult:
         data = shape(found.items[0], input, config)
         data["totalMatches"] = found.total
         data["otherMatches"] = [{"id": r.id, "title": r.title} for r in found.items[1:]]
-    return ToolResult.ok(data)
+    return ToolResult.ok(data, link=page_link(data["id"]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from agentloft.documents import service as documents_service
 from agentloft.tools.base import ToolContext, ToolResult
 from agentloft.tools.types.document.config import UPDATABLE, Config, Input
-from agentloft.tools.types.document.operations._common import iso, user_id
+from agentloft.tools.types.document.operations._common import iso, page_link, user_id
 
 
 async def run(input: Input, config: Config, ctx: ToolContext) -> ToolResult:
@@ -21,4 +21,4 @@ async def run(input: Input, config: Config, ctx: ToolContext) -> ToolResult:
             summary_length=config.default_summary_length,
         )
         data = {"id": row.id, "title": row.title, "updatedAt": iso(row.updated_at)}
-    return ToolResult.ok(data)
+    return ToolResult.ok(data, link=page_link(data["id"]))

@@ -3,7 +3,7 @@
 import { api, errorFrom, loadAll, requestHeaders } from '../api.js';
 import { h, showError } from '../dom.js';
 import { t } from '../i18n.js';
-import { applyChunk, MessageView, newMessage } from './message.js';
+import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
 import { readUIStream } from './stream.js';
 
 const root = document.getElementById('chat');
@@ -18,6 +18,8 @@ const stopButton = document.getElementById('stop');
 const agentSelect = document.getElementById('agent-select');
 const sessionList = document.getElementById('session-list');
 const sidePanel = document.getElementById('chat-side-panel');
+
+const currentUser = JSON.parse(document.getElementById('current-user')?.textContent || '{}');
 
 const state = {
   sessionId: root.dataset.sessionId || null,
@@ -37,7 +39,13 @@ function scrollDown(force = false) {
   if (force || nearBottom()) scroller.scrollTop = scroller.scrollHeight;
 }
 
-const actions = { answer: (part, approved, reason, buttons) => answerApproval(part, approved, reason, buttons) };
+const actions = {
+  answer: (part, approved, reason, buttons) => answerApproval(part, approved, reason, buttons),
+  regenerate: () => regenerate(),
+  resend: (view, text) => resend(view, text),
+  isLast: (view) => list.lastElementChild === view.el,
+  isAdmin: currentUser.role === 'admin',
+};
 
 function addMessage(message) {
   const stick = nearBottom();
@@ -45,8 +53,59 @@ function addMessage(message) {
   state.views.set(message.id, view);
   list.append(view.el);
   emptyHint.hidden = true;
+  refreshLastActions();
   scrollDown(stick);
   return view;
+}
+
+/** Views in the order they are shown. */
+function views() {
+  return [...list.children].map((el) => state.views.get(el.dataset.messageId)).filter(Boolean);
+}
+
+/** Only the last reply offers Regenerate / Retry: repaint the one that stopped being last. */
+let lastView = null;
+function refreshLastActions() {
+  const last = views().at(-1) || null;
+  if (lastView && lastView !== last && lastView.el.isConnected) lastView.update();
+  if (last && last !== lastView) last.update();
+  lastView = last;
+}
+
+/** Remove every message shown after `view` (the server cut them when it accepted an edit or a retry). */
+function dropAfter(view) {
+  for (const later of views().slice(views().indexOf(view) + 1)) {
+    state.views.delete(later.message.id);
+    later.el.remove();
+  }
+  refreshLastActions();
+}
+
+/** After a turn: take the saved ids, times, model and usage (the stream does not carry them). */
+async function syncFromServer() {
+  if (!state.sessionId) return;
+  let detail;
+  try { detail = await api('GET', `/api/agent-sessions/${state.sessionId}`); } catch { return; }
+  const shown = views();
+  if (shown.length !== detail.messages.length) { renderMessages(detail.messages); return; }
+  detail.messages.forEach((m, i) => {
+    const view = shown[i];
+    if (view.message.id !== m.id) {
+      state.views.delete(view.message.id);
+      view.message.id = m.id;
+      state.views.set(m.id, view);
+    }
+    view.message.meta = fromApi(m).meta;
+    if (view.message.status !== m.status && m.status !== 'streaming') view.message.status = m.status;
+    if (!view.editing) view.update();
+  });
+}
+
+function renderMessages(messages) {
+  list.replaceChildren();
+  state.views.clear();
+  lastView = null;
+  for (const m of messages) addMessage(fromApi(m));
 }
 
 function setStreaming(on) {
@@ -95,6 +154,7 @@ async function follow(response) {
     setStreaming(false);
     refreshSessions();
   }
+  await syncFromServer();
 }
 
 // The server stores a run's end (pending approvals, the idle session) before it sends the last chunk,
@@ -136,6 +196,45 @@ async function send(text) {
     setHeader(t('chat.newChat'), agentSelect.selectedOptions[0]?.textContent); // the title comes with the list
   }
   await follow(response);
+}
+
+/** Start a turn again (regenerate / retry / edit): the page changes only once the server accepted. */
+async function restart(url, body, before) {
+  showError(errorBox, null);
+  if (state.streaming) return false;
+  setStreaming(true);
+  let response;
+  try {
+    response = await post(url, body);
+  } catch (error) {
+    setStreaming(false);
+    showError(errorBox, error);
+    return false;
+  }
+  if (!response.ok) {
+    setStreaming(false);
+    showError(errorBox, await errorFrom(response));
+    return false;
+  }
+  before();
+  follow(response);
+  return true;
+}
+
+function regenerate() {
+  const lastUser = views().filter((v) => v.message.role === 'user').at(-1);
+  if (!lastUser) return Promise.resolve(false);
+  return restart(`/api/agent-sessions/${state.sessionId}/regenerate`, {}, () => dropAfter(lastUser));
+}
+
+function resend(view, text) {
+  const url = `/api/agent-sessions/${state.sessionId}/messages/${encodeURIComponent(view.message.id)}/resend`;
+  return restart(url, { message: text }, () => {
+    view.message.parts = [{ type: 'text', text }];
+    view.editing = null;
+    view.update();
+    dropAfter(view);
+  });
 }
 
 async function answerApproval(part, approved, reason, buttons) {
@@ -202,11 +301,7 @@ async function loadSession(id) {
   else agentSelect.value = '';
   agentSelect.disabled = true;
   setHeader(detail.title, detail.agentName || t('chat.plainModel'));
-  list.replaceChildren();
-  state.views.clear();
-  for (const m of detail.messages) {
-    addMessage(newMessage(m.id, m.role, m.parts, m.status, m.error));
-  }
+  renderMessages(detail.messages);
   scrollDown(true);
   if (detail.active) await resume(id);
 }

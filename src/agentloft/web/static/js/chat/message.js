@@ -1,12 +1,18 @@
 // A chat message as the Vercel AI SDK's UIMessage ({id, role, parts}) built from stream chunks, and its
 // view. Text is rendered to HTML by the server (POST /api/render/markdown), never parsed here.
-import { h } from '../dom.js';
-import { t } from '../i18n.js';
+import { copyText, h } from '../dom.js';
+import { lang, t } from '../i18n.js';
 import { handleData } from './hooks.js';
 import { decorateCodeBlocks, renderMarkdown } from '../markdown.js';
 
-export function newMessage(id, role, parts = [], status = 'complete', error = null) {
-  return { id, role, parts: parts.map((p) => ({ ...p })), status, error };
+export function newMessage(id, role, parts = [], status = 'complete', error = null, meta = {}) {
+  return { id, role, parts: parts.map((p) => ({ ...p })), status, error, meta };
+}
+
+/** A message of the chat API (`MessageRead`) as the page keeps it. */
+export function fromApi(m) {
+  return newMessage(m.id, m.role, m.parts, m.status, m.error,
+    { createdAt: m.createdAt, modelName: m.modelName, inputTokens: m.inputTokens, outputTokens: m.outputTokens });
 }
 
 function toolPart(message, toolCallId, toolName) {
@@ -25,7 +31,7 @@ function openText(message, id) {
 /** Apply one UI-message-stream chunk to `message` (mutates it). Answers whether the stream finished. */
 export function applyChunk(message, chunk) {
   switch (chunk.type) {
-    case 'start': message.status = 'streaming'; message.error = null; break;
+    case 'start': message.status = 'streaming'; message.error = null; message.failure = null; break;
     case 'start-step': message.parts.push({ type: 'step-start' }); break;
     case 'text-start': case 'reasoning-start':
       message.parts.push({ type: chunk.type === 'text-start' ? 'text' : 'reasoning', text: '', state: 'streaming', streamId: chunk.id });
@@ -158,18 +164,29 @@ function stateLabel(part) {
   return labels[part.state] || [part.state, ''];
 }
 
+/** A same-site page a tool result points to (`metadata.link`, e.g. the document it wrote), or null. */
+function resultLink(part) {
+  const meta = part.output && part.output.metadata;
+  const link = meta && typeof meta.link === 'string' ? meta.link : '';
+  if (!link.startsWith('/') || link.startsWith('//')) return null;
+  const title = part.output.data && part.output.data.title;
+  const text = link.startsWith('/agent-documents/') && title ? t('chat.tool.openDocument', { title }) : t('chat.tool.openLink');
+  return h('a', { class: 'tool-link', href: link, dataset: { testid: 'tool-link' }, text });
+}
+
 function toolCard(part, actions) {
   const name = part.type.slice(5);
   const [label, kind] = stateLabel(part);
   const input = part.input ?? (part.inputText ? part.inputText : null);
   const card = h('div', { class: `tool-card state-${part.state}`, dataset: { toolCallId: part.toolCallId, tool: name } },
     h('div', { class: 'tool-head' }, h('span', { class: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }),
-      h('strong', { text: name }), h('span', { class: `badge ${kind}`, dataset: { testid: 'tool-state' }, text: label })),
+      h('strong', { class: 'tool-name', text: name }), h('span', { class: `badge ${kind}`, dataset: { testid: 'tool-state' }, text: label })),
+    part.state === 'output-available' ? resultLink(part) : null,
     input !== null ? h('details', { class: 'tool-io', open: part.state === 'approval-requested' },
       h('summary', { text: t('chat.tool.input') }), h('pre', { class: 'code', text: json(input) })) : null,
     part.state === 'output-available' ? h('details', { class: 'tool-io' },
       h('summary', { text: t('chat.tool.output') }), h('pre', { class: 'code', dataset: { testid: 'tool-output' }, text: json(part.output) })) : null,
-    part.state === 'output-error' ? h('p', { class: 'tool-error', text: part.errorText || '' }) : null,
+    part.state === 'output-error' ? toolError(part) : null,
     part.approval && part.approval.reason ? h('p', { class: 'muted small-text', text: `${t('chat.tool.reason')}: ${part.approval.reason}` }) : null);
   if (part.state === 'approval-requested' && actions) {
     const reason = h('input', { type: 'text', class: 'reason', placeholder: t('chat.tool.reasonPlaceholder'), 'aria-label': t('chat.tool.reason') });
@@ -182,7 +199,59 @@ function toolCard(part, actions) {
   return card;
 }
 
-/** The DOM of one message; `update()` re-renders its parts, reusing markdown boxes of text parts. */
+/** A tool's failure in the reader's language when its code is known; the model's wording otherwise. */
+function toolError(part) {
+  const key = part.errorCode ? `toolError.${part.errorCode}` : '';
+  const known = key && t(key) !== key;
+  return h('p', { class: 'tool-error', title: known ? part.errorText || '' : null, text: known ? t(key) : part.errorText || '' });
+}
+
+/** Why a reply failed, in words, with what to check: the server sends a `data-error` part with a code. */
+function failureNote(message, actions) {
+  const info = message.failure || {};
+  const code = info.code || (message.status === 'interrupted' ? 'interrupted' : 'failed');
+  const status = info.status ? String(info.status) : '';
+  const specific = status && t(`chat.error.model_http_${status}`) !== `chat.error.model_http_${status}`;
+  const key = specific ? `chat.error.model_http_${status}` : `chat.error.${code}`;
+  const title = t(key) !== key ? t(key, { status }) : t('chat.error.failed');
+  const hintKeys = [...(actions && actions.isAdmin ? [`${key}.hintAdmin`] : []), `${key}.hint`];
+  const hintKey = hintKeys.find((k) => t(k) !== k);
+  const hint = hintKey ? t(hintKey) : '';
+  const box = h('div', { class: 'message-error', role: 'alert', dataset: { testid: 'message-error', code } },
+    h('strong', { text: title }),
+    hint ? h('p', { class: 'error-hint', text: hint }) : null,
+    message.error ? h('p', { class: 'error-detail small-text', text: message.error }) : null);
+  return box;
+}
+
+function formatTime(iso) {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return '';
+  const today = new Date().toDateString() === date.toDateString();
+  return new Intl.DateTimeFormat(lang, today ? { timeStyle: 'short' } : { dateStyle: 'medium', timeStyle: 'short' }).format(date);
+}
+
+/** The quiet line under a reply: when, which model, how many tokens. */
+function metaLine(message) {
+  const meta = message.meta || {};
+  const bits = [];
+  if (meta.createdAt) {
+    bits.push(h('time', { datetime: meta.createdAt, title: new Date(meta.createdAt).toLocaleString(lang), text: formatTime(meta.createdAt) }));
+  }
+  if (meta.modelName) bits.push(h('span', { class: 'meta-model', text: meta.modelName }));
+  if (meta.inputTokens || meta.outputTokens) {
+    bits.push(h('span', { class: 'meta-tokens', title: t('chat.meta.tokensTitle'),
+      text: t('chat.meta.tokens', { input: meta.inputTokens || 0, output: meta.outputTokens || 0 }) }));
+  }
+  return bits.length ? h('span', { class: 'message-meta', dataset: { testid: 'message-meta' } }, ...bits) : null;
+}
+
+/** The plain text of a message, as Copy puts it on the clipboard (the markdown source of a reply). */
+export function messageText(message) {
+  return message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('\n\n');
+}
+
+/** The DOM of one message; `update()` re-renders its parts, reusing markdown views of text parts. */
 export class MessageView {
   constructor(message, { actions, dataContext } = {}) {
     this.message = message;
@@ -191,6 +260,7 @@ export class MessageView {
     this.boxes = new Map();
     this.cards = new Map();
     this.dataNodes = new Map();
+    this.editing = null;
     this.el = h('li', { class: `message ${message.role}`, dataset: { messageId: message.id, role: message.role } });
     this.body = h('div', { class: 'bubble' });
     this.footer = h('div', { class: 'message-footer' });
@@ -210,14 +280,16 @@ export class MessageView {
       return h('details', { class: 'reasoning' }, h('summary', { text: t('chat.reasoning') }), h('div', { class: 'plain', text: part.text }));
     }
     if (part.type.startsWith('tool-')) {
+      part.errorCode = this.message.toolErrors?.[part.toolCallId] || part.errorCode;
       // Rebuild a card only when it changed, so open <details> and a half-typed reason survive.
-      const sig = JSON.stringify([part.state, part.input, part.inputText, part.output, part.errorText, part.approval]);
+      const sig = JSON.stringify([part.state, part.input, part.inputText, part.output, part.errorText, part.errorCode, part.approval]);
       const cached = this.cards.get(part.toolCallId);
       if (cached && cached.sig === sig) return cached.node;
       const node = toolCard(part, this.actions);
       this.cards.set(part.toolCallId, { sig, node });
       return node;
     }
+    if (part.type === 'data-error' || part.type === 'data-tool-error') return null; // read by the footer / cards
     if (part.type.startsWith('data-')) {
       if (!this.dataNodes.has(index)) {
         const ctx = { ...(this.dataContext || {}), live: Boolean(part.live), messageId: this.message.id };
@@ -235,16 +307,89 @@ export class MessageView {
     return h('p', { class: `notice-line ${data.level || ''}`, dataset: { part: part.type }, text });
   }
 
+  /** Read what `data-error` / `data-tool-error` parts say into the message (they are not shown as such). */
+  readDataParts() {
+    const m = this.message;
+    m.toolErrors = m.toolErrors || {};
+    for (const p of m.parts) {
+      if (p.type === 'data-error') m.failure = p.data || {};
+      else if (p.type === 'data-tool-error' && p.data && p.data.toolCallId) m.toolErrors[p.data.toolCallId] = p.data.code;
+    }
+  }
+
   update() {
     const m = this.message;
     this.el.dataset.status = m.status;
+    this.el.dataset.messageId = m.id;
+    if (this.editing) return; // the editor stays until sent or cancelled
+    this.readDataParts();
     const nodes = m.parts.map((p, i) => this.partNode(p, i)).filter(Boolean);
-    if (m.role === 'assistant' && m.status === 'streaming' && !nodes.length) nodes.push(h('span', { class: 'typing', text: '…' }));
+    if (m.role === 'assistant' && m.status === 'streaming' && !nodes.length) {
+      nodes.push(h('span', { class: 'typing', role: 'status', 'aria-label': t('chat.writing'), text: '…' }));
+    }
     this.body.replaceChildren(...nodes);
-    const notes = [];
-    if (m.error) notes.push(h('p', { class: 'message-error', role: 'alert', text: m.error }));
-    const status = { stopped: t('chat.status.stopped'), interrupted: t('chat.status.interrupted'), failed: m.error ? null : t('chat.status.failed') }[m.status];
-    if (status) notes.push(h('span', { class: 'badge', dataset: { testid: 'message-status' }, text: status }));
-    this.footer.replaceChildren(...notes);
+    this.footer.replaceChildren(...this.footerNodes());
+  }
+
+  footerNodes() {
+    const m = this.message;
+    const failed = m.status === 'failed' || m.status === 'interrupted';
+    const out = [];
+    if (failed) out.push(failureNote(m, this.actions));
+    if (m.status === 'stopped') out.push(h('span', { class: 'badge', dataset: { testid: 'message-status' }, text: t('chat.status.stopped') }));
+    if (m.role === 'assistant' && m.status !== 'streaming') {
+      const meta = metaLine(m);
+      if (meta) out.push(meta);
+    }
+    if (m.status !== 'streaming') out.push(this.actionBar(failed));
+    return out;
+  }
+
+  actionBar(failed) {
+    const m = this.message;
+    const a = this.actions || {};
+    const bar = h('div', { class: 'msg-actions', role: 'group', 'aria-label': t('chat.messageActions') });
+    const button = (label, onclick, extra = {}) => h('button', { type: 'button', class: 'linklike small', text: label, onclick, ...extra });
+    if (messageText(m)) {
+      const copy = button(t('action.copy'), async () => {
+        const ok = await copyText(messageText(m));
+        copy.textContent = ok ? t('action.copied') : t('chat.copyFailed');
+        setTimeout(() => { copy.textContent = t('action.copy'); }, 1500);
+      }, { 'aria-label': t('chat.copyMessage') });
+      bar.append(copy);
+    }
+    if (m.role === 'user' && a.resend && !m.id.startsWith('local-')) {
+      bar.append(button(t('action.edit'), () => this.startEdit(), { class: 'linklike small needs-idle' }));
+    }
+    if (m.role === 'assistant' && a.regenerate && a.isLast && a.isLast(this)) {
+      const label = failed ? t('chat.action.retry') : t('chat.action.regenerate');
+      bar.append(button(label, () => a.regenerate(), { class: `${failed ? 'primary' : 'linklike'} small needs-idle`, dataset: { testid: failed ? 'retry' : 'regenerate' } }));
+    }
+    return bar;
+  }
+
+  startEdit() {
+    const text = messageText(this.message);
+    const area = h('textarea', { class: 'edit-input', rows: Math.min(10, text.split('\n').length + 1), 'aria-label': t('chat.editMessage') });
+    area.value = text;
+    const cancel = h('button', { type: 'button', class: 'small', text: t('action.cancel') });
+    const save = h('button', { type: 'button', class: 'primary small', text: t('chat.edit.send') });
+    const stop = () => { this.editing = null; this.update(); };
+    cancel.addEventListener('click', stop);
+    save.addEventListener('click', async () => {
+      const value = area.value.trim();
+      if (!value) return;
+      save.disabled = true;
+      const ok = await this.actions.resend(this, value);
+      if (ok) this.editing = null; else save.disabled = false;
+    });
+    area.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') { event.preventDefault(); stop(); }
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) { event.preventDefault(); save.click(); }
+    });
+    this.editing = h('div', { class: 'editor' }, area, h('div', { class: 'editor-actions' }, cancel, save));
+    this.body.replaceChildren(this.editing);
+    this.footer.replaceChildren();
+    area.focus();
   }
 }

@@ -1,0 +1,32 @@
+"""chat ui: where each turn's model history starts, where a session's title came from
+
+Revision ID: 0008_chat_ui
+Revises: 0005_a2a
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0008_chat_ui"
+down_revision = "0005_a2a"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # How many model-history messages existed when a user message's turn started: editing or
+    # regenerating cuts the history back to exactly that point. NULL for messages sent before this column.
+    with op.batch_alter_table("agent_messages") as batch:
+        batch.add_column(sa.Column("history_length", sa.Integer(), nullable=True))
+    # 'auto' (the first words; a generated title may replace it), 'generated' or 'user' (renamed).
+    with op.batch_alter_table("agent_sessions") as batch:
+        batch.add_column(sa.Column("title_source", sa.String(length=10), nullable=False, server_default="auto"))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("agent_sessions") as batch:
+        batch.drop_column("title_source")
+    with op.batch_alter_table("agent_messages") as batch:
+        batch.drop_column("history_length")
