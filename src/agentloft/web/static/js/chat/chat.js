@@ -4,6 +4,7 @@ import { api, errorFrom, loadAll, requestHeaders } from '../api.js';
 import { h, showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
+import { followBottom } from './follow.js';
 import { readUIStream } from './stream.js';
 
 const root = document.getElementById('chat');
@@ -31,13 +32,7 @@ const state = {
 
 // --- rendering -------------------------------------------------------------------------------------
 
-function nearBottom() {
-  return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120;
-}
-
-function scrollDown(force = false) {
-  if (force || nearBottom()) scroller.scrollTop = scroller.scrollHeight;
-}
+const follower = followBottom(scroller, list, document.getElementById('to-bottom'));
 
 const actions = {
   answer: (part, approved, reason, buttons) => answerApproval(part, approved, reason, buttons),
@@ -48,13 +43,11 @@ const actions = {
 };
 
 function addMessage(message) {
-  const stick = nearBottom();
   const view = new MessageView(message, { actions, dataContext: { panel: sidePanel, sessionId: state.sessionId } });
   state.views.set(message.id, view);
   list.append(view.el);
   emptyHint.hidden = true;
   refreshLastActions();
-  scrollDown(stick);
   return view;
 }
 
@@ -132,9 +125,7 @@ async function follow(response) {
   const repaint = () => {
     frame = 0;
     if (!view) return;
-    const stick = nearBottom();
     view.update();
-    scrollDown(stick);
   };
   try {
     await readUIStream(response, (chunk) => {
@@ -187,7 +178,7 @@ async function send(text) {
   }
   input.value = '';
   addMessage(newMessage(`local-user-${Date.now()}`, 'user', [{ type: 'text', text }]));
-  scrollDown(true);
+  follower.jump();
   const sessionId = response.headers.get('X-Session-Id');
   if (sessionId && sessionId !== state.sessionId) {
     state.sessionId = sessionId;
@@ -302,7 +293,7 @@ async function loadSession(id) {
   agentSelect.disabled = true;
   setHeader(detail.title, detail.agentName || t('chat.plainModel'));
   renderMessages(detail.messages);
-  scrollDown(true);
+  follower.jump();
   if (detail.active) await resume(id);
 }
 

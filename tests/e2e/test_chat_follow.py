@@ -1,0 +1,61 @@
+"""Issue 14 point 4 in a real browser: the view follows a growing reply to its very end (code blocks and
+tables included, which render late), stays put when the reader scrolls up, and offers a button back."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, text
+
+pytestmark = pytest.mark.e2e
+
+TABLE = "| a | b |\n|---|---|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(12))
+CODE = "```python\n" + "".join(f"print({i})\n" for i in range(25)) + "```\n"
+LONG = "\n\n".join(f"Paragraph {i} " + "words " * 30 for i in range(12)) + "\n\n" + CODE + "\n" + TABLE + "\nThe end."
+
+
+def gap(page: Page) -> float:
+    """Pixels between the bottom of the view and the end of the conversation."""
+    return page.evaluate("(() => { const s = document.getElementById('chat-scroll');"
+                         " return s.scrollHeight - s.scrollTop - s.clientHeight; })()")
+
+
+def test_follow_to_the_end_and_leave_the_reader_alone(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    api(page, "POST", "/api/admin/models",
+        {"name": "Fake", "provider": "openai", "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    page.set_viewport_size({"width": 1000, "height": 700})
+    page.goto("/chat")
+    fake_model.push(text(LONG, chunks=60, delay=0.02))
+    page.get_by_label("Message").fill("long please")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".message.assistant table")).to_be_visible(timeout=15_000)
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    page.wait_for_function("document.querySelector('.message.assistant .md').textContent.includes('The end.')")
+    page.wait_for_timeout(200)  # the final render lands
+    assert gap(page) <= 2
+    expect(page.get_by_role("button", name="Jump to the latest reply")).to_be_hidden()
+
+    # The reader scrolls up while the next reply streams: the view stays where they put it.
+    fake_model.push(text(LONG, chunks=60, delay=0.04))
+    page.get_by_label("Message").fill("again")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".message.assistant").nth(1)).to_contain_text("Paragraph 1")
+    page.mouse.move(500, 300)
+    page.mouse.wheel(0, -600)
+    page.wait_for_timeout(100)
+    top = page.evaluate("document.getElementById('chat-scroll').scrollTop")
+    back = page.get_by_role("button", name="Jump to the latest reply")
+    expect(back).to_be_visible()
+    expect(page.locator(".message.assistant").nth(1)).to_contain_text("The end.", timeout=15_000)
+    assert page.evaluate("document.getElementById('chat-scroll').scrollTop") == top
+    assert gap(page) > 200
+    back.click()
+    page.wait_for_function("(() => { const s = document.getElementById('chat-scroll');"
+                           " return s.scrollHeight - s.scrollTop - s.clientHeight <= 2; })()")
+    expect(back).to_be_hidden()
