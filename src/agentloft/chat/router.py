@@ -4,7 +4,8 @@
   the ``X-Session-Id`` response header (and in the ``start`` chunk's ``messageId`` for the reply).
 - ``POST /api/llm/chat`` {message, sessionId?} → the same with the default model and the user's tools.
 - ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters), ``GET/PATCH/DELETE
-  /api/agent-sessions/{id}``.
+  /api/agent-sessions/{id}``; ``POST /api/agent-sessions/{id}/title`` names a session from its first
+  exchange (``chat.titles``).
 - ``GET /api/agent-sessions/search?q=`` (same filters and paging) → the sessions whose title or messages
   hold every term, best first, each with where it matched and a snippet (``chat.search``).
 - ``GET /api/agent-sessions/{id}/stream`` → replay + follow the running turn (``X-Stream-Resume:
@@ -29,7 +30,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from agentloft.auth.dependencies import CurrentUser
-from agentloft.chat import search, service, turns
+from agentloft.chat import search, service, titles, turns
 from agentloft.chat.dependencies import OwnedSession
 from agentloft.chat.models import AgentSession
 from agentloft.chat.schemas import (
@@ -78,7 +79,8 @@ def sse_response(rt: Runtime, key: str, *, session_id: str | None = None, resume
 def _session_read(row: AgentSession, names: dict[int, tuple[str, str]]) -> SessionRead:
     slug, name = names.get(row.agent_id, (None, None)) if row.agent_id is not None else (None, None)
     return SessionRead(id=row.id, title=row.title, kind=row.kind, agent_id=row.agent_id, agent_slug=slug,
-                       agent_name=name, status=row.status, created_at=row.created_at, updated_at=row.updated_at)
+                       agent_name=name, status=row.status, title_source=row.title_source,
+                       created_at=row.created_at, updated_at=row.updated_at)
 
 
 @router.post("/api/agents/{slug}/chat")
@@ -127,6 +129,16 @@ async def search_sessions(
     hits = await service.search_sessions(db=db, user_id=user.id, q=q, page=paging, kind=kind, agent_id=agent_id)
     names = await service.agent_names(db=db, agent_ids=[h.session.agent_id for h in hits.items])
     return Page[SessionSearchHit].of([_search_hit(h, names) for h in hits.items], hits.total, paging)
+
+
+@router.post("/api/agent-sessions/{session_id}/title", response_model=SessionRead)
+async def name_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionRead:
+    """Name the session from its first exchange with one short model call, if it still has its
+    first-words title (and titles are on, and it is no A2A task's session); else return it as it is."""
+    row = await titles.name_session(rt, user=user, session_id=session_id)
+    async with rt.db.read_session() as db:
+        names = await service.agent_names(db=db, agent_ids=[row.agent_id])
+    return _session_read(row, names)
 
 
 @router.get("/api/agent-sessions/{session_id}", response_model=SessionDetail)

@@ -42,6 +42,10 @@ class SessionRead(ApiModel):
     agent_slug: str | None = None
     agent_name: str | None = None
     status: str = Field(description="idle | running | awaiting_approval")
+    title_source: str = Field(
+        default="auto",
+        description="auto (the first words; POST …/title may name it) | generated | user (renamed)",
+    )
     created_at: datetime
     updated_at: datetime
 

@@ -20,10 +20,14 @@ from agentloft.agents.models import Agent
 from agentloft.chat import search
 from agentloft.chat.models import (
     AWAITING_APPROVAL,
+    COMPLETE,
     IDLE,
     INTERRUPTED,
     RUNNING,
     STREAMING,
+    TITLE_AUTO,
+    TITLE_GENERATED,
+    TITLE_USER,
     AgentMessage,
     AgentSession,
     ChatApproval,
@@ -112,10 +116,39 @@ async def search_sessions(
 
 
 async def rename_session(*, db: AsyncSession, session_id: str, user_id: int, title: str) -> AgentSession:
+    """The user's own title: never replaced by a generated one."""
     row = await get_session(db=db, session_id=session_id, user_id=user_id)
-    row.title = title_from(title)
+    row.title = " ".join(title.split())
+    row.title_source = TITLE_USER
     await db.flush()
     return row
+
+
+async def first_exchange(*, db: AsyncSession, session_id: str) -> tuple[str, str] | None:
+    """The first user message and the first complete reply after it, or None while there is none."""
+    reply = (await db.execute(
+        select(AgentMessage).where(AgentMessage.session_id == session_id, AgentMessage.role == "assistant",
+                                   AgentMessage.status == COMPLETE)
+        .order_by(AgentMessage.sort_order).limit(1)
+    )).scalar_one_or_none()
+    if reply is None:
+        return None
+    question = (await db.execute(
+        select(AgentMessage.content).where(AgentMessage.session_id == session_id, AgentMessage.role == "user",
+                                           AgentMessage.sort_order < reply.sort_order)
+        .order_by(AgentMessage.sort_order.desc()).limit(1)
+    )).scalar_one_or_none()
+    return (question, reply.content) if question is not None else None
+
+
+async def set_generated_title(*, db: AsyncSession, session_id: str, title: str | None) -> None:
+    """Mark the session named (so it is asked once); replace the first-words title when a title came,
+    unless the user renamed it meanwhile."""
+    values: dict[str, Any] = {"title_source": TITLE_GENERATED}
+    if title:
+        values["title"] = title
+    await db.execute(update(AgentSession).where(AgentSession.id == session_id, AgentSession.title_source == TITLE_AUTO)
+                     .values(**values))
 
 
 async def delete_session(*, db: AsyncSession, session_id: str, user_id: int) -> None:

@@ -112,6 +112,11 @@ class Settings(BaseSettings):
         "own user, with its files in reach: only for a machine that runs nothing else. They run as "
         "python_sandbox_user, the one dedicated user of every sandbox.",
     )
+    generate_titles: bool = Field(
+        default=True,
+        description="Name a new chat with one short call to its model after the first reply (also in "
+        "Admin → Settings); off: the first words of the first message.",
+    )
     create_defaults: bool = Field(
         default=True, description="On the first start, create the default tools and the Assistant agent."
     )

@@ -11,6 +11,9 @@ HostOrCidr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=
 
 class InstanceSettings(ApiModel):
     signup_open: bool
+    generate_titles: bool = Field(
+        description="Name new chats with one short call to their model after the first reply."
+    )
     allowed_internal_hosts: list[HostOrCidr] = Field(
         description="Hosts or CIDRs that tools may reach although they are private or loopback."
     )
@@ -18,4 +21,5 @@ class InstanceSettings(ApiModel):
 
 class InstanceSettingsUpdate(ApiModel):
     signup_open: bool | None = None
+    generate_titles: bool | None = None
     allowed_internal_hosts: list[HostOrCidr] | None = None

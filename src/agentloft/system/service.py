@@ -14,7 +14,8 @@ from agentloft.core.settings import Settings
 from agentloft.system.models import AppSetting
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
 
-_DEFAULTS = {"signup_open": "signup_open", "allowed_internal_hosts": "allowed_internal_hosts"}
+_DEFAULTS = {"signup_open": "signup_open", "allowed_internal_hosts": "allowed_internal_hosts",
+             "generate_titles": "generate_titles"}
 
 
 async def _stored(db: AsyncSession) -> dict[str, Any]:

@@ -119,6 +119,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.settings.title": "Settings",
         "admin.settings.signupOpen": "Anyone may sign up",
         "admin.settings.signupOpenHint": "When off, only administrators create accounts.",
+        "admin.settings.generateTitles": "Name new chats with their model",
+        "admin.settings.generateTitlesHint": "After the first reply, one short call (at most 20 tokens) to the "
+        "chat's model writes its title. When off, a chat is named by the first words of its first message.",
         "admin.settings.allowedInternalHosts": "Internal hosts tools may reach",
         "admin.settings.allowedInternalHostsHint": "One host name or CIDR per line, e.g. a local "
         "SearXNG or Ollama. Everything else private or loopback stays blocked.",
@@ -238,6 +241,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.settings.title": "设置",
         "admin.settings.signupOpen": "允许任何人注册",
         "admin.settings.signupOpenHint": "关闭时只有管理员可以创建账号。",
+        "admin.settings.generateTitles": "用模型为新对话命名",
+        "admin.settings.generateTitlesHint": "第一次回复后，向该对话的模型发一次简短请求（最多 20 个 token）生成标题。"
+        "关闭时，用第一条消息的开头作为标题。",
         "admin.settings.allowedInternalHosts": "工具可访问的内网主机",
         "admin.settings.allowedInternalHostsHint": "每行一个主机名或 CIDR，例如本地的 SearXNG 或 Ollama。"
         "其余私有或回环地址仍被阻止。",

@@ -1,10 +1,11 @@
 // The chat page: agent picker, session sidebar, streaming replies, tool approvals, stop, and resuming a
 // reply that is still running when the page (re)loads.
-import { api, errorFrom, loadAll, requestHeaders } from '../api.js';
-import { h, showError } from '../dom.js';
+import { api, errorFrom, requestHeaders } from '../api.js';
+import { showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
 import { followBottom } from './follow.js';
+import { sessionSidebar } from './sessions.js';
 import { readUIStream } from './stream.js';
 
 const root = document.getElementById('chat');
@@ -79,6 +80,7 @@ async function syncFromServer() {
   if (!state.sessionId) return;
   let detail;
   try { detail = await api('GET', `/api/agent-sessions/${state.sessionId}`); } catch { return; }
+  nameSession(detail);
   const shown = views();
   if (shown.length !== detail.messages.length) { renderMessages(detail.messages); return; }
   detail.messages.forEach((m, i) => {
@@ -261,27 +263,25 @@ async function stop() {
 
 // --- sessions --------------------------------------------------------------------------------------
 
-async function refreshSessions() {
-  let sessions;
-  try { sessions = await loadAll('/api/agent-sessions', 100); } catch { return; }
-  document.querySelector('.sessions-empty').hidden = sessions.length > 0;
-  const current = sessions.find((s) => s.id === state.sessionId);
-  if (current) document.getElementById('chat-title').textContent = current.title;
-  sessionList.replaceChildren(...sessions.map((s) => h('li', { class: s.id === state.sessionId ? 'current' : '' },
-    h('a', { href: `/chat/${s.id}`, 'aria-current': s.id === state.sessionId ? 'page' : null, dataset: { sessionId: s.id } },
-      h('span', { class: 'session-title', text: s.title }),
-      h('span', { class: 'muted small-text', text: s.agentName || t('chat.plainModel') })),
-    h('button', { type: 'button', class: 'linklike delete-session', title: t('action.delete'), 'aria-label': t('action.delete'), text: '×',
-      onclick: () => removeSession(s) }))));
-}
+const sidebar = sessionSidebar({
+  listEl: sessionList,
+  emptyEl: document.querySelector('.sessions-empty'),
+  searchInput: document.getElementById('session-search'),
+  currentId: () => state.sessionId,
+  onTitle: (s) => { document.getElementById('chat-title').textContent = s.title; },
+  onError: (error) => showError(errorBox, error),
+  onRemovedCurrent: () => window.location.assign('/chat'),
+});
+const refreshSessions = () => sidebar.refresh();
 
-async function removeSession(session) {
-  if (!window.confirm(t('chat.confirmDelete', { title: session.title }))) return;
+/** After the first complete reply, ask the server to name the chat (one short call to its model). */
+async function nameSession(detail) {
+  if (!detail || detail.titleSource !== 'auto') return;
+  if (!detail.messages.some((m) => m.role === 'assistant' && m.status === 'complete')) return;
   try {
-    await api('DELETE', `/api/agent-sessions/${session.id}`);
-    if (session.id === state.sessionId) window.location.assign('/chat');
-    else refreshSessions();
-  } catch (error) { showError(errorBox, error); }
+    const row = await api('POST', `/api/agent-sessions/${detail.id}/title`);
+    if (row.title !== detail.title) refreshSessions();
+  } catch { /* the first words stay */ }
 }
 
 async function loadSession(id) {

@@ -361,7 +361,7 @@ export class MessageView {
     if (m.role === 'user' && a.resend && !m.id.startsWith('local-')) {
       bar.append(button(t('action.edit'), () => this.startEdit(), { class: 'linklike small needs-idle' }));
     }
-    if (m.role === 'assistant' && a.regenerate && a.isLast && a.isLast(this)) {
+    if (m.role === 'assistant' && m.status !== 'awaiting_approval' && a.regenerate && a.isLast && a.isLast(this)) {
       const label = failed ? t('chat.action.retry') : t('chat.action.regenerate');
       bar.append(button(label, () => a.regenerate(), { class: `${failed ? 'primary' : 'linklike'} small needs-idle`, dataset: { testid: failed ? 'retry' : 'regenerate' } }));
     }

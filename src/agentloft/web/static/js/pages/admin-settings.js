@@ -1,4 +1,4 @@
-// Admin: instance settings (open sign-up, internal hosts that tools may reach).
+// Admin: instance settings (open sign-up, generated chat titles, internal hosts that tools may reach).
 import { api } from '../api.js';
 import { busy, resetFormErrors, showError, showFormError } from '../dom.js';
 
@@ -7,6 +7,7 @@ const saved = form.querySelector('.saved');
 
 function fill(settings) {
   form.signupOpen.checked = settings.signupOpen;
+  form.generateTitles.checked = settings.generateTitles;
   form.allowedInternalHosts.value = settings.allowedInternalHosts.join('\n');
 }
 
@@ -16,6 +17,7 @@ form.addEventListener('submit', async (event) => {
   saved.hidden = true;
   const body = {
     signupOpen: form.signupOpen.checked,
+    generateTitles: form.generateTitles.checked,
     allowedInternalHosts: form.allowedInternalHosts.value.split(/[\n,]/).map((s) => s.trim()).filter(Boolean),
   };
   await busy(form.querySelector('button[type=submit]'), async () => {

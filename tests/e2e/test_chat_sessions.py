@@ -1,0 +1,101 @@
+"""Issue 14 point 5 in a real browser, in both languages: a generated title after the first reply, the
+list grouped by date with a badge where an approval waits, rename in place and delete from the keyboard,
+and search over titles and message text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
+from tests.support import LiveApp
+
+pytestmark = pytest.mark.e2e
+
+
+def _asks_for_title(body: dict[str, Any]) -> bool:
+    return any("You name conversations" in str(m.get("content")) for m in body["messages"])
+
+
+def send(page: Page, message: str, button: str = "Send") -> None:
+    page.locator("#message-input").fill(message)
+    page.get_by_role("button", name=button, exact=True).click()
+
+
+def test_titles_groups_badges_rename_delete_and_search(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
+                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    tool = api(page, "POST", "/api/agent-tools", {"slug": "calc", "name": "Calc", "type": "calculator",
+                                                  "needsApproval": True})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
+    page.goto("/chat")
+
+    # 1. a title from the first exchange replaces the first words
+    fake_model.push(text("Use a pour-over at 93 degrees."), Step(text="Pour-over coffee", match=_asks_for_title))
+    send(page, "How do I brew 咖啡 by hand?")
+    expect(page.locator("#chat-title")).to_have_text("Pour-over coffee")
+    items = page.locator("#session-list .session-item")
+    expect(items.first.locator(".session-title")).to_have_text("Pour-over coffee")
+
+    # 2. a chat waiting for an approval carries a badge
+    page.goto("/chat")
+    fake_model.push(call("calc", {"expression": "1+1"}))
+    send(page, "add one and one")
+    expect(page.locator(".tool-card").get_by_test_id("tool-state")).to_have_text("Waiting for approval")
+    waiting = items.filter(has_text="add one and one")
+    expect(waiting.get_by_test_id("approval-badge")).to_have_text("Needs approval")
+    expect(page.get_by_test_id("regenerate")).to_have_count(0)  # the server would refuse: an approval waits
+
+    # 3. grouped by date
+    old = app.sql("SELECT id FROM agent_sessions WHERE title = 'Pour-over coffee'")[0][0]
+    app.sql("UPDATE agent_sessions SET updated_at = datetime('now', '-3 days') WHERE id = ?", (old,))
+    page.reload()
+    groups = page.locator(".session-group-title")
+    expect(groups).to_have_text(["Today", "Previous 7 days"])
+
+    # 4. rename in place, from the keyboard
+    coffee = items.filter(has_text="Pour-over coffee")
+    coffee.locator("a").focus()
+    page.keyboard.press("Tab")
+    expect(coffee.get_by_role("button", name="Rename “Pour-over coffee”")).to_be_focused()
+    page.keyboard.press("Enter")
+    rename = page.get_by_label("Rename", exact=True)
+    rename.fill("Hand-brewed coffee")
+    page.keyboard.press("Enter")
+    expect(items.filter(has_text="Hand-brewed coffee")).to_have_count(1)
+    assert api(page, "GET", f"/api/agent-sessions/{old}")["title"] == "Hand-brewed coffee"
+
+    # 5. search titles and message text; Escape brings the list back
+    search = page.get_by_label("Search chats")
+    search.fill("93 degrees")
+    expect(items).to_have_count(1)
+    expect(items.first.locator(".session-snippet")).to_contain_text("93 degrees")
+    search.fill("咖啡")
+    expect(items.first.locator(".session-title")).to_have_text("Hand-brewed coffee")
+    search.fill("nothing like this")
+    expect(page.locator(".no-results")).to_have_text("No chat matches.")
+    search.press("Escape")
+    expect(items).to_have_count(2)
+    page.screenshot(path="/tmp/shots/chat-sessions.png")
+
+    # 6. delete from the keyboard
+    page.once("dialog", lambda dialog: dialog.accept())
+    target = items.filter(has_text="Hand-brewed coffee")
+    target.get_by_role("button", name="Delete “Hand-brewed coffee”").focus()
+    page.keyboard.press("Enter")
+    expect(items).to_have_count(1)
+
+    # The same list in Chinese.
+    page.context.add_cookies([{"name": "agentloft_lang", "value": "zh-CN", "url": app.url}])
+    app.sql("UPDATE agent_sessions SET updated_at = datetime('now', '-1 days')")
+    page.reload()
+    expect(page.locator(".session-group-title")).to_have_text(["昨天"])
+    expect(items.first.get_by_test_id("approval-badge")).to_have_text("待审批")
+    expect(page.get_by_label("搜索对话")).to_be_visible()
