@@ -4,6 +4,7 @@ import { api, errorFrom, requestHeaders } from '../api.js';
 import { showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
+import { sessionDrawer } from './drawer.js';
 import { followBottom } from './follow.js';
 import { sessionSidebar } from './sessions.js';
 import { readUIStream } from './stream.js';
@@ -33,6 +34,11 @@ const state = {
 
 // --- rendering -------------------------------------------------------------------------------------
 
+sessionDrawer({
+  drawer: document.getElementById('chat-sidebar'),
+  toggle: document.getElementById('drawer-toggle'),
+  backdrop: document.getElementById('drawer-backdrop'),
+});
 const follower = followBottom(scroller, list, document.getElementById('to-bottom'));
 
 const actions = {

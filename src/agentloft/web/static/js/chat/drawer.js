@@ -1,0 +1,30 @@
+// The conversation list as a drawer on narrow screens (below 800 px, where it has no room beside the
+// chat): ☰ opens it over the chat, the backdrop, Escape or picking a chat closes it, and focus moves in
+// and back out so a keyboard or screen-reader user is never left behind it.
+
+const NARROW = window.matchMedia('(max-width: 800px)');
+
+export function sessionDrawer({ drawer, toggle, backdrop }) {
+  const isOpen = () => drawer.classList.contains('open');
+
+  function set(open, { focus = true } = {}) {
+    drawer.classList.toggle('open', open);
+    backdrop.hidden = !open;
+    toggle.setAttribute('aria-expanded', open ? 'true' : 'false');
+    document.body.classList.toggle('drawer-open', open);
+    if (!focus) return;
+    if (open) (drawer.querySelector('#session-search') || drawer.querySelector('button, a, input, select'))?.focus();
+    else toggle.focus();
+  }
+
+  toggle.addEventListener('click', () => set(!isOpen()));
+  backdrop.addEventListener('click', () => set(false));
+  drawer.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && isOpen() && !event.defaultPrevented) { event.preventDefault(); set(false); }
+  });
+  drawer.addEventListener('click', (event) => {
+    if (event.target.closest('a[href]') && isOpen()) set(false, { focus: false });
+  });
+  NARROW.addEventListener('change', () => { if (!NARROW.matches && isOpen()) set(false, { focus: false }); });
+  return { close: () => set(false, { focus: false }) };
+}

@@ -1,0 +1,95 @@
+"""Issue 14 point 1 in a real browser at phone sizes: every page fits 360–430 px without sideways
+scrolling, the top bar keeps language and sign-out on screen, the conversation list is a drawer, and
+long unbroken text (tool JSON) stays inside its bubble."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
+from tests.support import LiveApp
+
+pytestmark = pytest.mark.e2e
+
+PHONES = [{"width": 360, "height": 740}, {"width": 390, "height": 844}, {"width": 430, "height": 932}]
+LONG = "x" * 400
+
+
+def overflow(page: Page) -> int:
+    """How many pixels the page is wider than the screen (0 when nothing scrolls sideways)."""
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def test_every_page_fits_a_phone(
+    admin_page: Page, new_page: Callable[..., Page], app: LiveApp, fake_model_server: FakeModelServer,
+    fake_model: FakeModel,
+) -> None:
+    page = admin_page
+    api(page, "POST", "/api/admin/models", {"name": "Fake model with a long name", "provider": "openai",
+                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper", "a2aCallable": True})
+    tool = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Notes", "type": "document"})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
+    fake_model.push(call("notes", {"action": "create", "title": LONG[:100], "content": LONG}),
+                    text(f"Done: {LONG}\n\n```\n{LONG}\n```\n\n| a | b |\n|---|---|\n| {LONG} | 1 |"))
+    page.goto("/chat")
+    page.get_by_label("Message").fill(LONG)
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
+    session = page.url.rsplit("/", 1)[1]
+    doc = api(page, "GET", "/api/agent-documents?type=memory")["items"][0]["id"]
+    pages = ["/chat", f"/chat/{session}", "/agent-documents", f"/agent-documents/{doc}", "/tokens", "/setup",
+             "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools", "/no-such-page"]
+
+    stranger = new_page()
+    too_wide = []
+    for size in PHONES:
+        page.set_viewport_size(size)
+        stranger.set_viewport_size(size)
+        for who, path in [(page, p) for p in pages] + [(stranger, "/login"), (stranger, "/signup")]:
+            who.goto(path)
+            who.wait_for_load_state("networkidle")
+            if overflow(who) > 0:
+                too_wide.append((size["width"], path, overflow(who)))
+    assert not too_wide
+
+    # At 360 px the language and the user menu (with the navigation and sign-out) are on screen.
+    page.set_viewport_size(PHONES[0])
+    page.goto("/admin/models")
+    page.wait_for_load_state("networkidle")
+    for testid in ("lang-menu", "user-menu"):
+        box = page.get_by_test_id(testid).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 360, (testid, box)
+    page.get_by_test_id("user-menu").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_in_viewport()
+    expect(page.locator(".menu-list").get_by_role("link", name="Documents")).to_be_visible()
+    row = page.locator("#models-table tbody tr").first  # a table row is a card with labelled cells
+    expect(row.locator("td").first).to_have_attribute("data-label", "Name")
+    page.screenshot(path="/tmp/shots/phone-admin-models.png")
+
+    # The conversation list is a drawer: ☰ opens it, Escape closes it and focus comes back.
+    page.goto(f"/chat/{session}")
+    sidebar = page.locator("#chat-sidebar")
+    expect(sidebar).not_to_be_in_viewport()
+    bubble = page.locator(".message.assistant .bubble").first
+    expect(bubble.locator(".tool-card")).to_be_visible()
+    width = bubble.evaluate("b => [b.scrollWidth, b.clientWidth]")
+    assert width[0] <= width[1] + 1, width  # the tool's long JSON wraps inside
+    page.screenshot(path="/tmp/shots/phone-chat.png")
+    toggle = page.get_by_role("button", name="Show the chat list")
+    toggle.click()
+    expect(sidebar).to_be_in_viewport()
+    expect(page.get_by_label("Search chats")).to_be_focused()
+    expect(page.get_by_role("button", name="New chat")).to_be_visible()
+    page.screenshot(path="/tmp/shots/phone-drawer.png")
+    page.keyboard.press("Escape")
+    expect(sidebar).not_to_be_in_viewport()
+    expect(toggle).to_be_focused()
+    toggle.click()
+    page.locator("#session-list a").first.click()
+    expect(page).to_have_url(f"{app.url}/chat/{session}")
+    expect(sidebar).not_to_be_in_viewport()
