@@ -55,6 +55,16 @@ def request_language(request: Request) -> str:
     return i18n.negotiate(request.cookies.get(i18n.LANG_COOKIE), request.headers.get("accept-language"))
 
 
+THEME_COOKIE = "agentloft_theme"
+THEMES = ("light", "dark")
+
+
+def request_theme(request: Request) -> str | None:
+    """The theme the reader chose (the top bar's button keeps it in a cookie); None follows the system."""
+    value = request.cookies.get(THEME_COOKIE)
+    return value if value in THEMES else None
+
+
 def render_page(request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
     """Render ``template`` with the shared page context (user, language, translator, JS strings)."""
     lang = request_language(request)
@@ -66,6 +76,7 @@ def render_page(request: Request, template: str, *, status: int = 200, **context
         "t": i18n.translator(lang),
         "js_strings": i18n.catalog(lang),
         "current_path": request.url.path,
+        "theme": request_theme(request),
     }
     html = environment().get_template(template).render({**base, **context})
     return HTMLResponse(html, status_code=status)

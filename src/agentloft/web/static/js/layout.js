@@ -1,5 +1,6 @@
 // Every page: sign-out, and menus that close when clicking elsewhere.
 import { api } from './api.js';
+import { t } from './i18n.js';
 
 document.getElementById('sign-out')?.addEventListener('click', async () => {
   try { await api('POST', '/api/auth/logout'); } finally { window.location.assign('/login'); }
@@ -26,3 +27,23 @@ for (const table of document.querySelectorAll('table.table')) {
   labelCells(table);
   new MutationObserver(() => labelCells(table)).observe(table.tBodies[0] || table, { childList: true, subtree: true });
 }
+
+// Theme: as the system, dark or light. The button steps through them; the choice is kept in a cookie so
+// the server renders the next page in it (no flash of the wrong colours).
+const THEMES = ['system', 'dark', 'light'];
+const themeButton = document.getElementById('theme-toggle');
+themeButton?.addEventListener('click', () => {
+  const now = themeButton.dataset.themeChoice || 'system';
+  const next = THEMES[(THEMES.indexOf(now) + 1) % THEMES.length];
+  themeButton.dataset.themeChoice = next;
+  if (next === 'system') {
+    document.documentElement.removeAttribute('data-theme');
+    document.cookie = 'agentloft_theme=; Max-Age=0; Path=/; SameSite=Lax';
+  } else {
+    document.documentElement.dataset.theme = next;
+    document.cookie = `agentloft_theme=${next}; Max-Age=31536000; Path=/; SameSite=Lax`;
+  }
+  const label = t(`theme.${next}`);
+  themeButton.setAttribute('aria-label', label);
+  themeButton.title = label;
+});
