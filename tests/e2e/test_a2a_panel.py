@@ -94,3 +94,66 @@ def test_two_calls_stack_and_a_failure_shows(
     panels.nth(0).get_by_role("button", name="Close").click()
     expect(panels).to_have_count(1)
     expect(page.locator("#chat-side-panel")).to_be_visible()
+
+
+def test_panel_waits_says_when_the_connection_is_lost_and_is_a_sheet_on_a_phone(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    """Seed 003's states: the panel opens when the call starts and waits ("等待回复…" with a spinner)
+    until the called agent writes; a dropped connection says so and can follow again."""
+    page = admin_page
+    setup_pair(page, fake_model_server)
+    page.context.add_cookies([{"name": "agentloft_lang", "value": "zh-CN", "url": page.url}])
+    page.set_viewport_size({"width": 390, "height": 844})
+    fake_model.push(
+        caller_step(call("ask-agent", {"agentSlug": "coder", "input": "write it"})),
+        callee_step(Step(text="The **answer** from the coder.", first_delay=3, delay=0.05)),
+        caller_step(text("Done.")),
+    )
+    cut = {"on": True}
+
+    def maybe_cut(route: Any) -> None:
+        if cut["on"]:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/api/agents/a2a/stream*", maybe_cut)
+    page.goto("/chat?agent=general")
+    page.get_by_label("消息").fill("ask the coder")
+    page.get_by_role("button", name="发送").click()
+
+    panel = page.locator("#chat-side-panel .a2a-panel")
+    # The first subscription is cut: the panel says so and offers to follow again.
+    expect(panel).to_have_attribute("data-state", "lost")
+    expect(panel.locator(".a2a-panel-status")).to_have_text("连接中断")
+    expect(panel.locator(".a2a-panel-error")).to_contain_text("重新连接")
+    cut["on"] = False
+    panel.get_by_role("button", name="重新连接").click()
+    # Following again while the called agent has not written yet: waiting, with a spinner.
+    expect(panel.locator(".a2a-panel-waiting")).to_have_text("等待回复…")
+    expect(panel.locator(".a2a-spinner")).to_be_visible()
+    box = page.locator("#chat-side-panel").bounding_box()
+    assert box and box["width"] == 390 and abs(box["y"] + box["height"] - 844) < 1  # a sheet at the bottom
+    page.screenshot(path="/tmp/shots/a2a-sheet-waiting.png")
+    expect(panel).to_have_attribute("data-state", "done", timeout=15_000)
+    expect(panel.locator(".a2a-panel-waiting")).to_be_hidden()
+    expect(panel.locator(".a2a-panel-body strong")).to_have_text("answer")
+    expect(page.locator(".message.assistant").last).to_contain_text("Done.")
+
+
+def test_the_panel_stream_says_it_replays(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_pair(page, fake_model_server)
+    fake_model.push(
+        caller_step(call("ask-agent", {"agentSlug": "coder", "input": "x"})),
+        callee_step(Step(text="slow answer", first_delay=0.5)),
+        caller_step(text("ok")),
+    )
+    with page.expect_response(lambda r: "/api/agents/a2a/stream" in r.url) as got:
+        page.goto("/chat?agent=general")
+        page.get_by_label("Message").fill("go")
+        page.get_by_role("button", name="Send").click()
+    assert got.value.headers.get("x-stream-resume") == "true"

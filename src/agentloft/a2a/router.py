@@ -24,8 +24,9 @@ from agentloft.core.runtime import Runtime
 
 router = APIRouter()
 
+# X-Stream-Resume: like the chat's resumed stream, every subscription replays the reply from its start.
 SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no",
-               "x-vercel-ai-ui-message-stream": "v1"}
+               "x-vercel-ai-ui-message-stream": "v1", "X-Stream-Resume": "true"}
 
 
 # ---------------------------------------------------------------- the side panel's stream

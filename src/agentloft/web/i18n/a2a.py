@@ -4,23 +4,31 @@ from __future__ import annotations
 
 STRINGS = {
     "en": {
-        "a2a.panel.waiting": "waiting…",
-        "a2a.panel.generating": "generating…",
+        "a2a.panel.waiting": "waiting",
+        "a2a.panel.waitingForReply": "Waiting for reply…",
+        "a2a.panel.generating": "replying…",
         "a2a.panel.done": "done",
         "a2a.panel.error": "error",
+        "a2a.panel.lost": "connection lost",
+        "a2a.panel.lostHint": "The connection to this reply dropped. Reconnect to follow it again; the answer "
+        "also reaches the chat once the agent is done.",
+        "a2a.panel.reconnect": "Reconnect",
         "a2a.panel.close": "Close",
-        "a2a.panel.connectionLost": "connection lost",
-        "a2a.panel.unavailable": "stream unavailable ({status})",
+        "a2a.panel.unavailable": "The reply cannot be followed (HTTP {status}); it reaches the chat once the "
+        "agent is done.",
         "a2a.panel.failed": "the called agent failed",
     },
     "zh-CN": {
-        "a2a.panel.waiting": "等待中…",
+        "a2a.panel.waiting": "等待中",
+        "a2a.panel.waitingForReply": "等待回复…",
         "a2a.panel.generating": "生成中…",
         "a2a.panel.done": "完成",
         "a2a.panel.error": "出错",
+        "a2a.panel.lost": "连接中断",
+        "a2a.panel.lostHint": "与该回复的连接中断了。点“重新连接”可继续查看；智能体完成后，答案也会出现在对话中。",
+        "a2a.panel.reconnect": "重新连接",
         "a2a.panel.close": "关闭",
-        "a2a.panel.connectionLost": "连接中断",
-        "a2a.panel.unavailable": "无法订阅（{status}）",
-        "a2a.panel.failed": "被调用的 agent 出错",
+        "a2a.panel.unavailable": "无法查看该回复（HTTP {status}）；智能体完成后，答案会出现在对话中。",
+        "a2a.panel.failed": "被调用的智能体出错了",
     },
 }

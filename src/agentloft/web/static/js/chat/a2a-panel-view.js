@@ -2,15 +2,17 @@
 // agent, a panel opens beside the chat and shows the callee's reply as it streams.
 //
 // The chat page feeds every UI-message-stream chunk of the caller's reply to `panels.handleChunk(chunk)`:
-// - `tool-input-available` whose input is `{agentSlug, input}` opens a panel (status: waiting);
+// - `tool-input-available` whose input is `{agentSlug, input}` opens a panel, waiting ("Waiting for
+//   reply…" with a spinner); a `tool-approval-request` for that call closes it again until it runs;
 // - `data-a2a-task-started` gives that panel its task id; it subscribes to
 //   GET /api/agents/a2a/stream?taskId=… and renders the reply (markdown) as it arrives;
-// - the panel shows generating / done / error and closes on request. Several calls stack.
+// - the panel shows generating / done / error, or "connection lost" with a button to follow again
+//   (the stream replays from the start), and closes on request. Several calls stack.
 
 import { t } from '../i18n.js';
+import { MarkdownView } from './message.js';
 
 const STYLE_URL = new URL('../../css/a2a-panel.css', import.meta.url).href;
-const RENDER_URL = '/api/render/markdown';
 
 function ensureStyles() {
   if (document.querySelector(`link[href="${STYLE_URL}"]`)) return;
@@ -25,11 +27,6 @@ function el(tag, cls, text) {
   if (cls) node.className = cls;
   if (text !== undefined) node.textContent = text;
   return node;
-}
-
-function csrf() {
-  const m = document.cookie.match(/(?:^|;\s*)agentloft_csrf=([^;]*)/);
-  return m ? decodeURIComponent(m[1]) : '';
 }
 
 function isInvokeInput(chunk) {
@@ -51,6 +48,8 @@ function splitFrames(buffer) {
   return [out, buffer];
 }
 
+const SPINNER_CLASS = 'a2a-spinner';
+
 class InvokePanel {
   constructor(host, { toolCallId, agentSlug, onClose }) {
     this.toolCallId = toolCallId;
@@ -59,8 +58,8 @@ class InvokePanel {
     this.text = '';
     this.state = 'waiting';
     this.controller = null;
-    this.renderTimer = null;
     this.onClose = onClose;
+    this.markdown = new MarkdownView();
     this.root = el('section', 'a2a-panel');
     this.root.setAttribute('aria-live', 'polite');
     this.root.dataset.state = 'waiting';
@@ -73,10 +72,15 @@ class InvokePanel {
     close.setAttribute('aria-label', t('a2a.panel.close'));
     close.addEventListener('click', () => this.close());
     header.append(this.nameEl, this.statusEl, close);
-    this.body = el('div', 'a2a-panel-body markdown');
-    this.errorEl = el('p', 'a2a-panel-error');
+    // Until the called agent's first words: a spinner and "Waiting for reply…" (seed 003, 3.3.1).
+    this.waitingEl = el('p', 'a2a-panel-waiting');
+    this.waitingEl.append(el('span', SPINNER_CLASS), el('span', '', t('a2a.panel.waitingForReply')));
+    this.waitingEl.setAttribute('role', 'status');
+    this.body = el('div', 'a2a-panel-body md');
+    this.body.append(this.markdown.el);
+    this.errorEl = el('div', 'a2a-panel-error');
     this.errorEl.hidden = true;
-    this.root.append(header, this.body, this.errorEl);
+    this.root.append(header, this.waitingEl, this.body, this.errorEl);
     host.append(this.root);
   }
 
@@ -84,6 +88,7 @@ class InvokePanel {
     this.state = state;
     this.root.dataset.state = state;
     this.statusEl.textContent = label;
+    this.waitingEl.hidden = !(state === 'waiting' || (state === 'generating' && !this.text));
   }
 
   start(taskId, name) {
@@ -95,86 +100,85 @@ class InvokePanel {
     this.subscribe();
   }
 
+  /** Follow the callee's reply. The server replays it from the start (X-Stream-Resume), so after a lost
+   * connection subscribing again shows the whole reply, not just the rest. */
   async subscribe() {
     this.controller = new AbortController();
+    this.text = '';
     let response;
     try {
       response = await fetch(`/api/agents/a2a/stream?taskId=${encodeURIComponent(this.taskId)}`, {
         credentials: 'same-origin', headers: { Accept: 'text/event-stream' }, signal: this.controller.signal,
       });
     } catch (err) {
-      if (err.name !== 'AbortError') this.fail(t('a2a.panel.connectionLost'));
+      if (err.name !== 'AbortError') this.lost();
       return;
     }
     if (!response.ok) { this.fail(t('a2a.panel.unavailable', { status: response.status })); return; }
     if ((response.headers.get('content-type') || '').includes('application/json')) {
-      this.finish(); // no buffer any more: the reply ended before we subscribed
+      this.finish(); // no buffer any more: the reply ended before we subscribed; the chat has it
       return;
     }
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
+    let ended = false;
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
         let payloads;
         [payloads, buffer] = splitFrames(buffer + decoder.decode(value, { stream: true }));
-        payloads.forEach((p) => this.handle(p));
+        for (const p of payloads) ended = this.handle(p) || ended;
       }
     } catch (err) {
-      if (err.name !== 'AbortError' && this.state === 'generating') this.fail(t('a2a.panel.connectionLost'));
+      if (err.name !== 'AbortError' && this.state === 'generating') this.lost();
       return;
     }
-    if (this.state === 'generating') this.finish();
+    // The server always ends a reply with [DONE]; a stream that stops without it was cut.
+    if (!ended && this.state === 'generating') this.lost();
   }
 
+  /** Apply one payload; answers whether it ended the reply. */
   handle(payload) {
-    if (payload === '[DONE]') { if (this.state === 'generating') this.finish(); return; }
+    if (payload === '[DONE]') { if (this.state === 'generating') this.finish(); return true; }
     let chunk;
-    try { chunk = JSON.parse(payload); } catch { return; }
+    try { chunk = JSON.parse(payload); } catch { return false; }
     if (chunk.type === 'text-delta') {
       this.text += chunk.delta || chunk.textDelta || '';
-      this.scheduleRender();
+      this.waitingEl.hidden = true;
+      this.markdown.set(this.text, false);
     } else if (chunk.type === 'error') {
       this.fail(chunk.errorText || t('a2a.panel.failed'));
     } else if (chunk.type === 'finish' && this.state === 'generating') {
       this.finish();
     }
-  }
-
-  scheduleRender() {
-    this.body.classList.add('plain'); // immediate plain text, then markdown when it settles
-    this.body.textContent = this.text;
-    if (this.renderTimer) return;
-    this.renderTimer = setTimeout(() => { this.renderTimer = null; this.renderMarkdown(); }, 150);
-  }
-
-  async renderMarkdown() {
-    const text = this.text;
-    try {
-      const response = await fetch(RENDER_URL, {
-        method: 'POST', credentials: 'same-origin',
-        headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': csrf() },
-        body: JSON.stringify({ text }),
-      });
-      if (!response.ok) return;
-      const data = await response.json();
-      if (text !== this.text || typeof data.html !== 'string') return;
-      this.body.classList.remove('plain');
-      this.body.innerHTML = data.html; // sanitised by the server (markdown-it + nh3)
-    } catch { /* keep the plain text */ }
+    return false;
   }
 
   finish() {
     this.setState('done', t('a2a.panel.done'));
-    if (this.renderTimer) { clearTimeout(this.renderTimer); this.renderTimer = null; }
-    if (this.text) this.renderMarkdown();
+    this.errorEl.hidden = true;
+    if (this.text) this.markdown.set(this.text, true);
   }
 
   fail(message) {
     this.setState('error', t('a2a.panel.error'));
-    this.errorEl.textContent = message;
+    this.errorEl.replaceChildren(el('p', '', message));
+    this.errorEl.hidden = false;
+  }
+
+  /** The connection dropped mid-reply: say so and offer to follow again. */
+  lost() {
+    this.setState('lost', t('a2a.panel.lost'));
+    const again = el('button', 'small', t('a2a.panel.reconnect'));
+    again.type = 'button';
+    again.addEventListener('click', () => {
+      this.errorEl.hidden = true;
+      this.setState('generating', t('a2a.panel.generating'));
+      this.subscribe();
+    });
+    this.errorEl.replaceChildren(el('p', '', t('a2a.panel.lostHint')), again);
     this.errorEl.hidden = false;
   }
 
@@ -214,6 +218,9 @@ export function attachA2APanels(host) {
         || panels.find((p) => !p.taskId)
         || open(null, data.calleeAgentSlug);
       panel.start(data.taskId, data.calleeAgentName);
+    } else if (chunk.type === 'tool-approval-request') {
+      const panel = panels.find((p) => p.toolCallId === chunk.toolCallId && !p.taskId);
+      if (panel) panel.close(); // it waits for the user's approval; the panel opens when the task starts
     } else if (chunk.type === 'tool-output-available' || chunk.type === 'tool-output-error') {
       const panel = panels.find((p) => p.toolCallId === chunk.toolCallId);
       if (panel && panel.state === 'waiting') {

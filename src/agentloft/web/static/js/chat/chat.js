@@ -3,6 +3,7 @@
 import { api, errorFrom, requestHeaders } from '../api.js';
 import { showError } from '../dom.js';
 import { t } from '../i18n.js';
+import { notifyChunk } from './hooks.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
 import { sessionDrawer } from './drawer.js';
 import { followBottom } from './follow.js';
@@ -142,6 +143,7 @@ async function follow(response) {
         view = state.views.get(id) || addMessage(newMessage(id, 'assistant', [], 'streaming'));
       }
       applyChunk(view.message, chunk);
+      notifyChunk(chunk, { panel: sidePanel, sessionId: state.sessionId, live: true, messageId: view.message.id });
       if (!frame) frame = requestAnimationFrame(repaint);
     });
     if (view && view.message.status === 'streaming') view.message.status = 'complete';

@@ -16,6 +16,17 @@
 
 export const dataHandlers = {};
 
+// Every live chunk of a reply the page follows (not the saved history) also goes to each function here,
+// with the same context as a data handler: e.g. the A2A panel opens when an agent-invoke call starts.
+export const chunkListeners = [];
+
+/** Hand a live chunk to every listener; one that throws does not stop the others or the chat. */
+export function notifyChunk(chunk, ctx) {
+  for (const listener of chunkListeners) {
+    try { listener(chunk, ctx); } catch (error) { console.error('chat chunk listener failed', error); }
+  }
+}
+
 /** Run the handler for a data part; answer what to show inline (a node, or null for the default). */
 export function handleData(part, ctx) {
   const handler = dataHandlers[part.type];
