@@ -98,7 +98,7 @@ def test_first_admin_sets_up_a_model_and_an_agent(
     page.get_by_label("Username").fill("root")
     page.get_by_label("Password").fill("wrong-password")
     page.get_by_role("button", name="Sign in").click()
-    expect(page.locator(".form-error")).to_have_text("wrong username or password")
+    expect(page.locator(".form-error")).to_have_text("Wrong username or password.")
     page.screenshot(path="/tmp/agentloft-login.png")
     page.get_by_label("Password").fill("password123")
     page.get_by_role("button", name="Sign in").click()

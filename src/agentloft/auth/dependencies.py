@@ -119,6 +119,11 @@ async def _admin_user(user: Annotated[User, Depends(_current_user)]) -> User:
     return user
 
 
+async def request_user(request: Request) -> User | None:
+    """The caller of a request no route dependency ran for (e.g. the page for an unknown address)."""
+    return await _optional_user(request)
+
+
 OptionalUser = Annotated[User | None, Depends(_optional_user)]
 CurrentUser = Annotated[User, Depends(_current_user)]
 AdminUser = Annotated[User, Depends(_admin_user)]

@@ -106,7 +106,11 @@ class RunToolset(AbstractToolset[Any]):
             raise ApprovalRequired()
         result = await run_tool(run_tool_, tool_args, tctx)
         if not result.success:
-            # The model sees the failure as such, and the stream carries ``tool-output-error``.
+            # The model sees the failure as such, and the stream carries ``tool-output-error``. A failure
+            # with a code also sends ``data-tool-error`` first, so the page can word it for the reader.
+            code = result.metadata.get("code")
+            if isinstance(code, str) and ctx.tool_call_id:
+                await _emitter(ctx)("tool-error", {"toolCallId": ctx.tool_call_id, "code": code})
             raise ToolFailed(result.error or f"tool '{name}' failed")
         return result.model_dump(mode="json")
 

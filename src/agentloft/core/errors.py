@@ -163,6 +163,17 @@ def _race_lost() -> Conflict:
                     code="changed_meanwhile")
 
 
+def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
+    """A routing-level HTTP error (unknown path, wrong method) in the one error shape."""
+    code = _STATUS_CODES.get(exc.status_code, "error")
+    message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+    return JSONResponse(
+        {"error": {"code": code, "message": message}},
+        status_code=exc.status_code,
+        headers=getattr(exc, "headers", None),
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
@@ -176,13 +187,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = _STATUS_CODES.get(exc.status_code, "error")
-        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-        return JSONResponse(
-            {"error": {"code": code, "message": message}},
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
-        )
+        return http_error_response(exc)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -5,7 +5,8 @@ It owns the rules shared by all tools, so no tool type repeats them:
   carries the validation message (the run goes on and the model can correct itself);
 - an exception inside a tool becomes a failed result and a log line; a tool that overruns its time
   limit is a failed result;
-- ``metadata.durationMs`` is always set.
+- ``metadata.durationMs`` is always set; failures of its own carry ``metadata.code`` (``invalid_input``,
+  ``tool_timeout``, ``tool_crashed``) so pages can word them in the reader's language.
 Visibility (admin-only, disabled) is decided when the run's tools are loaded (``tools.service``): a tool
 that is not in a run's list cannot be called in that run at all. Approval is decided by
 ``needs_approval`` below; the chat engine pauses on it and resumes with ``ctx.approved`` set, and
@@ -92,6 +93,7 @@ def approval_needed(tool: RunTool) -> ToolResult:
     return ToolResult.fail(
         f"tool '{tool.name}' needs approval for this call: nothing was done; run it again once approved",
         needsApproval=True,
+        code="approval_required",
     )
 
 
@@ -107,20 +109,21 @@ async def run_tool(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) ->
     try:
         parsed = parse_input(tool, raw_args)
     except ValidationError as exc:
-        return done(ToolResult.fail(_validation_message(exc)))
+        return done(ToolResult.fail(_validation_message(exc), code="invalid_input"))
     except InvalidInput as exc:
-        return done(ToolResult.fail(f"invalid input: {exc}"))
+        return done(ToolResult.fail(f"invalid input: {exc}", code="invalid_input"))
     if not ctx.approved and _asks_approval(tool, parsed, ctx):
         return done(approval_needed(tool))
     try:
         result = await asyncio.wait_for(tool.type.execute(parsed, tool.config, ctx), timeout=tool.timeout_s)
     except TimeoutError:
-        return done(ToolResult.fail(f"tool '{tool.name}' timed out after {tool.timeout_s:g} s"))
+        return done(ToolResult.fail(f"tool '{tool.name}' timed out after {tool.timeout_s:g} s", code="tool_timeout"))
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         log.exception("tool %s (%s) failed", tool.name, tool.type.slug)
-        return done(ToolResult.fail(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}"))
+        return done(ToolResult.fail(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}", code="tool_crashed"))
     if not isinstance(result, ToolResult):
-        return done(ToolResult.fail(f"tool '{tool.name}' returned {type(result).__name__}, not a ToolResult"))
+        return done(ToolResult.fail(f"tool '{tool.name}' returned {type(result).__name__}, not a ToolResult",
+                                    code="tool_crashed"))
     return done(result)

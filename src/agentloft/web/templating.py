@@ -45,7 +45,10 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(static_url=static_url, languages=i18n.LANGUAGES, version=__version__)
+    from agentloft.defaults import TOOL_TEXTS  # the default tools' English texts, translated while unchanged
+
+    env.globals.update(static_url=static_url, languages=i18n.LANGUAGES, version=__version__,
+                       default_tool_texts=TOOL_TEXTS)
     env.filters["json_script"] = _json_script
     env.filters["plain"] = markdown_to_plain
     return env

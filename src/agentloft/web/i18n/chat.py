@@ -105,6 +105,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "Models speaks the OpenAI-compatible API.",
         "chat.error.model_unexpected": "The model answered in a way that could not be used.",
         "chat.error.model_unexpected.hint": "Retry, or say it differently.",
+        "chat.error.connection_lost": "The connection dropped while the reply was being written.",
+        "chat.error.connection_lost.hint": "Reload the page: a reply that is still being written is picked up "
+        "where it is.",
     },
     "zh-CN": {
         "chat.agent": "智能体",
@@ -206,5 +209,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_bad_reply.hintAdmin": "请重试。如果反复出现，请确认“管理 → 模型”中的服务器兼容 OpenAI API。",
         "chat.error.model_unexpected": "模型的回答无法使用。",
         "chat.error.model_unexpected.hint": "请重试，或换个说法。",
+        "chat.error.connection_lost": "生成回复时连接中断了。",
+        "chat.error.connection_lost.hint": "请刷新页面：仍在生成的回复会从当前进度继续显示。",
     },
 }

@@ -62,9 +62,10 @@ class DocumentTool(ToolType[Config, Input]):
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
         if self.needs_approval(input, config, ctx) and not ctx.approved:
-            return ToolResult.fail(f'action "{input.action}" needs the user\'s approval', needsApproval=True)
+            return ToolResult.fail(f'action "{input.action}" needs the user\'s approval', needsApproval=True,
+                                   code="approval_required")
         if ctx.user_id is None:
-            return ToolResult.fail(LOGIN_REQUIRED_MESSAGE)
+            return ToolResult.fail(LOGIN_REQUIRED_MESSAGE, code="login_required")
         try:
             return await OPERATIONS[input.action](input, config, ctx)
         except AppError as err:

@@ -37,13 +37,19 @@ export async function errorFrom(response) {
 
 export async function api(method, url, body, { signal } = {}) {
   const hasBody = body !== undefined;
-  const response = await fetch(url, {
-    method,
-    credentials: 'same-origin',
-    headers: requestHeaders(method, hasBody),
-    body: hasBody ? JSON.stringify(body) : undefined,
-    signal,
-  });
+  let response;
+  try {
+    response = await fetch(url, {
+      method,
+      credentials: 'same-origin',
+      headers: requestHeaders(method, hasBody),
+      body: hasBody ? JSON.stringify(body) : undefined,
+      signal,
+    });
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+    throw new ApiError(0, 'network', error.message); // offline, server down: pages word it by the code
+  }
   if (!response.ok) {
     const error = await errorFrom(response);
     if (error.status === 401 && error.code === 'not_authenticated') {

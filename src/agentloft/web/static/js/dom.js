@@ -1,4 +1,5 @@
 // Small DOM helpers shared by the page scripts: element building, forms, errors, dialogs.
+import { t } from './i18n.js';
 
 /** h('button', {class: 'x', onclick: fn, dataset: {id: 1}}, 'text', child) */
 export function h(tag, attrs = {}, ...children) {
@@ -20,9 +21,19 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** An error in the reader's language: the words for its API code when there are some, else its message. */
+export function errorText(error) {
+  if (!error) return '';
+  if (error.code) {
+    const key = `apiError.${error.code}`;
+    if (t(key) !== key) return t(key);
+  }
+  return error.message || String(error);
+}
+
 export function showError(el, error) {
   if (!el) return;
-  el.textContent = error ? (error.message || String(error)) : '';
+  el.textContent = errorText(error);
   el.hidden = !error;
 }
 
@@ -46,10 +57,19 @@ export function showFieldErrors(form, fields = {}) {
   return orphans;
 }
 
-/** Show an ApiError on a form: field messages beside inputs, the message in the form's .form-error. */
+/** Show an ApiError on a form, each problem once: field messages beside their inputs, and the form's
+ * .form-error only for what has no input of its own. */
 export function showFormError(form, error) {
-  showFieldErrors(form, error.fields || {});
-  showError(form.querySelector('.form-error'), error);
+  const fields = error.fields || {};
+  const orphans = showFieldErrors(form, fields);
+  const box = form.querySelector('.form-error');
+  if (Object.keys(fields).length && !Object.keys(orphans).length) { showError(box, null); return; }
+  if (Object.keys(orphans).length) {
+    box.textContent = Object.entries(orphans).map(([path, message]) => `${path}: ${message}`).join(' ');
+    box.hidden = false;
+    return;
+  }
+  showError(box, error);
 }
 
 export function resetFormErrors(form) {

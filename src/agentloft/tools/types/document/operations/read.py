@@ -58,7 +58,7 @@ async def run(input: Input, config: Config, ctx: ToolContext) -> ToolResult:
             page_size=OTHER_MATCHES + 1,
         )
         if not found.items:
-            return ToolResult.fail(f"no document matches the search {input.q!r}")
+            return ToolResult.fail(f"no document matches the search {input.q!r}", code="no_match")
         data = shape(found.items[0], input, config)
         data["totalMatches"] = found.total
         data["otherMatches"] = [{"id": r.id, "title": r.title} for r in found.items[1:]]

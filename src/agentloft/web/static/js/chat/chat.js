@@ -148,7 +148,8 @@ async function follow(response) {
     });
     if (view && view.message.status === 'streaming') view.message.status = 'complete';
   } catch (error) {
-    if (view) { view.message.error = error.message; view.message.status = 'failed'; }
+    // The stream broke (network, server gone); the run may go on: a reload picks it up.
+    if (view) { view.message.failure = { code: 'connection_lost' }; view.message.status = 'failed'; }
   } finally {
     if (frame) cancelAnimationFrame(frame);
     repaint();

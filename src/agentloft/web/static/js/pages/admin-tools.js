@@ -6,6 +6,7 @@ import { api, loadAll } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { t } from '../i18n.js';
 import { renderSchemaForm, sampleInput } from '../schema-form.js';
+import { toolDescription, toolName, typeName } from '../tool-texts.js';
 import { changeItem, onSave, removeItem, tableRefresher } from './admin-common.js';
 
 const tbody = document.querySelector('#tools-table tbody');
@@ -36,9 +37,9 @@ function permissionToggle(tool) {
 function row(tool) {
   const type = typeOf(tool.type);
   return h('tr', { dataset: { slug: tool.slug } },
-    h('td', {}, h('strong', { text: tool.name }), ' ', h('code', { class: 'muted', text: tool.slug }),
-      tool.description ? h('div', { class: 'muted small-text', text: tool.description }) : null),
-    h('td', { text: type ? type.name : tool.type }),
+    h('td', {}, h('strong', { text: toolName(tool) }), ' ', h('code', { class: 'muted', text: tool.slug }),
+      tool.description ? h('div', { class: 'muted small-text', text: toolDescription(tool) }) : null),
+    h('td', { text: type ? typeName(type) : tool.type }),
     h('td', {}, tool.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled'))),
     h('td', {}, tool.needsApproval ? badge(t('tools.needsApprovalShort'), 'warn') : h('span', { class: 'muted', text: t('tools.automatic') })),
     h('td', { class: 'permission' }, permissionToggle(tool)),
@@ -68,7 +69,7 @@ function openEditor(tool) {
   const title = form.querySelector('h2');
   title.textContent = tool ? title.dataset.titleEdit : title.dataset.titleNew;
   const select = form.type;
-  select.replaceChildren(...types.map((ty) => h('option', { value: ty.slug, text: `${ty.name} (${ty.slug})` })));
+  select.replaceChildren(...types.map((ty) => h('option', { value: ty.slug, text: `${typeName(ty)} (${ty.slug})` })));
   if (tool) {
     fillForm(form, tool);
     renderConfig(typeOf(tool.type), tool.config, tool.secretsSet);

@@ -4,6 +4,7 @@ import { api, loadAll } from '../api.js';
 import { badge, h } from '../dom.js';
 import { t } from '../i18n.js';
 import { editorHooks } from './agent-editor-hooks.js';
+import { toolName } from '../tool-texts.js';
 
 const box = document.querySelector('.tool-picker');
 const list = box.querySelector('.tool-picker-list');
@@ -13,7 +14,7 @@ function overrideSelect(tool, value) {
   const inherit = tool.needsApproval ? t('agentTools.inheritAsk') : t('agentTools.inheritAuto');
   const options = [['', inherit], ['true', t('agentTools.alwaysAsk')], ['false', t('agentTools.neverAsk')]];
   const current = value === null || value === undefined ? '' : String(value);
-  return h('select', { 'aria-label': t('agentTools.approvalFor', { name: tool.name }), dataset: { approval: tool.slug } },
+  return h('select', { 'aria-label': t('agentTools.approvalFor', { name: toolName(tool) }), dataset: { approval: tool.slug } },
     ...options.map(([v, text]) => h('option', { value: v, text, selected: v === current })));
 }
 
@@ -27,7 +28,7 @@ function render(tools, links) {
     const check = h('input', { type: 'checkbox', checked: Boolean(link), dataset: { tool: tool.slug } });
     const select = overrideSelect(tool, link ? link.needsApproval : null);
     const el = h('div', { class: 'picker-row' },
-      h('label', { class: 'check' }, check, ' ', h('strong', { text: tool.name }), ' ', h('code', { class: 'muted', text: tool.slug })),
+      h('label', { class: 'check' }, check, ' ', h('strong', { text: toolName(tool) }), ' ', h('code', { class: 'muted', text: tool.slug })),
       h('span', { class: 'picker-badges' },
         tool.adminOnly ? badge(t('tools.adminOnly'), 'warn') : null,
         tool.enabled ? null : badge(t('status.disabled'))),

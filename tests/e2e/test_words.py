@@ -1,0 +1,80 @@
+"""Issue 14 point 8 in a real browser, in both languages: the sign-in error, sign-up's field problems
+(each once, in words), a tool's failure in the chat, and the built-in tools' texts on the admin page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
+from tests.support import LiveApp
+
+pytestmark = pytest.mark.e2e
+
+ZH = {"locale": "zh-CN", "extra_http_headers": {"Accept-Language": "zh-CN"}}
+
+
+def test_sign_in_and_sign_up_problems_in_words(new_page: Callable[..., Page], app: LiveApp) -> None:
+    for options, words in (({}, {
+        "wrong": "Wrong username or password.", "short": "A username has 3 to 32 characters.",
+        "password": "The password needs at least 8 characters.", "mismatch": "The passwords do not match.",
+        "submit": "Create account", "login": "Sign in", "user": "Username", "pass": "Password",
+        "repeat": "Repeat password", "chars": "Use only letters, digits, dot, dash and underscore."}),
+                           (ZH, {
+        "wrong": "用户名或密码错误。", "short": "用户名长度为 3 到 32 个字符。", "password": "密码至少需要 8 个字符。",
+        "mismatch": "两次输入的密码不一致。", "submit": "注册", "login": "登录", "user": "用户名", "pass": "密码",
+        "repeat": "确认密码", "chars": "只能使用字母、数字、点、短横线和下划线。"})):
+        page = new_page(**options)
+        page.goto("/signup")
+        form = page.locator("#signup-form")
+        form.get_by_label(words["user"]).fill("ab")
+        form.get_by_label(words["pass"], exact=True).fill("short")
+        form.get_by_label(words["repeat"]).fill("other")
+        form.get_by_role("button", name=words["submit"]).click()
+        problems = form.locator(".field-error")
+        expect(problems).to_have_text([words["short"], words["password"], words["mismatch"]])
+        expect(form.locator(".form-error")).to_be_hidden()  # said once, beside each field
+        form.get_by_label(words["user"]).fill("a b c")
+        form.get_by_role("button", name=words["submit"]).click()
+        expect(problems.first).to_have_text(words["chars"])
+
+        page.goto("/login")
+        page.get_by_label(words["user"]).fill("nobody")
+        page.get_by_label(words["pass"]).fill("wrong-password")
+        page.locator("#login-form").get_by_role("button", name=words["login"]).click()
+        expect(page.locator("#login-form .form-error")).to_have_text(words["wrong"])
+
+
+def test_tool_failures_and_built_in_texts_in_chinese(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
+                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    notes = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Documents and memory",
+                                                   "description": "Lets agents keep notes across conversations "
+                                                   "and write documents.", "type": "document"})
+    api(page, "POST", "/api/agent-tools", {"slug": "calc", "name": "My own calculator", "type": "calculator"})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": notes["id"]}])
+    page.context.add_cookies([{"name": "agentloft_lang", "value": "zh-CN", "url": app.url}])
+
+    fake_model.push(call("notes", {"action": "read", "id": "ad_nope"}), text("没找到。"))
+    page.goto("/chat")
+    page.get_by_label("消息").fill("读我的笔记")
+    page.get_by_role("button", name="发送").click()
+    card = page.locator(".tool-card[data-tool='notes']")
+    expect(card.locator(".tool-error")).to_have_text("文档不存在或无权访问")
+    expect(card.locator(".tool-error")).to_have_attribute("title", "document not found or no access")
+
+    page.goto("/admin/agent-tools")
+    default = page.locator("#tools-table tr[data-slug='notes']")
+    expect(default.locator("strong")).to_have_text("文档和记忆")  # unchanged default text: translated
+    expect(default).to_contain_text("让智能体跨对话记笔记、撰写文档。")
+    expect(default.locator("td").nth(1)).to_have_text("文档")  # the type's name
+    own = page.locator("#tools-table tr[data-slug='calc']")
+    expect(own.locator("strong")).to_have_text("My own calculator")  # an admin's own name stays
+    expect(own.locator("td").nth(1)).to_have_text("计算器")

@@ -1,0 +1,63 @@
+"""Clear words in both languages (issue 14 point 8): unknown addresses, error pages, tool failures and
+built-in texts as pages show them."""
+
+from __future__ import annotations
+
+from agentloft.a2a.tool import TOOL_TYPE as AGENT_INVOKE
+from agentloft.defaults import TOOL_TEXTS
+from agentloft.tools.types import builtin_types
+from agentloft.web import i18n
+from tests.chat.helpers import attach, chat, make_agent, make_tool
+from tests.fakes.openai_server import FakeModel, call, text
+from tests.support import ApiClient, LiveApp
+
+
+def test_unknown_pages_get_the_html_404_and_machine_addresses_keep_json(
+    app: LiveApp, anon: ApiClient, user: ApiClient
+) -> None:
+    page = user.get("/no/such/page")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "There is no page at this address." in page.text and "page_not_found" in page.text
+    assert 'id="sign-out"' in page.text  # the top bar knows who is signed in
+    with app.client(headers={"Accept-Language": "zh-CN"}) as zh:
+        page = zh.get("/chatz")
+        assert page.status_code == 404 and "这个地址没有页面。" in page.text and '<html lang="zh-CN"' in page.text
+    for path in ("/api/nope", "/api", "/a2a/nope/x", "/docs/nope", "/openapi.json/x", "/static/nope.js"):
+        r = anon.get(path)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", path
+    r = anon.post("/nope", json={})
+    assert r.status_code in (403, 404, 405) and r.headers["content-type"].startswith("application/json")
+    assert anon.get("/docs").status_code == 200 and anon.get("/openapi.json").status_code == 200
+
+
+def test_error_pages_use_the_readers_words(app: LiveApp, user: ApiClient) -> None:
+    user.cookies.set("agentloft_lang", "zh-CN")
+    page = user.get("/admin/models")
+    assert page.status_code == 403 and "只有管理员可以这样做。" in page.text
+
+
+def test_tool_failures_carry_a_code_for_the_page(
+    user: ApiClient, admin: ApiClient, model_id: int, fake_model: FakeModel
+) -> None:
+    agent = make_agent(admin, "helper", modelId=model_id)
+    tool = make_tool(admin, "notes", "document")
+    attach(admin, agent["id"], {"toolId": tool["id"]})
+    fake_model.push(call("notes", {"action": "read", "id": "ad_nope"}, id="c1"),
+                    call("notes", {"action": "nonsense"}, id="c2"), text("Sorry."))
+    res = chat(user, "helper", "read my note")
+    codes = {c["data"]["toolCallId"]: c["data"]["code"] for c in res.of("data-tool-error")}
+    assert codes == {"c1": "document_not_found", "c2": "invalid_input"}
+    errors = {c["toolCallId"]: c["errorText"] for c in res.of("tool-output-error")}
+    assert errors["c1"] == "document not found or no access"  # what the model reads stays as it was
+    parts = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][1]["parts"]
+    assert {"type": "data-tool-error", "data": {"toolCallId": "c1", "code": "document_not_found"}} in parts
+
+
+def test_built_in_texts_have_words_in_both_languages() -> None:
+    en, zh = i18n.catalog("en"), i18n.catalog("zh-CN")
+    for slug, (name, description) in TOOL_TEXTS.items():
+        assert en[f"toolDefault.{slug}.name"] == name and en[f"toolDefault.{slug}.description"] == description
+        assert zh[f"toolDefault.{slug}.name"] != name or name in ("Python", "HTTP API", "Webhook")
+    for tool_type in [*builtin_types(), AGENT_INVOKE]:
+        assert en[f"toolType.{tool_type.slug}"] == tool_type.name
+        assert f"toolType.{tool_type.slug}" in zh
