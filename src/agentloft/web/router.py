@@ -10,8 +10,8 @@ import importlib
 from types import ModuleType
 
 from fastapi import APIRouter, FastAPI
-from fastapi.staticfiles import StaticFiles
 
+from agentloft.web.static_files import VersionedStaticFiles
 from agentloft.web.templating import STATIC_DIR
 
 PAGE_MODULES: tuple[str, ...] = (
@@ -52,5 +52,6 @@ router = build_router()
 
 
 def mount_static(app: FastAPI) -> None:
-    """Serve ``web/static`` (CSS, ES modules) at /static; it ships inside the package."""
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    """Serve ``web/static`` (CSS, ES modules) at /static, versioned (``web.static_files``); it ships
+    inside the package."""
+    app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")

@@ -16,6 +16,7 @@ from markupsafe import Markup
 from agentloft import __version__
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.web import i18n
+from agentloft.web.static_files import static_version
 
 WEB_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = WEB_DIR / "templates"
@@ -23,12 +24,10 @@ STATIC_DIR = WEB_DIR / "static"
 
 
 def static_url(path: str) -> str:
-    """A versioned URL so a new release never runs against yesterday's cached script.
-
-    Use it for stylesheets and entry scripts only. Modules import each other by plain relative paths: a
-    module reached under two URLs (with and without ``?v=``) would be evaluated twice, as two instances.
-    """
-    return f"/static/{path.lstrip('/')}?v={__version__}"
+    """The versioned URL of a static file (``web.static_files``): kept by browsers for a year, changed by
+    any change to the static files. Modules it loads import each other by relative paths and so land
+    under the same version."""
+    return f"/static/{static_version(STATIC_DIR)}/{path.lstrip('/')}"
 
 
 def _json_script(value: Any) -> Markup:

@@ -24,8 +24,8 @@ EXTENSIONS_DIR = STATIC_DIR / "js" / "chat" / "extensions"
 def extension_scripts() -> list[str]:
     """Chat extensions (e.g. the A2A side panel): every module in ``static/js/chat/extensions/``.
 
-    Listed without a version query: they import ``../hooks.js`` by a plain path, and so does chat.js,
-    which keeps one shared instance of the hook registry.
+    Linked under the same versioned prefix as chat.js (``static_url``): they import ``../hooks.js`` by a
+    relative path, so both reach one URL, one shared instance of the hook registry.
     """
     if not EXTENSIONS_DIR.is_dir():
         return []

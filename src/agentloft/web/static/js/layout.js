@@ -1,4 +1,5 @@
-// Every page: sign-out, and menus that close when clicking elsewhere.
+// Every page: sign-out, menus that close on a click elsewhere or Escape, table cells labelled for phones,
+// and the theme button.
 import { api } from './api.js';
 import { t } from './i18n.js';
 
@@ -10,6 +11,16 @@ document.addEventListener('click', (event) => {
   for (const menu of document.querySelectorAll('details.menu[open]')) {
     if (!menu.contains(event.target)) menu.removeAttribute('open');
   }
+});
+
+// Escape closes an open menu and puts the focus back on its button.
+document.addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape' || event.defaultPrevented) return;
+  const menu = document.querySelector('details.menu[open]');
+  if (!menu) return;
+  event.preventDefault();
+  menu.removeAttribute('open');
+  menu.querySelector('summary')?.focus();
 });
 
 // On phones a table shows one card per row (CSS); each cell is labelled with its column's heading here,

@@ -112,6 +112,7 @@ function renderMessages(messages) {
 
 function setStreaming(on) {
   state.streaming = on;
+  if (!on) state.stopWanted = false;
   sendButton.hidden = on;
   stopButton.hidden = !on;
   stopButton.disabled = false;
@@ -197,6 +198,7 @@ async function send(text) {
     agentSelect.disabled = true;
     setHeader(t('chat.newChat'), agentSelect.selectedOptions[0]?.textContent); // the title comes with the list
   }
+  if (state.stopWanted) stop();
   await follow(response);
 }
 
@@ -265,9 +267,12 @@ async function answerApproval(part, approved, reason, buttons) {
 }
 
 async function stop() {
-  if (!state.sessionId) return;
   stopButton.disabled = true;
+  // Pressed before the server named the new session: stop as soon as it has (see send()).
+  if (!state.sessionId) { state.stopWanted = true; return; }
+  state.stopWanted = false;
   try { await api('POST', `/api/agent-sessions/${state.sessionId}/stop`); } catch (error) { showError(errorBox, error); }
+  input.focus(); // the Stop button goes away: the keyboard goes on where the next message is written
 }
 
 // --- sessions --------------------------------------------------------------------------------------
