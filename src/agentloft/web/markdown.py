@@ -14,7 +14,7 @@ server so the page loads no script for them:
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from html import escape
 from typing import Any
 
@@ -24,6 +24,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
@@ -79,11 +80,17 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
     name = lang.strip().split()[0] if lang.strip() else ""
     if not name or len(code) > MAX_HIGHLIGHT:
         return ""
+    lexer = _lexer(name.lower())
+    return pygments_highlight(code, lexer, _formatter()) if lexer is not None else ""
+
+
+@lru_cache(maxsize=128)  # bounded: the names come from untrusted text
+def _lexer(name: str) -> Lexer | None:
+    """Pygments' lexer for a language name (looking one up scans its registry: ~1.5 ms)."""
     try:
-        lexer = get_lexer_by_name(name)
+        return get_lexer_by_name(name)
     except ClassNotFound:
-        return ""
-    return pygments_highlight(code, lexer, _formatter())
+        return None
 
 
 @cache
