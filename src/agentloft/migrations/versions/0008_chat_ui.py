@@ -1,7 +1,7 @@
 """chat ui: where each turn's model history starts, where a session's title came from
 
 Revision ID: 0008_chat_ui
-Revises: 0005_a2a
+Revises: 0006_default_prompt
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_chat_ui"
-down_revision = "0005_a2a"
+down_revision = "0006_default_prompt"
 branch_labels = None
 depends_on = None
 
