@@ -88,9 +88,11 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
         settings["database_url"] = pg.current.for_dir(data_dir, empty=template_db is None)
     if template_db is not None and not (data_dir / "agentloft.db").exists():
         shutil.copy(template_db, data_dir / "agentloft.db")
-    # Defaults (tools, the Assistant) are off unless a test asks for them, so counts in tests stay exact.
+    # Defaults (tools, the Assistant) and generated chat titles (a model call of their own after a first
+    # reply) are off unless a test asks for them, so counts and queued model replies in tests stay exact.
     values: dict[str, Any] = {
         "data_dir": data_dir, "env": "test", "secret_key": "test-secret-key", "create_defaults": False,
+        "generate_titles": False,
     }
     values.update(settings)
     loaded = load_settings(**values)

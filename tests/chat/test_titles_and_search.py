@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.chat.helpers import chat
 from tests.fakes.openai_server import FakeModel, Step, text
 from tests.support import ApiClient, LiveApp
@@ -15,6 +17,18 @@ def _asks_for_title(body: dict[str, Any]) -> bool:
 
 def title_step(value: str, **kw: Any) -> Step:
     return Step(text=value, match=_asks_for_title, **kw)
+
+
+@pytest.fixture(autouse=True)
+def titles_on(admin: ApiClient) -> None:
+    """The test servers start with generated titles off (tests.support); these tests are about them."""
+    admin.ok("PUT", "/api/admin/settings", json={"generateTitles": True})
+
+
+def test_titles_are_on_unless_switched_off() -> None:
+    from agentloft.core.settings import load_settings
+
+    assert load_settings(secret_key="x").generate_titles is True
 
 
 def test_a_title_is_asked_for_once_from_the_first_exchange(

@@ -35,6 +35,7 @@ def test_titles_groups_badges_rename_delete_and_search(
     tool = api(page, "POST", "/api/agent-tools", {"slug": "calc", "name": "Calc", "type": "calculator",
                                                   "needsApproval": True})
     api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
+    api(page, "PUT", "/api/admin/settings", {"generateTitles": True})  # off by default in tests
     page.goto("/chat")
 
     # 1. a title from the first exchange replaces the first words

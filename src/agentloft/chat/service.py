@@ -46,9 +46,14 @@ TITLE_LENGTH = 60
 SESSION_LIST_FILTERS: list[Callable[[Select[Any]], Select[Any]]] = []
 
 
+# Only the start of a message can reach a title: parse no more of it (it runs as a turn starts).
+TITLE_SOURCE_CHARS = 400
+
+
 def title_from(text: str) -> str:
     """A title from the first words of ``text``, markdown dropped (``**Plan**`` reads ``Plan``)."""
-    line = markdown_to_plain(text) or " ".join(text.split())
+    head = text[:TITLE_SOURCE_CHARS]
+    line = markdown_to_plain(head) or " ".join(head.split())
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 

@@ -143,7 +143,6 @@ export class MarkdownView {
     }
     this.shown = text;
     this.busy = false;
-    this.el.dispatchEvent(new CustomEvent('rendered', { bubbles: true }));
     this.schedule();
   }
 }
