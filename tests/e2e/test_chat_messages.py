@@ -45,6 +45,8 @@ def test_copy_regenerate_retry_edit_and_reply_details(
     expect(meta).to_contain_text("Fake")
     expect(meta).to_contain_text("21 in · 4 out")
     expect(meta.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
+    user_meta = page.locator(".message.user").first.get_by_test_id("message-meta")
+    expect(user_meta.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
     first.get_by_role("button", name="Copy text").click()
     assert page.evaluate("navigator.clipboard.readText()") == "First **answer**"
 

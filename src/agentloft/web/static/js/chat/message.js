@@ -336,8 +336,8 @@ export class MessageView {
     const out = [];
     if (failed) out.push(failureNote(m, this.actions));
     if (m.status === 'stopped') out.push(h('span', { class: 'badge', dataset: { testid: 'message-status' }, text: t('chat.status.stopped') }));
-    if (m.role === 'assistant' && m.status !== 'streaming') {
-      const meta = metaLine(m);
+    if (m.status !== 'streaming') {
+      const meta = metaLine(m); // a sent message shows its time, a reply also its model and usage
       if (meta) out.push(meta);
     }
     if (m.status !== 'streaming') out.push(this.actionBar(failed));
