@@ -250,7 +250,7 @@ async def prepare_rewind(
     scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                      agent_id=agent.id if agent else None)
     return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
-                            message_id=cut.reply_id, history=_history(cut.history), prompt=cut.prompt)
+                            message_id=cut.reply_id, history=cut.history, prompt=cut.prompt)
 
 
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
@@ -491,7 +491,8 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
     result: TurnResult | None = None
     try:
         result, history = _result(turn, stream, collector, outcome)
-        await asyncio.shield(_save(rt, turn, collector, result, history))
+        length = len(outcome.messages) if outcome.messages else None
+        await asyncio.shield(_save(rt, turn, collector, result, history, length))
     except Exception as exc:
         log.exception("could not save the turn of session %s", turn.session_id)
         reason = f"The reply could not be saved: {_internal(exc)}."
@@ -526,12 +527,14 @@ def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsColle
 
 
 async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, result: TurnResult,
-                history: str | None) -> None:
+                history: str | None, history_length: int | None) -> None:
+    """``history_length``: how many messages the saved history has (None: this turn saved none), kept on
+    the reply so an edit or a regeneration can cut the history back to where a later turn started."""
     async with rt.db.session() as db:
         await service.update_message(
             db=db, message_id=turn.message_id, content=result.text, parts=collector.parts,
             status=result.status, error=result.error, input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
+            output_tokens=result.output_tokens, history_length=history_length,
         )
         if result.pending:
             await service.add_approvals(db=db, session_id=turn.session_id, message_id=turn.message_id,

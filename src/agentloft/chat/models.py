@@ -82,8 +82,9 @@ class AgentMessage(TimestampMixin, Base):
         ForeignKey("agents.id", ondelete="SET NULL"), nullable=True
     )
     caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # added by 0008_chat_ui: on a user message, how many model-history messages came before its turn (the
-    # point an edit or a regeneration cuts the history back to); NULL on older rows and on replies
+    # added by 0008_chat_ui: on a reply, how many messages the session's model history had once its turn
+    # was saved (an edit or a regeneration cuts the history back to the last earlier reply's length);
+    # NULL on user messages, on replies whose turn saved no history, and on rows from before 0008
     history_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 

@@ -204,7 +204,6 @@ async def begin_turn(
     now = utcnow()
     history: str | None = None
     first = 0
-    history_length = 0
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
         # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
@@ -225,7 +224,6 @@ async def begin_turn(
         if claimed is None:
             await _refuse_claim(db, session_id, user_id, agent_id)
         history = claimed[0]
-        history_length = len(orjson.loads(history)) if history else 0
         first = 0 if claimed[1] is None else claimed[1] + 1
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
@@ -233,7 +231,7 @@ async def begin_turn(
     await db.execute(insert(table_of(AgentMessage)), [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first,
-         "history_length": history_length},
+         "history_length": None},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
          "model_id": model_id, "sort_order": first + 1, "history_length": None},
     ])
@@ -303,18 +301,25 @@ async def _user_message(db: AsyncSession, session_id: str, message_id: str | Non
 
 
 async def _history_before(db: AsyncSession, raw: str | None, message: AgentMessage) -> str | None:
-    """The stored model history as it was when ``message``'s turn started."""
+    """The stored model history as it was when ``message``'s turn started: as long as the last earlier
+    reply left it (each reply records that length when its turn is saved; a turn that saved no history
+    records none, and the one before it counts)."""
     if not raw:
         return raw
     items = orjson.loads(raw)
-    if message.history_length is not None:
-        return orjson.dumps(items[: message.history_length]).decode()
-    # A message from before 0008 recorded no length: its turn starts at the request that carries the
-    # (n+1)-th user prompt, n being the user messages before it. Without one, keep the history whole.
-    earlier = select(func.count()).where(AgentMessage.session_id == message.session_id,
-                                         AgentMessage.role == "user",
-                                         AgentMessage.sort_order < message.sort_order)
-    wanted = int((await db.execute(earlier)).scalar_one())
+    earlier = (select(AgentMessage.history_length)
+               .where(AgentMessage.session_id == message.session_id, AgentMessage.role == "assistant",
+                      AgentMessage.sort_order < message.sort_order, AgentMessage.history_length.is_not(None))
+               .order_by(AgentMessage.sort_order.desc()).limit(1))
+    length = (await db.execute(earlier)).scalar_one_or_none()
+    if length is not None:
+        return orjson.dumps(items[:length]).decode()
+    # No reply before it recorded a length (the first message, or replies from before 0008): its turn
+    # starts at the request that carries the (n+1)-th user prompt, n being the user messages before it.
+    # Without one, keep the history whole.
+    count = select(func.count()).where(AgentMessage.session_id == message.session_id, AgentMessage.role == "user",
+                                       AgentMessage.sort_order < message.sort_order)
+    wanted = int((await db.execute(count)).scalar_one())
     prompts = [i for i, m in enumerate(items)
                if m.get("kind") == "request" and any(p.get("part_kind") == "user-prompt" for p in m.get("parts", []))]
     return orjson.dumps(items[: prompts[wanted]]).decode() if wanted < len(prompts) else raw

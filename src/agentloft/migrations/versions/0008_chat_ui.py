@@ -1,4 +1,4 @@
-"""chat ui: where each turn's model history starts, where a session's title came from
+"""chat ui: how long the model history was after each reply, where a session's title came from
 
 Revision ID: 0008_chat_ui
 Revises: 0006_default_prompt
@@ -16,8 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # How many model-history messages existed when a user message's turn started: editing or
-    # regenerating cuts the history back to exactly that point. NULL for messages sent before this column.
+    # On a reply: how many messages the session's model history had once its turn was saved. Editing or
+    # regenerating from a later message cuts the history back to exactly that point.
     with op.batch_alter_table("agent_messages") as batch:
         batch.add_column(sa.Column("history_length", sa.Integer(), nullable=True))
     # 'auto' (the first words; a generated title may replace it), 'generated' or 'user' (renamed).
