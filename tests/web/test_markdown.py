@@ -58,6 +58,18 @@ def test_plain_text_of_markdown_for_titles_and_summaries() -> None:
     assert markdown_to_plain("") == ""
 
 
+def test_the_plain_text_shortcut_never_changes_a_result() -> None:
+    """Text without markdown skips the parser (titles are made as every turn starts); it must read the
+    same as parsed."""
+    from agentloft.core.plaintext import markdown_to_plain, parsed_plain
+
+    for text in ["How do I read a CSV file in Python?", "- one\n- two", "1. first\n2. second", "a  b\n\nc",
+                 "Price is 5.00 dollars.", "x\n---\ny", "Title\n===", "    code block", "a\tb", "100% sure",
+                 "plain, text: with (parens) and dots... ok?", "e-mail me at a@b.c", "2) item", "+ plus",
+                 "word-with-dash - and dash", "咖啡怎么做？", "Line one\nline two", "A = b + c", "x & y"]:
+        assert markdown_to_plain(text) == parsed_plain(text), text
+
+
 def test_batch_endpoint_renders_in_order_and_checks_its_size(user: ApiClient) -> None:
     body = user.ok("POST", "/api/render/markdown/batch", json={"texts": ["*a*", "**b**", ""]})
     assert body == {"html": ["<p><em>a</em></p>\n", "<p><strong>b</strong></p>\n", ""]}

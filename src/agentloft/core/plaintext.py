@@ -6,11 +6,16 @@ kept: ``**Plan** for `x`:`` becomes ``Plan for x:``. No pattern of our own guess
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+# Text with none of these has no markdown to drop: it is returned without parsing (the common case, and a
+# title is made as every chat turn starts). Only a shortcut: anything that matches goes to the parser.
+_MAYBE_MARKDOWN = re.compile(r"[*_`\[\]#>|~$<&\\!]|^\s*(?:[-+]|\d+[.)])(?:\s|$)|^\s*[-=]{3,}|^ {4}|\t", re.M)
 
 # Inline tokens whose ``content`` is what a reader sees.
 _TEXT_TOKENS = {"text", "code_inline", "math_inline", "math_inline_double"}
@@ -39,6 +44,13 @@ def _inline_words(children: list[Token]) -> list[str]:
 
 def markdown_to_plain(text: str) -> str:
     """The words of ``text`` on one line, markdown syntax dropped, whitespace collapsed."""
+    if not _MAYBE_MARKDOWN.search(text or ""):
+        return " ".join((text or "").split())
+    return parsed_plain(text)
+
+
+def parsed_plain(text: str) -> str:
+    """``markdown_to_plain`` without the shortcut: always through the parser."""
     pieces: list[str] = []
     for token in _parser().parse(text or ""):
         if token.type == "inline":
