@@ -50,7 +50,7 @@ async def name_session(rt: Runtime, *, user: User, session_id: str) -> AgentSess
     title = None
     try:
         _, inputs = await engine.chat_inputs(rt, agent_slug=slug, user_id=user.id, user_role=user.role)
-        model = rt.models.model(llm_service.spec_of(inputs.model_row, rt.box))
+        model = rt.models.model(llm_service.spec_of(row=inputs.model_row, box=rt.box))
         title = await ask_for_title(rt, model, *exchange)
     except Exception:  # the agent or its model went away: the first words stay
         log.info("no title for session %s", session_id, exc_info=True)
