@@ -3,13 +3,20 @@ built-in texts as pages show them."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import agentloft
 from agentloft.a2a.tool import TOOL_TYPE as AGENT_INVOKE
+from agentloft.core.errors import AppError
 from agentloft.defaults import TOOL_TEXTS
 from agentloft.tools.types import builtin_types
 from agentloft.web import i18n
 from tests.chat.helpers import attach, chat, make_agent, make_tool
 from tests.fakes.openai_server import FakeModel, call, text
 from tests.support import ApiClient, LiveApp
+
+SRC = Path(agentloft.__file__).resolve().parent
 
 
 def test_unknown_pages_get_the_html_404_and_machine_addresses_keep_json(
@@ -61,3 +68,31 @@ def test_built_in_texts_have_words_in_both_languages() -> None:
     for tool_type in [*builtin_types(), AGENT_INVOKE]:
         assert en[f"toolType.{tool_type.slug}"] == tool_type.name
         assert f"toolType.{tool_type.slug}" in zh
+
+
+# Codes only machines or the model see: the A2A protocol's own request error, and an MCP server's failure,
+# whose message is the server's own reason (pages show it as it is).
+MACHINE_CODES = {"task_id_required", "mcp_server_failed"}
+
+
+def _error_codes() -> set[str]:
+    """Every code the API can answer with: the error classes' own and those given where they are raised."""
+    import agentloft.app  # noqa: F401  (imports every domain, so every error class is defined)
+
+    def subclasses(cls: type[AppError]) -> list[type[AppError]]:
+        return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]
+
+    codes = {cls.code for cls in subclasses(AppError)}
+    raised = r"\b(?:AppError|NotFound|Unauthorized|Forbidden|Conflict|Invalid|TooMany)\([^()]*?code=\"([a-z_]+)\""
+    for path in SRC.rglob("*.py"):
+        codes |= set(re.findall(raised, path.read_text(), flags=re.S))
+    return codes - {"bad_request", "conflict"}  # generic: the message says what is wrong, shown as it is
+
+
+def test_every_error_code_the_api_sends_has_words_in_both_languages() -> None:
+    codes = _error_codes()
+    assert {"agent_slug_taken", "document_not_found", "no_model", "turn_not_started"} <= codes  # the scan works
+    for lang in ("en", "zh-CN"):
+        strings = i18n.catalog(lang)
+        missing = {c for c in codes - MACHINE_CODES if f"apiError.{c}" not in strings}
+        assert not missing, (lang, missing)
