@@ -70,6 +70,7 @@ def test_max_steps_ends_with_a_note_not_a_crash(
     res = chat(user, "helper", "loop forever")
     notes = res.of("data-notice")
     assert notes and notes[0]["data"]["code"] == "max_steps" and "2 steps" in notes[0]["data"]["message"]
+    assert notes[0]["data"]["steps"] == 2  # for the page to word it
     assert "error" not in res.types and res.types[-1] == "[DONE]"
     assert len(fake_model.requests) == 2
     assert session_status(app, res.session_id) == "idle"

@@ -1,5 +1,6 @@
 """Issue 14 point 8 in a real browser, in both languages: the sign-in error, sign-up's field problems
-(each once, in words), a tool's failure in the chat, and the built-in tools' texts on the admin page."""
+(each once, in words), a tool's failure and the step limit's notice in the chat, and the built-in tools'
+texts on the admin page."""
 
 from __future__ import annotations
 
@@ -69,6 +70,14 @@ def test_tool_failures_and_built_in_texts_in_chinese(
     card = page.locator(".tool-card[data-tool='notes']")
     expect(card.locator(".tool-error")).to_have_text("文档不存在或无权访问")
     expect(card.locator(".tool-error")).to_have_attribute("title", "document not found or no access")
+
+    # The step limit's notice is worded in the reader's language too.
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}", {"maxSteps": 2})
+    fake_model.push(call("notes", {"action": "read", "id": "ad_a"}), call("notes", {"action": "read", "id": "ad_b"}))
+    page.get_by_label("消息").fill("再读一次")
+    page.get_by_role("button", name="发送").click()
+    expect(page.locator(".notice-line")).to_have_text(
+        "已执行 2 步，达到该智能体单次回复的步数上限，因此停止。发送一条消息即可让它继续。")
 
     page.goto("/admin/agent-tools")
     default = page.locator("#tools-table tr[data-slug='notes']")

@@ -91,7 +91,8 @@ class EngineEventStream(VercelAIEventStream):
             self.limit_hit = True
             note = (f"Stopped after {self.max_steps} steps, the most this agent may take for one reply. "
                     "Send a message to let it continue.")
-            yield DataChunk(type="data-notice", data={"code": "max_steps", "level": "warning", "message": note})
+            yield DataChunk(type="data-notice", data={"code": "max_steps", "steps": self.max_steps,
+                                                       "level": "warning", "message": note})
             return
         self._finish_reason = "error"
         log.warning("model run failed: %r", error)

@@ -108,6 +108,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.connection_lost": "The connection dropped while the reply was being written.",
         "chat.error.connection_lost.hint": "Reload the page: a reply that is still being written is picked up "
         "where it is.",
+        "chat.notice.max_steps": "Stopped after {steps} steps, the most this agent may take for one reply. "
+        "Send a message to let it continue.",
     },
     "zh-CN": {
         "chat.agent": "智能体",
@@ -211,5 +213,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_unexpected.hint": "请重试，或换个说法。",
         "chat.error.connection_lost": "生成回复时连接中断了。",
         "chat.error.connection_lost.hint": "请刷新页面：仍在生成的回复会从当前进度继续显示。",
+        "chat.notice.max_steps": "已执行 {steps} 步，达到该智能体单次回复的步数上限，因此停止。"
+        "发送一条消息即可让它继续。",
     },
 }

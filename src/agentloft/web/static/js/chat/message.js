@@ -299,9 +299,12 @@ export class MessageView {
     return null;
   }
 
+  /** A notice with a known code is worded in the reader's language (`chat.notice.<code>`, with the
+   * part's data as its values); any other shows the message the server wrote. */
   defaultData(part) {
     const data = part.data || {};
-    const text = data.message || data.text || '';
+    const key = data.code ? `chat.notice.${data.code}` : '';
+    const text = (key && t(key, data) !== key) ? t(key, data) : (data.message || data.text || '');
     if (!text) return null;
     return h('p', { class: `notice-line ${data.level || ''}`, dataset: { part: part.type }, text });
   }
