@@ -87,10 +87,16 @@ def test_reject_a_tool_call_with_a_reason(
     page.goto("/chat")
     send(page, "Compute 2**10")
     card = page.locator(".tool-card[data-tool='calc']")
+    expect(card.get_by_test_id("tool-state")).to_have_text("Waiting for approval")
+    page.reload()  # the message has its saved id, so it can be edited, but not while the call waits
+    edit = page.locator(".message.user").first.locator(".msg-actions button", has_text="Edit")
+    expect(edit).to_have_count(1)
+    expect(edit).to_be_hidden()
     card.get_by_label("Reason").fill("not now")
     card.get_by_role("button", name="Reject").click()
     expect(card.get_by_test_id("tool-state")).to_have_text("Rejected")
     expect(page.locator(".message.assistant .md").last).to_contain_text("Fine, I will not compute it.")
+    expect(edit).to_be_visible()
     sent = fake_model.requests[-1]["messages"]
     assert any("not now" in str(m.get("content")) for m in sent), fake_model.requests
 

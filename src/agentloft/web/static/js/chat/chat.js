@@ -64,13 +64,16 @@ function views() {
   return [...list.children].map((el) => state.views.get(el.dataset.messageId)).filter(Boolean);
 }
 
-/** Only the last reply offers Regenerate / Retry: repaint the one that stopped being last. */
+/** Only the last reply offers Regenerate / Retry: repaint the one that stopped being last. While a
+ * tool call waits for approval, Edit and Regenerate are hidden too: the server refuses both until it
+ * is answered. */
 let lastView = null;
 function refreshLastActions() {
   const last = views().at(-1) || null;
   if (lastView && lastView !== last && lastView.el.isConnected) lastView.update();
   if (last && last !== lastView) last.update();
   lastView = last;
+  root.dataset.approvalPending = views().some((v) => v.message.status === 'awaiting_approval') ? 'true' : 'false';
 }
 
 /** Remove every message shown after `view` (the server cut them when it accepted an edit or a retry). */
@@ -101,6 +104,7 @@ async function syncFromServer() {
     if (view.message.status !== m.status && m.status !== 'streaming') view.message.status = m.status;
     if (!view.editing) view.update();
   });
+  refreshLastActions();
 }
 
 function renderMessages(messages) {
