@@ -94,3 +94,11 @@ def test_every_page_fits_a_phone(
     page.locator("#session-list a").first.click()
     expect(page).to_have_url(f"{app.url}/chat/{session}")
     expect(sidebar).not_to_be_in_viewport()
+
+    # On a touch screen, with nothing to hover, a message's actions and a sent message's time show.
+    touch = new_page(viewport=PHONES[1], has_touch=True, is_mobile=True)
+    touch.context.add_cookies(page.context.cookies())
+    touch.goto(f"/chat/{session}")
+    sent = touch.locator(".message.user").first
+    for part in (sent.get_by_test_id("message-meta"), sent.locator(".msg-actions")):
+        expect(part).to_have_css("opacity", "1")
