@@ -35,7 +35,13 @@ def test_copy_regenerate_retry_edit_and_reply_details(
     page = admin_page
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     setup_agent(page, fake_model_server)
+    # Until the chat's script runs, Send cannot be pressed: the browser would submit the form itself.
+    page.route("**/js/chat/chat.js", lambda route: route.abort())
     page.goto("/chat")
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    page.unroute("**/js/chat/chat.js")
+    page.goto("/chat")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
     fake_model.push(text("First **answer**", input_tokens=21, output_tokens=4))
     send(page, "Q1")
