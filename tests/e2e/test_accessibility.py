@@ -78,6 +78,10 @@ def test_no_serious_violation_on_any_page_in_either_theme(
                 found[f"{theme} {path}"] = bad
     page.context.add_cookies([{"name": "agentloft_theme", "value": "dark", "url": app.url}])
     page.goto(f"/chat/{session}")  # the chat with its menus open and a message being edited
+    fake_model.push(text("Not computed."))  # a message can be edited once the call is answered
+    page.locator(".tool-card[data-tool='calc']").get_by_role("button", name="Reject").click()
+    expect(page.locator(".message.assistant").last).to_contain_text("Not computed.")
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
     page.get_by_test_id("user-menu").click()
     page.locator(".message.user").first.hover()
     page.locator(".message.user").first.get_by_role("button", name="Edit").click()

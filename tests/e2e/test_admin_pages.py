@@ -64,7 +64,7 @@ def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page
     role = page.locator("select[data-role='root']")
     expect(role).to_have_value("admin")
     role.select_option("user")  # the only admin: refused
-    expect(page.locator(".form-error")).to_contain_text("last active admin")
+    expect(page.locator(".form-error")).to_have_text("The last administrator cannot be removed or demoted.")
     expect(page.locator("select[data-role='root']")).to_have_value("admin")
 
 
