@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import agentloft.web
 from tests.fakes.openai_server import FakeModel, text
 from tests.support import ApiClient, LiveApp
 
@@ -115,3 +117,17 @@ def test_chat_page_lists_enabled_agents_and_the_plain_model(
     page = user.get("/chat").text
     assert '<option value="helper" selected' in page and 'value="hidden"' not in page
     assert '<option value="" selected' in user.get("/chat?agent=").text
+
+
+def test_no_form_can_put_what_was_typed_in_the_address() -> None:
+    """Pages send their forms from scripts; a form submitted before its script runs (Enter in a password
+    field on a slow network) is sent by the browser, which without a method puts every field, passwords
+    and API keys too, in the URL. Each form names its method: post, dialog, or get for a search."""
+    templates = Path(agentloft.web.__file__).parent / "templates"
+    unsafe = []
+    for path in templates.rglob("*.html"):
+        for tag in re.findall(r"<form\b[^>]*>", path.read_text()):
+            method = re.search(r'\bmethod="(post|dialog|get)"', tag)
+            if not method or (method.group(1) == "get" and 'role="search"' not in tag):
+                unsafe.append((path.name, tag))
+    assert not unsafe, unsafe
