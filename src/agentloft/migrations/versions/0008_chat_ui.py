@@ -1,7 +1,7 @@
 """chat ui: how long the model history was after each reply, where a session's title came from
 
 Revision ID: 0008_chat_ui
-Revises: 0010_mcp_remote
+Revises: 0007_cjk_search
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_chat_ui"
-down_revision = "0010_mcp_remote"
+down_revision = "0007_cjk_search"
 branch_labels = None
 depends_on = None
 
