@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
-from sqlalchemy import insert, text
+from sqlalchemy import Table, column, insert, table, text
+from sqlalchemy.sql.expression import TableClause
 
 from agentloft.auth.models import User
 from agentloft.chat import search as chat_search
@@ -61,6 +62,13 @@ def _message(mid: str, sid: str, content: str, order: int, source: str = "user")
             "a2a_task_id": None, "caller_agent_id": None, "caller_session_id": None, **_at(order)}
 
 
+def _as_before(full: Table, row: dict[str, Any]) -> TableClause:
+    """The table with only the columns the rows name (and their types): a later migration's column, whose
+    model default the full table would insert, does not exist yet at the revision before 0007."""
+    names = [*row, "id", "user_id", "title", "created_at", "updated_at"]
+    return table(full.name, *(column(name, full.c[name].type) for name in names))
+
+
 async def _fill(db: Database) -> None:
     async with db.session() as s:
         await s.execute(insert(User.__table__), [
@@ -72,7 +80,7 @@ async def _fill(db: Database) -> None:
             {**doc, "id": "ad_2", "user_id": 1, "title": "Other", "content": "nothing", **_at(2)},
             {**doc, "id": "ad_3", "user_id": 2, "title": "Bob", "content": "咖啡", **_at(3)}])
         session = {"agent_id": None, "kind": "llm", "status": "idle", "model_history": None, "deleted_at": None}
-        await s.execute(insert(AgentSession.__table__), [
+        await s.execute(insert(_as_before(AgentSession.__table__, session)), [
             {**session, "id": "as_1", "user_id": 1, "title": "咖啡笔记", **_at(1)},
             {**session, "id": "as_2", "user_id": 1, "title": "任务", **_at(2)},
             {**session, "id": "as_3", "user_id": 1, "title": "咖啡 gone", **_at(3), "deleted_at": T0},

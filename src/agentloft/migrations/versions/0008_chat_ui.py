@@ -15,18 +15,20 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ALTER TABLE, never a batch copy: on SQLite a batch recreates the table and renames it into place,
+# which 0007's search triggers (they name agent_sessions and agent_messages) refuse. SQLite has had ADD
+# and DROP COLUMN since 3.35.
+
+
 def upgrade() -> None:
     # On a reply: how many messages the session's model history had once its turn was saved. Editing or
     # regenerating from a later message cuts the history back to exactly that point.
-    with op.batch_alter_table("agent_messages") as batch:
-        batch.add_column(sa.Column("history_length", sa.Integer(), nullable=True))
+    op.add_column("agent_messages", sa.Column("history_length", sa.Integer(), nullable=True))
     # 'auto' (the first words; a generated title may replace it), 'generated' or 'user' (renamed).
-    with op.batch_alter_table("agent_sessions") as batch:
-        batch.add_column(sa.Column("title_source", sa.String(length=10), nullable=False, server_default="auto"))
+    op.add_column("agent_sessions",
+                  sa.Column("title_source", sa.String(length=10), nullable=False, server_default="auto"))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("agent_sessions") as batch:
-        batch.drop_column("title_source")
-    with op.batch_alter_table("agent_messages") as batch:
-        batch.drop_column("history_length")
+    op.drop_column("agent_sessions", "title_source")
+    op.drop_column("agent_messages", "history_length")
