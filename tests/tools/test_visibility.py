@@ -86,9 +86,11 @@ def test_llm_tools_service_hides_admin_only_and_disabled(call_service: Callable[
 
 def test_tool_infos_service_uses_the_same_filter(call_service: Callable[..., Any], tools: Any) -> None:
     for role in ROLES_WITHOUT_ADMIN:
-        infos = call_service(lambda db, rt, role=role: service.get_enabled_tool_infos(db=db, user_role=role))
+        infos = call_service(
+            lambda db, rt, role=role: service.get_enabled_tool_infos(db=db, user_role=role, registry=rt.registry)
+        )
         assert [i.slug for i in infos] == ["public"], role
-    infos = call_service(lambda db, rt: service.get_enabled_tool_infos(db=db, user_role="admin"))
+    infos = call_service(lambda db, rt: service.get_enabled_tool_infos(db=db, user_role="admin", registry=rt.registry))
     assert [(i.slug, i.admin_only, i.needs_approval) for i in infos] == [
         ("public", False, False), ("secret-op", True, True)]
     assert infos[1].model_dump(by_alias=True)["adminOnly"] is True

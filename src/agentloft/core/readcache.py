@@ -45,7 +45,8 @@ T = TypeVar("T")
 GROUPS: dict[str, frozenset[str]] = {
     "auth": frozenset({"users", "auth_sessions"}),
     "tokens": frozenset({"users", "api_tokens"}),
-    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations"}),
+    # mcp_servers: a disabled server's tools leave every turn (``ToolType.unavailable``).
+    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations", "mcp_servers"}),
 }
 
 # Tables whose writes change rows elsewhere only in tables no group reads: their triggers keep the search

@@ -11,11 +11,12 @@ failed results) live in the wrapper in ``tools.runner``, not in each type.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.runtime import Runtime
 
@@ -109,3 +110,15 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     def needs_approval(self, input: InputT, config: ConfigT, ctx: ToolContext) -> bool:
         """Whether this particular call asks for the user's approval (e.g. document delete)."""
         return False
+
+    async def unavailable(
+        self, *, db: AsyncSession, configs: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, str]:
+        """Why some of this type's tools cannot run now although they may be enabled, by tool id; the
+        others are left out. ``configs`` are the stored configs (without secrets) by tool id.
+
+        For tools whose availability depends on something other than their own row (an MCP tool's server
+        may be disabled): such a tool is left out of every run and every chat listing, exactly like a
+        disabled one, and the admin's listing shows the reason. One call per type and listing, so a
+        type reads what it needs in one query."""
+        return {}

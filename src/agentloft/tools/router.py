@@ -7,7 +7,9 @@ Admins only (403 ``admin_required`` for others, 401 when not signed in):
   (JSON Schema of the type's config: drives the form), ``inputSchema`` (what the model fills),
   ``defaults`` (a new tool's config), ``secretFields``, ``defaultNeedsApproval``, ``defaultAdminOnly``.
 - ``GET  /api/agent-tools`` – tools (``AgentToolRead``: ``id, slug, name, description, type, config,
-  secretsSet, enabled, needsApproval, adminOnly, createdAt, updatedAt``), by name.
+  secretsSet, enabled, needsApproval, adminOnly, unavailable, createdAt, updatedAt``), by name.
+  ``unavailable`` says why a tool cannot run now although it may be enabled (its MCP server is
+  disabled); such a tool reaches no model and no chat listing until that changes.
 - ``POST /api/agent-tools`` – create: ``{slug, name, description?, type, config?, enabled?,
   needsApproval?, adminOnly?}`` → 201. Omitted ``needsApproval``/``adminOnly`` take the type's defaults.
   422 with ``fields`` such as ``{"config.timeoutMs": "..."}`` when the config does not fit the type, or
@@ -34,10 +36,10 @@ Any signed-in user:
 
 - ``GET /api/llm/chat/tools`` – exactly the tools the caller's model sees in plain LLM chat: ``name``
   (the tool slug, the function name), ``description``, ``inputSchema``, plus ``id``, ``title`` (the
-  tool's name for people) and ``needsApproval``. Disabled tools never appear; admin-only tools appear for
-  admins only (seed 001). ``?agent=<slug>`` lists what the model sees when the caller chats with that
-  enabled agent instead (its tools, in its order, with its approval overrides; 404 for an unknown or
-  disabled agent).
+  tool's name for people) and ``needsApproval``. Disabled tools (and those whose MCP server is disabled)
+  never appear; admin-only tools appear for admins only (seed 001). ``?agent=<slug>`` lists what the
+  model sees when the caller chats with that enabled agent instead (its tools, in its order, with its
+  approval overrides; 404 for an unknown or disabled agent).
 """
 
 from __future__ import annotations
@@ -101,26 +103,29 @@ async def list_types(_: AdminUser, registry: Registry, paging: Paging) -> Page[T
 
 
 @admin_router.get("/api/agent-tools", response_model=Page[AgentToolRead])
-async def list_tools(_: AdminUser, db: DbSession, paging: Paging) -> Page[AgentToolRead]:
+async def list_tools(_: AdminUser, rt: Rt, db: DbSession, paging: Paging) -> Page[AgentToolRead]:
     rows, total = await service.list_tools(db=db, page=paging)
-    return Page[AgentToolRead].of([service.to_read(r) for r in rows], total, paging)
+    return Page[AgentToolRead].of(await service.read_tools(db=db, registry=rt.registry, rows=rows), total, paging)
 
 
 @admin_router.post("/api/agent-tools", response_model=AgentToolRead, status_code=201)
 async def create_tool(body: AgentToolCreate, _: AdminUser, rt: Rt, db: DbSession) -> AgentToolRead:
-    return service.to_read(await service.create_tool(db=db, rt=rt, data=body))
+    row = await service.create_tool(db=db, rt=rt, data=body)
+    return await service.read_tool(db=db, registry=rt.registry, row=row)
 
 
 @admin_router.get("/api/agent-tools/{tool_id}", response_model=AgentToolRead)
-async def read_tool(tool_id: str, _: AdminUser, db: DbSession) -> AgentToolRead:
-    return service.to_read(await service.get_tool(db=db, tool_id=tool_id))
+async def read_tool(tool_id: str, _: AdminUser, rt: Rt, db: DbSession) -> AgentToolRead:
+    row = await service.get_tool(db=db, tool_id=tool_id)
+    return await service.read_tool(db=db, registry=rt.registry, row=row)
 
 
 @admin_router.put("/api/agent-tools/{tool_id}", response_model=AgentToolRead)
 async def update_tool(
     tool_id: str, body: AgentToolUpdate, _: AdminUser, rt: Rt, db: DbSession
 ) -> AgentToolRead:
-    return service.to_read(await service.update_tool(db=db, rt=rt, tool_id=tool_id, data=body))
+    row = await service.update_tool(db=db, rt=rt, tool_id=tool_id, data=body)
+    return await service.read_tool(db=db, registry=rt.registry, row=row)
 
 
 @admin_router.delete("/api/agent-tools/{tool_id}", status_code=204)

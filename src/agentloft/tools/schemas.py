@@ -75,6 +75,11 @@ class AgentToolRead(ApiModel):
     enabled: bool
     needs_approval: bool
     admin_only: bool
+    unavailable: str | None = Field(
+        default=None,
+        description="Why the tool cannot run now although it may be enabled (its MCP server is disabled): "
+        "no model gets it and no chat listing shows it until that changes. null when it can run.",
+    )
     created_at: datetime
     updated_at: datetime
 

@@ -3,7 +3,8 @@
 Visibility is decided here and only here. The chat engine (and A2A through it) receives the list these
 functions return and can call nothing else, so an admin-only or disabled tool is not merely refused for a
 non-admin: it does not exist in that run. The rule (``visible_to``) follows seed 001: enabled tools, minus
-admin-only ones unless the role is ``admin``, filtered in memory because the table is small.
+admin-only ones unless the role is ``admin``, filtered in memory because the table is small. A tool its
+type reports unavailable (``ToolType.unavailable``: an MCP tool whose server is disabled) is left out too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -195,6 +196,33 @@ def to_read(row: AgentTool) -> AgentToolRead:
     )
 
 
+async def unavailable_reasons(
+    *, db: AsyncSession, registry: ToolRegistry, rows: Iterable[AgentTool]
+) -> dict[str, str]:
+    """Why some of ``rows`` cannot run now although they may be enabled, by tool id (each type answers
+    for its own rows, ``ToolType.unavailable``)."""
+    by_type: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        by_type.setdefault(row.type, {})[row.id] = dict(row.config or {})
+    reasons: dict[str, str] = {}
+    for slug, configs in by_type.items():
+        tool_type = registry.get(slug)
+        if tool_type is not None:
+            reasons.update(await tool_type.unavailable(db=db, configs=configs))
+    return reasons
+
+
+async def read_tools(*, db: AsyncSession, registry: ToolRegistry, rows: Sequence[AgentTool]) -> list[AgentToolRead]:
+    """Rows as the admin sees them: each with the reason it cannot run now, if there is one."""
+    reasons = await unavailable_reasons(db=db, registry=registry, rows=rows)
+    return [to_read(row).model_copy(update={"unavailable": reasons.get(row.id)}) for row in rows]
+
+
+async def read_tool(*, db: AsyncSession, registry: ToolRegistry, row: AgentTool) -> AgentToolRead:
+    [read] = await read_tools(db=db, registry=registry, rows=[row])
+    return read
+
+
 def _slug_conflict(slug: str) -> Conflict:
     return Conflict(f"a tool with slug '{slug}' exists", code="tool_slug_taken", fields={"slug": "taken"})
 
@@ -370,24 +398,28 @@ async def _enabled_rows(db: AsyncSession) -> list[AgentTool]:
     return list((await db.execute(stmt)).scalars())
 
 
+async def _visible_rows(db: AsyncSession, registry: ToolRegistry, user_role: str | None) -> list[AgentTool]:
+    """Enabled rows this role may see whose type can run them now."""
+    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, user_role=user_role)]
+    unavailable = await unavailable_reasons(db=db, registry=registry, rows=rows)
+    return [row for row in rows if row.id not in unavailable]
+
+
 async def get_enabled_tools_for_llm(
     *, db: AsyncSession, rt: Runtime, user_id: int | None, user_role: str | None
 ) -> list[RunTool]:
     """Every enabled tool this role may see (seed 001's ``getEnabledToolsForLlm``), ready to run.
     ``user_id`` is part of the seed's signature; visibility depends on the role alone."""
-    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, user_role=user_role)]
-    tools = [build_run_tool(row=row, rt=rt) for row in rows]
+    tools = [build_run_tool(row=row, rt=rt) for row in await _visible_rows(db, rt.registry, user_role)]
     return [t for t in tools if t is not None]
 
 
 async def get_enabled_tool_infos(
-    *, db: AsyncSession, user_role: str | None, registry: ToolRegistry | None = None
+    *, db: AsyncSession, user_role: str | None, registry: ToolRegistry
 ) -> list[ToolInfo]:
-    """Seed 001's ``getEnabledToolInfos``: the same filter, without configs. With a registry, rows whose
-    type is not registered are left out too, as they are from the model's list."""
-    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, user_role=user_role)]
-    if registry is not None:
-        rows = [row for row in rows if row.type in registry]
+    """Seed 001's ``getEnabledToolInfos``: the same filter, without configs. Rows whose type is not
+    registered are left out too, as they are from the model's list."""
+    rows = [row for row in await _visible_rows(db, registry, user_role) if row.type in registry]
     return [
         ToolInfo(
             id=row.id,
@@ -422,10 +454,14 @@ async def load_tools_for_agent(
 ) -> list[RunTool]:
     """The agent's tools this role may see, in the agent's order, with the effective approval rule.
     A non-admin chatting with an agent (or reaching it through A2A) never gets its admin-only tools."""
+    links = [
+        (link, tool) for link, tool in await _agent_links(db, agent_id) if visible_to(row=tool, user_role=user_role)
+    ]
+    unavailable = await unavailable_reasons(db=db, registry=rt.registry, rows=[tool for _, tool in links])
     tools = [
         build_run_tool(row=tool, rt=rt, needs_approval=effective_needs_approval(link=link, tool=tool))
-        for link, tool in await _agent_links(db, agent_id)
-        if visible_to(row=tool, user_role=user_role)
+        for link, tool in links
+        if tool.id not in unavailable
     ]
     return [t for t in tools if t is not None]
 

@@ -65,3 +65,43 @@ def test_a_user_cannot_run_a_hidden_mcp_tool_by_naming_it(
     assert reply.status == 200
     assert not reply.of("tool-output-available"), "the hidden tool never ran"
     assert len(mcp_http.guard.headers) == calls_before, "nothing reached the MCP server"
+
+
+def test_a_disabled_servers_tools_leave_the_very_next_turn(
+    admin: ApiClient, user: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add,
+    make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel,
+) -> None:
+    """Disabling a server takes its (enabled) tools away from every model and chat listing at once, the
+    read cache notwithstanding; the admin still sees them, marked; enabling it again brings them back."""
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    add_id = tools["add"]["toolId"]
+    admin.ok("PUT", f"/api/agent-tools/{add_id}", json={"enabled": True})
+    agent = make_agent("calc")
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools", json=[{"toolId": add_id}])
+
+    def offered() -> tuple[set[str], set[str]]:
+        """What the agent's model and the plain LLM chat's model are given, on a fresh turn each."""
+        chat(user, "calc", "hello")
+        by_agent = set(model_tools(fake_model.requests[-1]))
+        user.post("/api/llm/chat", json={"message": "hello"})
+        return by_agent, set(model_tools(fake_model.requests[-1]))
+
+    def listed(path: str) -> set[str]:
+        return {t["name"] for t in user.ok("GET", path)["items"]}
+
+    offered()  # warm the read cache
+    assert offered() == ({"testing__add"}, {"testing__add"})
+    assert listed("/api/llm/chat/tools?agent=calc") == listed("/api/llm/chat/tools") == {"testing__add"}
+    assert admin.ok("GET", f"/api/agent-tools/{add_id}")["unavailable"] is None
+
+    admin.ok("PUT", f"/api/admin/mcp-servers/{server['id']}", json={"enabled": False})
+    assert offered() == (set(), set())
+    assert listed("/api/llm/chat/tools?agent=calc") == listed("/api/llm/chat/tools") == set()
+    shown = {t["slug"]: t for t in admin.ok("GET", "/api/agent-tools?pageSize=100")["items"]}["testing__add"]
+    assert shown["enabled"] is True and shown["unavailable"] == "its MCP server 'testing' is disabled"
+    assert [link["slug"] for link in admin.ok("GET", f"/api/admin/agents/{agent['id']}/tools")["items"]] == [
+        "testing__add"], "the agent keeps its link"
+
+    admin.ok("PUT", f"/api/admin/mcp-servers/{server['id']}", json={"enabled": True})
+    assert offered() == ({"testing__add"}, {"testing__add"})

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -357,6 +357,27 @@ async def refresh_server(*, rt: Runtime, server_id: str) -> list[McpToolRead]:
         server.refreshed_at = utcnow()
         await db.flush()
         return await list_server_tools(db=db, server_id=server_id)
+
+
+# --- availability ----------------------------------------------------------------------------------
+
+
+async def unavailable_tools(*, db: AsyncSession, configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Tools (by id) whose server is disabled or gone, with the reason: they stay in the admin's lists
+    but reach no model (``ToolType.unavailable``). ``configs`` are the tools' stored configs."""
+    server_ids = {str(c.get("serverId")) for c in configs.values() if c.get("serverId")}
+    if not server_ids:
+        return {}
+    stmt = select(McpServer.id, McpServer.slug, McpServer.enabled).where(McpServer.id.in_(server_ids))
+    servers = {sid: (slug, enabled) for sid, slug, enabled in (await db.execute(stmt)).all()}
+    reasons: dict[str, str] = {}
+    for tool_id, config in configs.items():
+        slug, enabled = servers.get(str(config.get("serverId")), (None, False))
+        if slug is None:
+            reasons[tool_id] = "its MCP server no longer exists"
+        elif not enabled:
+            reasons[tool_id] = f"its MCP server '{slug}' is disabled"
+    return reasons
 
 
 # --- calling ---------------------------------------------------------------------------------------

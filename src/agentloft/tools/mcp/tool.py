@@ -4,15 +4,18 @@ Its config names the server (``serverId``) and the tool's own name (``toolName``
 wire), and keeps what the server said about the tool (``title``, ``description``, ``inputSchema``) as of
 the last refresh. The schema is data, not a Pydantic model, so the type checks the model's arguments
 against it with ``jsonschema`` (the wrapper turns a mismatch into a failed result, as for every type).
-Rows are made by a server's refresh, never by hand.
+Rows are made by a server's refresh, never by hand. While the server is disabled its tools are
+unavailable: no model gets them (``unavailable``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
 from jsonschema.validators import validator_for
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.tools.base import InvalidInput, ToolContext, ToolResult, ToolType
 from agentloft.tools.mcp import service
@@ -50,6 +53,12 @@ class McpToolType(ToolType[Config, Input]):
 
     def describe(self, config: Config) -> str:
         return config.description.strip() or config.title or f"The '{config.tool_name}' tool of an MCP server."
+
+    async def unavailable(
+        self, *, db: AsyncSession, configs: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, str]:
+        """A disabled server's tools reach no model, whatever their own switch says."""
+        return await service.unavailable_tools(db=db, configs=configs)
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
         return await service.call_tool(rt=ctx.runtime, config=config, arguments=input.root)

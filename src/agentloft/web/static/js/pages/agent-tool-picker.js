@@ -31,7 +31,8 @@ function render(tools, links) {
       h('label', { class: 'check' }, check, ' ', h('strong', { text: toolName(tool) }), ' ', h('code', { class: 'muted', text: tool.slug })),
       h('span', { class: 'picker-badges' },
         tool.adminOnly ? badge(t('tools.adminOnly'), 'warn') : null,
-        tool.enabled ? null : badge(t('status.disabled'))),
+        tool.enabled ? null : badge(t('status.disabled')),
+        tool.unavailable ? badge(t('tools.unavailable', { reason: tool.unavailable }), 'warn') : null),
       select);
     return { tool, check, select, el };
   });
