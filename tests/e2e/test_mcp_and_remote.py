@@ -63,6 +63,18 @@ def test_admin_adds_an_mcp_server_and_a_user_agent_calls_its_tool(
     tool_id = next(t["toolId"] for t in api(page, "GET", f"/api/admin/mcp-servers/{server['id']}/tools")["items"]
                    if t["name"] == "add")
     assert api(page, "GET", f"/api/agent-tools/{tool_id}")["enabled"] is True
+
+    # MCP tools come from a refresh: "New tool" does not offer the type; an MCP tool keeps it when edited
+    page.goto("/admin/agent-tools")
+    page.get_by_role("button", name="New tool").click()
+    tool_dialog = page.locator("#tool-dialog")
+    type_select = tool_dialog.locator("select[name=type]")
+    expect(type_select.locator("option[value=calculator]")).to_have_count(1)
+    expect(type_select.locator("option[value=mcp]")).to_have_count(0)
+    tool_dialog.get_by_role("button", name="Cancel").click()
+    page.locator("#tools-table tr[data-slug=testing__add]").get_by_role("button", name="Edit").click()
+    expect(type_select).to_have_value("mcp")
+    tool_dialog.get_by_role("button", name="Cancel").click()
     agent = api(page, "POST", "/api/admin/agents", {"slug": "calc", "name": "Calc", "systemPrompt": "Use tools."})
     api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool_id}])
     api(page, "POST", "/api/admin/users", {"username": "alice", "password": "password123", "role": "user"})

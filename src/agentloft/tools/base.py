@@ -87,7 +87,8 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     # Config fields holding secrets: stored encrypted, never returned by the API.
     secret_fields: ClassVar[tuple[str, ...]] = ()
     # Whether an admin makes tools of this type from a config; False when another part of the platform
-    # makes the rows (an MCP server's refresh makes the ``mcp`` ones), so no default tool is made for it.
+    # makes the rows (an MCP server's refresh makes the ``mcp`` ones): no default tool is made for it, the
+    # API refuses to create one by hand, and the admin's "New tool" form does not offer the type.
     made_by_hand: ClassVar[bool] = True
 
     def input_schema(self, config: ConfigT) -> dict[str, Any]:

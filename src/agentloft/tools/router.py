@@ -5,7 +5,9 @@ Admins only (403 ``admin_required`` for others, 401 when not signed in):
 
 - ``GET  /api/agent-tools/types`` – registered tool types: ``slug, name, description, configSchema``
   (JSON Schema of the type's config: drives the form), ``inputSchema`` (what the model fills),
-  ``defaults`` (a new tool's config), ``secretFields``, ``defaultNeedsApproval``, ``defaultAdminOnly``.
+  ``defaults`` (a new tool's config), ``secretFields``, ``defaultNeedsApproval``, ``defaultAdminOnly``,
+  ``creatable`` (false for types whose tools are not created by hand: ``mcp`` tools come from an MCP
+  server's refresh).
 - ``GET  /api/agent-tools`` – tools (``AgentToolRead``: ``id, slug, name, description, type, config,
   secretsSet, enabled, needsApproval, adminOnly, unavailable, createdAt, updatedAt``), by name.
   ``unavailable`` says why a tool cannot run now although it may be enabled (its MCP server is
@@ -13,7 +15,8 @@ Admins only (403 ``admin_required`` for others, 401 when not signed in):
 - ``POST /api/agent-tools`` – create: ``{slug, name, description?, type, config?, enabled?,
   needsApproval?, adminOnly?}`` → 201. Omitted ``needsApproval``/``adminOnly`` take the type's defaults.
   422 with ``fields`` such as ``{"config.timeoutMs": "..."}`` when the config does not fit the type, or
-  ``{"type": ...}`` for an unknown type; 409 ``tool_slug_taken`` for a slug in use.
+  ``{"type": ...}`` for an unknown type; 422 ``tool_type_not_creatable`` for a type that is not created
+  by hand (``mcp``; nor may an update turn a tool into one); 409 ``tool_slug_taken`` for a slug in use.
 - ``GET/PUT/DELETE /api/agent-tools/{id}`` – read, partial update (same fields, all optional; a given
   ``config`` replaces the stored one), delete (204; the tool leaves every agent too).
 - ``POST /api/agent-tools/{id}/execute`` ``{input, approved?}`` – run the tool now (debug panel) as the

@@ -37,6 +37,10 @@ class ToolTypeRead(ApiModel):
     secret_fields: list[str] = Field(description="Config fields (JSON names) stored encrypted, never returned.")
     default_needs_approval: bool
     default_admin_only: bool
+    creatable: bool = Field(
+        description="Whether an admin creates tools of this type by hand (POST /api/agent-tools); false for "
+        "types whose tools come from elsewhere, such as 'mcp' (an MCP server's refresh)."
+    )
 
 
 class AgentToolCreate(ApiModel):

@@ -96,6 +96,7 @@ def type_info(tool_type: AnyToolType) -> ToolTypeRead:
         secret_fields=secret_keys(tool_type),
         default_needs_approval=bool(getattr(tool_type, "default_needs_approval", False)),
         default_admin_only=bool(getattr(tool_type, "default_admin_only", False)),
+        creatable=tool_type.made_by_hand,
     )
 
 
@@ -107,6 +108,16 @@ def _type_or_invalid(registry: ToolRegistry, slug: str) -> AnyToolType:
     tool_type = registry.get(slug)
     if tool_type is None:
         raise Invalid(f"type: unknown tool type '{slug}'", fields={"type": f"unknown tool type '{slug}'"})
+    return tool_type
+
+
+def _creatable_or_invalid(registry: ToolRegistry, slug: str) -> AnyToolType:
+    """A type an admin may give a tool by hand (``ToolType.made_by_hand``): MCP tools come from a refresh."""
+    tool_type = _type_or_invalid(registry, slug)
+    if not tool_type.made_by_hand:
+        why = (f"tools of type '{slug}' are not created by hand: they come from their source "
+               "(an MCP server's refresh)")
+        raise Invalid(f"type: {why}", code="tool_type_not_creatable", fields={"type": why})
     return tool_type
 
 
@@ -242,7 +253,7 @@ async def _flush_unique(db: AsyncSession, slug: str) -> None:
 
 
 async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -> AgentTool:
-    tool_type = _type_or_invalid(rt.registry, data.type)
+    tool_type = _creatable_or_invalid(rt.registry, data.type)
     row = AgentTool(
         slug=data.slug,
         name=data.name,
@@ -282,7 +293,10 @@ async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: Agen
     changes = data.model_dump(exclude_unset=True)
     type_changed = changes.get("type") not in (None, row.type)
     if type_changed or changes.get("config") is not None:
-        tool_type = _type_or_invalid(rt.registry, changes.get("type") or row.type)
+        new_type = changes.get("type") or row.type
+        # A tool may keep a type that is not created by hand (an MCP tool's timeout is edited here), not
+        # be turned into one.
+        tool_type = (_creatable_or_invalid if type_changed else _type_or_invalid)(rt.registry, new_type)
         incoming = changes["config"] if changes.get("config") is not None else dict(row.config or {})
         # Secrets never follow a tool to another type: they were given for the old type's endpoint.
         stored = {} if type_changed else _decrypt_kept(rt.box, row)

@@ -73,3 +73,31 @@ def test_the_network_guard_covers_mcp_servers(admin: ApiClient, mcp_http: HttpPe
     assert r.status_code == 502
     assert "blocked: 127.0.0.1 is a loopback address" in r.json()["error"]["message"]
     assert mcp_http.guard.headers == [], "nothing reached the server"
+
+
+def test_mcp_tools_are_not_created_by_hand(
+    admin: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add
+) -> None:
+    """MCP tools come from a server's refresh: the types listing says so, and the API refuses to create
+    one (or to turn another tool into one), while an MCP tool's own config stays editable."""
+    types = {t["slug"]: t for t in admin.ok("GET", "/api/agent-tools/types?pageSize=100")["items"]}
+    assert types["mcp"]["creatable"] is False
+    assert types["calculator"]["creatable"] is True
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    config = {"serverId": server["id"], "toolName": "add"}
+    r = admin.post("/api/agent-tools", json={"slug": "by-hand", "name": "By hand", "type": "mcp", "config": config})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["code"] == "tool_type_not_creatable"
+    assert "MCP server" in r.json()["error"]["message"] and "type" in r.json()["error"]["fields"]
+    assert all(t["slug"] != "by-hand" for t in admin.ok("GET", "/api/agent-tools?pageSize=100")["items"])
+
+    calc = admin.ok("POST", "/api/agent-tools", json={"slug": "calc", "name": "Calc", "type": "calculator"})
+    r = admin.put(f"/api/agent-tools/{calc['id']}", json={"type": "mcp", "config": config})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "tool_type_not_creatable"
+    assert admin.ok("GET", f"/api/agent-tools/{calc['id']}")["type"] == "calculator"
+
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    row = admin.ok("GET", f"/api/agent-tools/{tools['add']['toolId']}")
+    edited = admin.ok("PUT", f"/api/agent-tools/{row['id']}",
+                      json={"type": "mcp", "config": {**row["config"], "timeoutSeconds": 5}})
+    assert edited["config"]["timeoutSeconds"] == 5

@@ -35,7 +35,7 @@ class McpToolType(ToolType[Config, Input]):
     description = "A tool of an MCP server; its tools appear here when the server is refreshed."
     Config = Config
     Input = Input
-    made_by_hand = False
+    made_by_hand = False  # rows come from a server's refresh
 
     def input_schema(self, config: Config) -> dict[str, Any]:
         return config.input_schema or dict(EMPTY_SCHEMA)

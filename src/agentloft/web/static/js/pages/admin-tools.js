@@ -69,13 +69,14 @@ function openEditor(tool) {
   resetFormErrors(form);
   const title = form.querySelector('h2');
   title.textContent = tool ? title.dataset.titleEdit : title.dataset.titleNew;
-  const select = form.type;
-  select.replaceChildren(...types.map((ty) => h('option', { value: ty.slug, text: `${typeName(ty)} (${ty.slug})` })));
+  // Types whose tools come from elsewhere (MCP: a server's refresh) are offered only to the tools they made.
+  const offered = types.filter((ty) => ty.creatable || (tool && ty.slug === tool.type));
+  form.type.replaceChildren(...offered.map((ty) => h('option', { value: ty.slug, text: `${typeName(ty)} (${ty.slug})` })));
   if (tool) {
     fillForm(form, tool);
     renderConfig(typeOf(tool.type), tool.config, tool.secretsSet);
   } else {
-    applyType(types[0]);
+    applyType(offered[0]);
   }
   modal.open();
 }
