@@ -35,6 +35,10 @@ from agentloft.web.static_files import CompressPages
 
 log = logging.getLogger(__name__)
 
+# HTTP clients that log every request at INFO ("HTTP Request: POST …"): one line per model call, MCP
+# message or A2A request, which buries everything else wherever INFO is shown.
+REQUEST_LOGGERS = ("httpx", "httpx2")
+
 # Modules exposing ``router`` (and optionally ``admin_router``); order matters only for the docs.
 # The chat routes come first: FastAPI tries the routers in this order on every request, and a chat's
 # start is the request whose every tenth of a millisecond shows (no two routers share a path).
@@ -84,6 +88,15 @@ def build_runtime(settings: Settings) -> Runtime:
     return rt
 
 
+def quiet_request_logs() -> None:
+    """Lower the HTTP clients' loggers to WARNING (their failures still show). A level an operator set
+    on one of them before the app was built is kept."""
+    for name in REQUEST_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
 def _freeze_startup_objects() -> None:
     """Move what start-up made (modules, routes, schemas, the tool registry) out of the collector's
     reach: it lives as long as the process, and every full collection walked it again (~300 ms each
@@ -101,6 +114,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
     settings = settings or load_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    quiet_request_logs()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

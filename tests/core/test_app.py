@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -13,6 +14,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from agentloft.core.settings import ConfigError, load_settings
+from tests.fakes.openai_server import FakeModel
 from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, login, start_app
 
@@ -164,3 +166,15 @@ def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:
     assert len(set(ids)) == len(ids)
     counts = Counter(ch for i in ids for ch in i.rsplit("_", 1)[1])
     assert len(counts) == 36 and min(counts.values()) > 0.7 * max(counts.values())  # every character, evenly
+
+
+def test_model_calls_are_not_logged_one_line_each(
+    caplog: pytest.LogCaptureFixture, admin: ApiClient, model_id: int, fake_model: FakeModel
+) -> None:
+    """httpx2 logs every request at INFO; the app lowers it to WARNING, so a log shown at INFO is not one
+    'HTTP Request: POST …' line per model call."""
+    caplog.set_level(logging.INFO)
+    reply = admin.post("/api/llm/chat", json={"message": "hello"})
+    assert reply.status_code == 200 and fake_model.requests, "the model was called"
+    assert [r.getMessage() for r in caplog.records if r.name == "httpx2"] == []
+    assert logging.getLogger("httpx2").isEnabledFor(logging.WARNING)
