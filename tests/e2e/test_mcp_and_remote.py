@@ -4,6 +4,7 @@ agent (an a2a-sdk agent in another process) and the side panel streams its reply
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -91,6 +92,42 @@ def test_admin_adds_an_mcp_server_and_a_user_agent_calls_its_tool(
     expect(card.get_by_test_id("tool-output")).to_contain_text('"result": 42')
     expect(user.locator(".message.assistant").last).to_contain_text("The sum is 42.")
     user.screenshot(path="/tmp/agentloft-mcp-chat.png")
+
+
+def test_the_tool_card_shows_an_mcp_image(
+    admin_page: Page, mcp_http: HttpPeer, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    """An image an MCP tool returns shows in the tool card as an image (not as base64 in the output's
+    JSON), while the reply streams and after a reload."""
+    page = admin_page
+    setup_model(page, fake_model_server)
+    server = api(page, "POST", "/api/admin/mcp-servers",
+                 {"slug": "testing", "name": "Testing", "transport": "http", "url": mcp_http.url, "secret": TOKEN})
+    tools = {t["name"]: t for t in api(page, "POST", f"/api/admin/mcp-servers/{server['id']}/refresh")["items"]}
+    api(page, "PUT", f"/api/agent-tools/{tools['picture']['toolId']}", {"enabled": True})
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "painter", "name": "Painter", "systemPrompt": "Draw."})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tools["picture"]["toolId"]}])
+
+    fake_model.push(call("testing__picture", {}), text("Here is a red square."))
+    page.goto("/chat?agent=painter")
+    send(page, "draw a square")
+
+    def check_card() -> None:
+        card = page.locator(".tool-card[data-tool='testing__picture']")
+        expect(card.get_by_test_id("tool-state")).to_have_text("Done")
+        image = card.get_by_test_id("tool-image")
+        expect(image).to_be_visible()
+        expect(image).to_have_attribute("src", re.compile(r"^data:image/png;base64,"))
+        assert image.evaluate("img => img.complete && img.naturalWidth") == 1, "the browser decoded the PNG"
+        card.locator("summary", has_text="Output").click()
+        expect(card.get_by_test_id("tool-output")).to_contain_text('"success": true')
+        expect(card.get_by_test_id("tool-output")).not_to_contain_text("iVBOR")
+
+    check_card()
+    expect(page.locator(".message.assistant").last).to_contain_text("Here is a red square.")
+    page.screenshot(path="/tmp/agentloft-mcp-image.png")
+    page.reload()
+    check_card()
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 Saving the parts the client saw (rather than re-deriving them from the model history) means a reloaded
 page renders exactly what streamed, including failed tool calls, approval states and ``data-*`` parts,
-and a run cut short still has everything up to the cut.
+and a run cut short still has everything up to the cut. One exception: a large file a tool returned is
+kept as its size only (``kept_output``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,28 @@ from pydantic_ai.ui.vercel_ai.response_types import (
     ToolOutputDeniedChunk,
     ToolOutputErrorChunk,
 )
+
+# The most base64 characters of one file (a tool's image) a saved message keeps: the live stream shows the
+# whole file, a reloaded page shows a note with its size instead of a larger one. The model's history
+# keeps the file either way; this bounds the rows every page load and message listing reads.
+MAX_KEPT_FILE_CHARS = 256 * 1024
+
+
+def kept_output(output: Any) -> Any:
+    """A tool output as a saved message keeps it: files (``[result, file...]``, see ``chat.toolset``)
+    larger than ``MAX_KEPT_FILE_CHARS`` lose their data and say how large they were."""
+    if not isinstance(output, list):
+        return output
+    return [_kept_item(item) for item in output]
+
+
+def _kept_item(item: Any) -> Any:
+    if not (isinstance(item, dict) and item.get("kind") == "binary"):
+        return item
+    data = item.get("data")
+    if not isinstance(data, str) or len(data) <= MAX_KEPT_FILE_CHARS:
+        return item
+    return {**item, "data": None, "omitted": True, "size": len(data) * 3 // 4}
 
 
 class PartsCollector:
@@ -96,7 +119,7 @@ class PartsCollector:
         part.update(state="approval-requested", approval={"id": chunk.approval_id})
 
     def _output(self, chunk: ToolOutputAvailableChunk) -> None:
-        self._tool(chunk.tool_call_id).update(state="output-available", output=chunk.output)
+        self._tool(chunk.tool_call_id).update(state="output-available", output=kept_output(chunk.output))
 
     def _output_error(self, chunk: ToolOutputErrorChunk) -> None:
         self._tool(chunk.tool_call_id).update(state="output-error", errorText=chunk.error_text)

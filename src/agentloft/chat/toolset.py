@@ -4,27 +4,58 @@ Only what is in that list exists for the model. Every call goes through ``tools.
 validation, time limit, exceptions turned into failed results), so the toolset's own argument validator
 accepts any object. A call that needs approval raises ``ApprovalRequired`` unless pydantic-ai says this
 call was approved on resume; the run then ends with ``DeferredToolRequests`` and the engine pauses.
+
+A result's ``files`` (an MCP tool's images) go to the model as pydantic-ai file parts after the result
+(``model_return``), not as base64 text inside it: a model API that takes files in tool results gets them
+there, and for one that takes text only (OpenAI's chat completions) pydantic-ai sends them in a user
+message right after the tool results, framed as that tool call's result. The stream's tool output is
+then ``[result, file...]``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import CustomEvent, RunContext
 from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
+from pydantic_ai.messages import BinaryContent
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from agentloft.core.runtime import Runtime
-from agentloft.tools.base import ToolContext
+from agentloft.tools.base import ToolContext, ToolFile, ToolResult
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
 
 # Arguments reach ``run_tool`` as a dict; each tool validates them against its own ``Input`` model.
 _ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+# The largest file a model is sent (Anthropic's limit for one image; OpenAI's is higher). A larger one is
+# named in a note instead, so one oversized image cannot make every later request of the chat fail.
+MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+def _file_part(file: ToolFile) -> BinaryContent | str:
+    """A tool's file as the model gets it, or a note saying why it was left out."""
+    try:
+        raw = base64.b64decode(file.data, validate=True)
+    except (binascii.Error, ValueError):
+        return f"A {file.media_type} file was left out: its data is not valid base64."
+    if len(raw) > MAX_FILE_BYTES:
+        return f"A {file.media_type} file of {len(raw):,} bytes was left out: larger than {MAX_FILE_BYTES:,} bytes."
+    return BinaryContent.narrow_type(BinaryContent(data=raw, media_type=file.media_type))
+
+
+def model_return(result: ToolResult) -> Any:
+    """What the model gets for a successful call: the result as JSON, then its files as file parts."""
+    body = result.model_dump(mode="json", exclude={"files"})
+    if not result.files:
+        return body
+    return [body, *(_file_part(f) for f in result.files)]
 
 
 @dataclass(kw_only=True)
@@ -112,7 +143,7 @@ class RunToolset(AbstractToolset[Any]):
             if isinstance(code, str) and ctx.tool_call_id:
                 await _emitter(ctx)("tool-error", {"toolCallId": ctx.tool_call_id, "code": code})
             raise ToolFailed(result.error or f"tool '{name}' failed")
-        return result.model_dump(mode="json")
+        return model_return(result)
 
 
 def _emitter(ctx: RunContext[Any]) -> Callable[[str, dict[str, Any]], Awaitable[None]]:

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.runtime import Runtime
@@ -24,6 +25,17 @@ from agentloft.core.runtime import Runtime
 class InvalidInput(ValueError):
     """The model's arguments do not fit a tool's input schema, for types whose schema is data (an MCP
     server's tool) rather than a Pydantic model. The message is shown to the model."""
+
+
+class ToolFile(BaseModel):
+    """A file a tool hands back for the model to look at, such as an MCP tool's image. The chat engine
+    gives it to the model as a file part next to the result (not as base64 text inside it), and the
+    chat's tool card shows images."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    media_type: str = Field(max_length=200, description="e.g. image/png")
+    data: str = Field(description="The file's bytes, base64-encoded.")
 
 
 class ToolResult(BaseModel):
@@ -35,6 +47,7 @@ class ToolResult(BaseModel):
     data: Any = None
     error: str | None = None
     metadata: dict[str, Any] = {}
+    files: list[ToolFile] = []
 
     @classmethod
     def ok(cls, data: Any = None, **metadata: Any) -> ToolResult:

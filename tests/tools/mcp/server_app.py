@@ -1,6 +1,7 @@
 """A small MCP server written with the ``mcp`` SDK's own ``MCPServer``: the peer of the MCP tests.
 
-Tools return text, structured data, an image, an embedded resource and an error; ``grow`` adds a tool
+Tools return text, structured data, images (a tiny one, and one of any size with a caption), an embedded
+resource and an error; ``grow`` adds a tool
 at run time and tells listening clients that the list changed, ``shrink`` removes one. Serve it over
 streamable HTTP (``app()``, mounted in-process on a free port) or run this file for stdio, as an admin's
 ``command`` would. An optional bearer token guards the HTTP side, so tests can check the secret is sent.
@@ -51,6 +52,12 @@ def build(name: str = "testing") -> MCPServer:
     @server.tool(description="A tiny red square.")
     def picture() -> Image:
         return Image(data=PNG, format="png")
+
+    @server.tool(description="A picture of the given size in KiB (the tiny one, padded), with a caption.",
+                 structured_output=False)
+    def big_picture(kib: int) -> list[Any]:
+        return [TextContent(type="text", text=f"{kib} KiB"),
+                Image(data=PNG + b"\0" * (kib * 1024 - len(PNG)), format="png").to_image_content()]
 
     @server.tool(description="A short note as an embedded resource.")
     def note() -> list[Any]:

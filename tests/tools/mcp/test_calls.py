@@ -41,9 +41,11 @@ def test_text_and_structured_results(admin: ApiClient, http_tools: dict[str, Any
 
 def test_image_and_embedded_resource(admin: ApiClient, http_tools: dict[str, Any]) -> None:
     picture = execute(admin, http_tools["picture"], {})
-    assert picture["success"] is True
-    [image] = picture["data"]["images"]
-    assert image["mimeType"] == "image/png" and base64.b64decode(image["data"]) == PNG
+    assert picture["success"] is True and picture["data"] is None
+    [image] = picture["files"]
+    assert image["mediaType"] == "image/png" and base64.b64decode(image["data"]) == PNG
+    captioned = execute(admin, http_tools["big_picture"], {"kib": 1})
+    assert captioned["data"] == "1 KiB" and len(base64.b64decode(captioned["files"][0]["data"])) == 1024
     note = execute(admin, http_tools["note"], {})
     assert note["data"]["text"] == "here is the note"
     assert note["data"]["resources"] == [{"uri": "memo://note/1", "mimeType": "text/plain",

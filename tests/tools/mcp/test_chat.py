@@ -4,13 +4,19 @@ model (nor the plain LLM chat's tool list)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from agentloft.chat import toolset
 from tests.chat.helpers import chat
 from tests.fakes.openai_server import FakeModel, call, text
 from tests.support import ApiClient
 from tests.tools.mcp.conftest import TOKEN, HttpPeer, tools_by_name
+from tests.tools.mcp.server_app import PNG
 
 Add = Callable[..., dict[str, Any]]
 
@@ -105,3 +111,75 @@ def test_a_disabled_servers_tools_leave_the_very_next_turn(
 
     admin.ok("PUT", f"/api/admin/mcp-servers/{server['id']}", json={"enabled": True})
     assert offered() == ({"testing__add"}, {"testing__add"})
+
+
+def _image_urls(request: dict[str, Any]) -> list[str]:
+    """The images a chat-completions request gives the model (content parts of its messages)."""
+    return [p["image_url"]["url"] for m in request["messages"] if isinstance(m.get("content"), list)
+            for p in m["content"] if p.get("type") == "image_url"]
+
+
+@pytest.fixture
+def picture_agent(
+    admin: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add, make_agent: Callable[..., dict[str, Any]]
+) -> str:
+    server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    links = []
+    for name in ("picture", "big_picture"):
+        admin.ok("PUT", f"/api/agent-tools/{tools[name]['toolId']}", json={"enabled": True})
+        links.append({"toolId": tools[name]["toolId"]})
+    agent = make_agent("painter")
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools", json=links)
+    return "painter"
+
+
+def test_an_mcp_image_reaches_the_model_as_an_image(
+    user: ApiClient, picture_agent: str, fake_model: FakeModel
+) -> None:
+    """Not base64 inside the JSON result: the chat-completions API takes no images in tool messages, so
+    the image follows the tool results as an image part; the stream and the saved message carry it for
+    the tool card; and the next turn's history still has it."""
+    fake_model.push(call("testing__picture", {}), text("A red square."))
+    reply = chat(user, picture_agent, "draw")
+    assert reply.status == 200, reply.body
+    encoded = base64.b64encode(PNG).decode()
+    [output] = reply.of("tool-output-available")
+    result, image = output["output"]
+    assert result["success"] is True and "files" not in result
+    assert image["kind"] == "binary" and image["media_type"] == "image/png" and image["data"] == encoded
+
+    second = fake_model.requests[1]
+    [tool_message] = [m for m in second["messages"] if m["role"] == "tool"]
+    assert encoded not in json.dumps(tool_message), "no base64 in the tool result's text"
+    assert _image_urls(second) == [f"data:image/png;base64,{encoded}"]
+
+    saved = user.ok("GET", f"/api/agent-sessions/{reply.session_id}")["messages"][-1]["parts"]
+    [part] = [p for p in saved if p["type"] == "tool-testing__picture"]
+    assert part["output"] == output["output"]
+    chat(user, picture_agent, "what colour was it?", session_id=reply.session_id)
+    assert _image_urls(fake_model.requests[-1]) == [f"data:image/png;base64,{encoded}"]
+
+
+def test_large_images_are_not_kept_in_messages_and_huge_ones_not_sent(
+    user: ApiClient, picture_agent: str, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_model.push(call("testing__big_picture", {"kib": 300}), text("Big."))
+    reply = chat(user, picture_agent, "draw big")
+    [output] = reply.of("tool-output-available")
+    streamed = output["output"][1]
+    assert len(base64.b64decode(streamed["data"])) == 300 * 1024, "the live stream shows the whole image"
+    assert len(_image_urls(fake_model.requests[1])) == 1, "the model gets it"
+    saved = user.ok("GET", f"/api/agent-sessions/{reply.session_id}")["messages"][-1]["parts"]
+    [part] = [p for p in saved if p["type"] == "tool-testing__big_picture"]
+    kept = part["output"][1]
+    assert kept["data"] is None and kept["omitted"] is True and kept["size"] == 300 * 1024
+    assert part["output"][0]["data"] == "300 KiB"
+
+    monkeypatch.setattr(toolset, "MAX_FILE_BYTES", 100 * 1024)
+    fake_model.push(call("testing__big_picture", {"kib": 300}), text("Too big."))
+    reply = chat(user, picture_agent, "draw bigger")
+    note = reply.of("tool-output-available")[0]["output"][1]
+    assert note == f"A image/png file of {300 * 1024:,} bytes was left out: larger than {100 * 1024:,} bytes."
+    assert _image_urls(fake_model.requests[-1]) == []
+    assert note in json.dumps(fake_model.requests[-1]["messages"])

@@ -4,6 +4,7 @@ import { copyText, h } from '../dom.js';
 import { lang, t } from '../i18n.js';
 import { handleData } from './hooks.js';
 import { decorateCodeBlocks, renderMarkdown } from '../markdown.js';
+import { toolFiles, toolResult } from './tool-files.js';
 
 export function newMessage(id, role, parts = [], status = 'complete', error = null, meta = {}) {
   return { id, role, parts: parts.map((p) => ({ ...p })), status, error, meta };
@@ -148,7 +149,7 @@ export class MarkdownView {
 }
 
 function stateLabel(part) {
-  if (part.state === 'output-available' && part.output && part.output.success === false) return [t('chat.tool.failed'), 'danger'];
+  if (part.state === 'output-available' && toolResult(part.output)?.success === false) return [t('chat.tool.failed'), 'danger'];
   if (part.state === 'approval-responded') {
     return part.approval && part.approval.approved === false ? [t('chat.tool.rejected'), 'danger'] : [t('chat.tool.approved'), 'accent'];
   }
@@ -165,10 +166,11 @@ function stateLabel(part) {
 
 /** A same-site page a tool result points to (`metadata.link`, e.g. the document it wrote), or null. */
 function resultLink(part) {
-  const meta = part.output && part.output.metadata;
+  const result = toolResult(part.output);
+  const meta = result && result.metadata;
   const link = meta && typeof meta.link === 'string' ? meta.link : '';
   if (!link.startsWith('/') || link.startsWith('//')) return null;
-  const title = part.output.data && part.output.data.title;
+  const title = result.data && result.data.title;
   const text = link.startsWith('/agent-documents/') && title ? t('chat.tool.openDocument', { title }) : t('chat.tool.openLink');
   return h('a', { class: 'tool-link', href: link, dataset: { testid: 'tool-link' }, text });
 }
@@ -181,10 +183,11 @@ function toolCard(part, actions) {
     h('div', { class: 'tool-head' }, h('span', { class: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }),
       h('strong', { class: 'tool-name', text: name }), h('span', { class: `badge ${kind}`, dataset: { testid: 'tool-state' }, text: label })),
     part.state === 'output-available' ? resultLink(part) : null,
+    part.state === 'output-available' ? toolFiles(part.output, name) : null,
     input !== null ? h('details', { class: 'tool-io', open: part.state === 'approval-requested' },
       h('summary', { text: t('chat.tool.input') }), h('pre', { class: 'code', text: json(input) })) : null,
     part.state === 'output-available' ? h('details', { class: 'tool-io' },
-      h('summary', { text: t('chat.tool.output') }), h('pre', { class: 'code', dataset: { testid: 'tool-output' }, text: json(part.output) })) : null,
+      h('summary', { text: t('chat.tool.output') }), h('pre', { class: 'code', dataset: { testid: 'tool-output' }, text: json(toolResult(part.output)) })) : null,
     part.state === 'output-error' ? toolError(part) : null,
     part.approval && part.approval.reason ? h('p', { class: 'muted small-text', text: `${t('chat.tool.reason')}: ${part.approval.reason}` }) : null);
   if (part.state === 'approval-requested' && actions) {
