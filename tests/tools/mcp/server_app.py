@@ -4,7 +4,8 @@ Tools return text, structured data, images (a tiny one, and one of any size with
 resource and an error; ``grow`` adds a tool
 at run time and tells listening clients that the list changed, ``shrink`` removes one. Serve it over
 streamable HTTP (``app()``, mounted in-process on a free port) or run this file for stdio, as an admin's
-``command`` would. An optional bearer token guards the HTTP side, so tests can check the secret is sent.
+``command`` would (with ``LINGER=<seconds>`` in its environment it takes that long to exit). An optional
+bearer token guards the HTTP side, so tests can check the secret is sent.
 """
 
 from __future__ import annotations
@@ -121,4 +122,7 @@ class BearerGuard:
 
 
 if __name__ == "__main__":
-    build(sys.argv[1] if len(sys.argv) > 1 else "testing").run("stdio")
+    name = sys.argv[1] if len(sys.argv) > 1 else "testing"
+    build(name).run("stdio")
+    if os.environ.get("LINGER"):  # a server slow to exit once its input ends, seen as "lingering-<name>"
+        os.execv("/usr/bin/sleep", [f"lingering-{name}", os.environ["LINGER"]])

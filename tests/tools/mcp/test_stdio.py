@@ -88,3 +88,33 @@ def test_a_command_that_does_not_start_says_why(admin: ApiClient, add_server: Ad
     r = admin.post(f"/api/admin/mcp-servers/{server['id']}/refresh")
     assert r.status_code == 502, r.text
     assert "no such module: mcp_server_nothing" in r.json()["error"]["message"]
+
+
+def lingering(marker: str) -> bool:
+    """Whether the server with ``marker`` has seen its input end and is taking its time to exit."""
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and Path(f"/proc/{entry}/cmdline").read_bytes().startswith(
+                    f"lingering-{marker}".encode()):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_a_call_while_an_idle_server_shuts_down_starts_a_new_one(
+    admin: ApiClient, add_server: Add
+) -> None:
+    """The idle connection is closing (its process has not exited yet): a new call must not be handed
+    that connection, but a fresh one."""
+    marker = f"stdio-{uuid.uuid4().hex[:8]}"
+    command = stdio_command()
+    command["args"] = [*command["args"], marker]
+    command["env"] = {**command["env"], "LINGER": "30"}
+    server = add_server(transport="stdio", **command)
+    whoami = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))["whoami"]
+    first = execute(admin, whoami, {})["data"]["instance"]
+    wait_for(lambda: lingering(marker), "the idle server to start shutting down", limit_s=IDLE_S + 10)
+    again = execute(admin, whoami, {})
+    assert again["success"] is True, again
+    assert again["data"]["instance"] != first

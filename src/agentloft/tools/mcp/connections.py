@@ -174,6 +174,9 @@ class _Connection:
                     if _listens(client):
                         tg.start_soon(self._listen, client)
                     await self._wait_until_idle()
+                    # From here on the connection is closing (its process may take seconds to exit): a new
+                    # call must get a fresh one, not this one (``McpConnections._connection``).
+                    self.stop.set()
                     tg.cancel_scope.cancel()
         except Exception as exc:
             self._failed(exc)
