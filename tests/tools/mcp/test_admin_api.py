@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests.support import ApiClient, LiveApp
 from tests.tools.mcp.conftest import TOKEN, HttpPeer, tools_by_name
 
@@ -101,3 +103,15 @@ def test_mcp_tools_are_not_created_by_hand(
     edited = admin.ok("PUT", f"/api/agent-tools/{row['id']}",
                       json={"type": "mcp", "config": {**row["config"], "timeoutSeconds": 5}})
     assert edited["config"]["timeoutSeconds"] == 5
+
+
+@pytest.mark.parametrize(("transport", "field"), [("http", "url"), ("stdio", "command")])
+def test_a_server_without_its_endpoint_names_the_missing_field(
+    admin: ApiClient, transport: str, field: str
+) -> None:
+    """The form shows the message next to the field: on create as on update."""
+    r = admin.post("/api/admin/mcp-servers", json={"slug": "bare", "name": "Bare", "transport": transport})
+    assert r.status_code == 422, r.text
+    assert list(r.json()["error"]["fields"]) == [field]
+    assert r.json()["error"]["message"].startswith(f"{field}: ")
+    assert admin.ok("GET", "/api/admin/mcp-servers")["items"] == []

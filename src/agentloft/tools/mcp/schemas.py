@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints
 
 from agentloft.core.schemas import ApiModel
 
@@ -44,17 +44,12 @@ class _ServerFields(ApiModel):
 
 
 class McpServerCreate(_ServerFields):
+    """A new server. That an http server has a ``url`` and a stdio one a ``command`` is checked by the
+    service, for creates and updates alike (422 with the field named)."""
+
     slug: ServerSlug
     name: ServerName
     transport: Transport
-
-    @model_validator(mode="after")
-    def _needs_endpoint(self) -> McpServerCreate:
-        if self.transport == "http" and not self.url:
-            raise ValueError("url: an http server needs a url")
-        if self.transport == "stdio" and not self.command:
-            raise ValueError("command: a stdio server needs a command")
-        return self
 
 
 class McpServerUpdate(_ServerFields):
