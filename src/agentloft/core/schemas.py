@@ -61,3 +61,8 @@ class Page(ApiModel, Generic[T]):
             page_size=params.page_size,
             has_more=params.offset + len(items) < total,
         )
+
+    @classmethod
+    def whole(cls, items: Sequence[T]) -> Page[T]:
+        """All of a small set edited or shown as a whole (an agent's tools, a server's tools) as one page."""
+        return cls.of(items, len(items), PageParams(page=1, page_size=max(len(items), 1)))

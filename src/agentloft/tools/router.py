@@ -79,11 +79,6 @@ def _slice(items: list[T], paging: PageParams) -> list[T]:
     return items[paging.offset : paging.offset + paging.page_size]
 
 
-def _whole(items: list[AgentToolLinkRead]) -> Page[AgentToolLinkRead]:
-    """An agent's tools are a set edited as a whole: one page holding all of them."""
-    return Page[AgentToolLinkRead].of(items, len(items), PageParams(page=1, page_size=max(len(items), 1)))
-
-
 @router.get("/api/llm/chat/tools", response_model=Page[LlmToolRead])
 async def chat_tools(
     user: CurrentUser, rt: Rt, db: DbSession, paging: Paging, agent: Annotated[str | None, Query()] = None
@@ -149,11 +144,11 @@ async def execute_tool(
 
 @admin_router.get("/api/admin/agents/{agent_id}/tools", response_model=Page[AgentToolLinkRead])
 async def agent_tools(agent_id: DbInt, _: AdminUser, db: DbSession) -> Page[AgentToolLinkRead]:
-    return _whole(await service.list_agent_tools(db=db, agent_id=agent_id))
+    return Page[AgentToolLinkRead].whole(await service.list_agent_tools(db=db, agent_id=agent_id))
 
 
 @admin_router.put("/api/admin/agents/{agent_id}/tools", response_model=Page[AgentToolLinkRead])
 async def set_agent_tools(
     agent_id: DbInt, body: list[AgentToolLinkIn], _: AdminUser, db: DbSession
 ) -> Page[AgentToolLinkRead]:
-    return _whole(await service.set_agent_tools(db=db, agent_id=agent_id, links=body))
+    return Page[AgentToolLinkRead].whole(await service.set_agent_tools(db=db, agent_id=agent_id, links=body))

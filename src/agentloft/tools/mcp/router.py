@@ -24,15 +24,11 @@ from fastapi import APIRouter, Response
 
 from agentloft.auth.dependencies import AdminUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
-from agentloft.core.schemas import Page, PageParams
+from agentloft.core.schemas import Page
 from agentloft.tools.mcp import service
 from agentloft.tools.mcp.schemas import McpServerCreate, McpServerRead, McpServerUpdate, McpToolRead
 
 admin_router = APIRouter(prefix="/api/admin/mcp-servers", tags=["admin"])
-
-
-def _whole(items: list[McpToolRead]) -> Page[McpToolRead]:
-    return Page[McpToolRead].of(items, len(items), PageParams(page=1, page_size=max(len(items), 1)))
 
 
 @admin_router.get("", response_model=Page[McpServerRead])
@@ -67,9 +63,9 @@ async def delete_server(server_id: str, _: AdminUser, rt: Rt, db: DbSession) -> 
 
 @admin_router.post("/{server_id}/refresh", response_model=Page[McpToolRead])
 async def refresh_server(server_id: str, _: AdminUser, rt: Rt) -> Page[McpToolRead]:
-    return _whole(await service.refresh_server(rt=rt, server_id=server_id))
+    return Page[McpToolRead].whole(await service.refresh_server(rt=rt, server_id=server_id))
 
 
 @admin_router.get("/{server_id}/tools", response_model=Page[McpToolRead])
 async def server_tools(server_id: str, _: AdminUser, db: DbSession) -> Page[McpToolRead]:
-    return _whole(await service.list_server_tools(db=db, server_id=server_id))
+    return Page[McpToolRead].whole(await service.list_server_tools(db=db, server_id=server_id))
