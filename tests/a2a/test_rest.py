@@ -62,8 +62,11 @@ def test_rest_needs_a_token_and_a_known_method(
     auth = {**headers, "Authorization": f"Bearer {token}"}
     missing = anon.get("/a2a/coder/rest/tasks/nope", headers=auth)
     assert missing.status_code == 404, missing.text
-    assert anon.get("/a2a/coder/rest/no/such/thing/here", headers=auth).status_code == 404
-    assert anon.delete("/a2a/coder/rest/message:send", headers=auth).status_code == 405
+    unknown = anon.get("/a2a/coder/rest/no/such/thing/here", headers=auth)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+    wrong = anon.delete("/a2a/coder/rest/message:send", headers=auth)
+    assert wrong.status_code == 405 and wrong.json()["error"] == {
+        "code": "method_not_allowed", "message": "no A2A REST method at DELETE /message:send"}
     assert anon.get("/a2a/nobody/rest/tasks/x", headers=auth).status_code == 404
 
 

@@ -29,6 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
+from agentloft.core.errors import AppError, NotFound
+
 REST_PATH = "rest"
 JSON_TYPES = ("application/json", "application/a2a+json")
 
@@ -47,9 +49,10 @@ async def dispatch(request: Request, path: str, handler: RequestHandler, builder
         if match == Match.FULL:
             return await route.endpoint(Request({**scope, **child}, request.receive))
         allowed = allowed or match == Match.PARTIAL
-    status, code = (405, "method_not_allowed") if allowed else (404, "not_found")
-    return JSONResponse({"error": {"code": code, "message": f"no A2A REST method at {request.method} /{path}"}},
-                        status_code=status)
+    message = f"no A2A REST method at {request.method} /{path}"
+    if allowed:
+        raise AppError(message, code="method_not_allowed", status=405)
+    raise NotFound(message)
 
 
 def is_json(request: Request) -> bool:
