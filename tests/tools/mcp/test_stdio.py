@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +42,18 @@ def server_processes(marker: str) -> list[int]:
             continue
         if SERVER_SCRIPT.encode() in argv and marker.encode() in argv and b"python" in argv[0]:
             pids.append(int(entry))
+    return pids
+
+
+def launched(marker: str) -> list[int]:
+    """Pids of every process started for the server with ``marker``: bubblewrap and what runs in it."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0"):
+                pids.append(int(entry))
+        except OSError:
+            continue
     return pids
 
 
@@ -116,5 +129,19 @@ def test_a_call_while_an_idle_server_shuts_down_starts_a_new_one(
     first = execute(admin, whoami, {})["data"]["instance"]
     wait_for(lambda: lingering(marker), "the idle server to start shutting down", limit_s=IDLE_S + 10)
     again = execute(admin, whoami, {})
+    assert again["success"] is True, again
+    assert again["data"]["instance"] != first
+
+
+def test_a_call_after_the_server_died_starts_a_new_one(admin: ApiClient, stdio_tools: dict[str, Any]) -> None:
+    """A server process that ended between calls (it crashed, it was killed) is not an error for the next
+    call: that call was never sent, so it goes to a fresh process."""
+    marker = stdio_tools["marker"]
+    first = execute(admin, stdio_tools["whoami"], {})["data"]["instance"]
+    for pid in server_processes(marker):
+        os.kill(pid, signal.SIGKILL)
+    # Gone means its whole tree (bubblewrap holds the pipes until it exits after its child).
+    wait_for(lambda: not launched(marker), "the server to die", limit_s=10)
+    again = execute(admin, stdio_tools["whoami"], {})
     assert again["success"] is True, again
     assert again["data"]["instance"] != first

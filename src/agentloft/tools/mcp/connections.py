@@ -5,8 +5,10 @@ client of that server, and a stdio server is one process per worker, not per cha
 a task of its own, because the SDK's client holds anyio task groups that must be entered and left in the
 same task; callers use the client from their own tasks while it is open. It closes when no call used it
 for ``idle_s`` seconds, when the server's settings change (the next call opens a new one) and at
-shutdown. A connection that broke (the process died, the stream ended) is dropped; a call that could not
-even be sent is tried once more on a fresh connection, anything else fails with the reason.
+shutdown. A connection that broke is dropped: it watches its transport's read stream, so a stdio process
+that exited (it crashed, it was killed) or a stream that ended takes its connection out of use at once and
+the next call starts a fresh one; a call that could not even be sent is tried once more on a fresh
+connection, anything else fails with the reason.
 
 HTTP servers are reached through the network guard's transport (``tools.netguard``); stdio servers are
 started by a :class:`~agentloft.tools.mcp.launch.Launcher` (bubblewrap, as the sandbox user).
@@ -25,14 +27,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import IO, Any
+from types import TracebackType
+from typing import IO, Any, Self
 
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client import Transport
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from agentloft import __version__
 from agentloft.tools import netguard
@@ -114,6 +119,53 @@ def _broken(exc: BaseException) -> bool:
     return not isinstance(exc, TimeoutError)
 
 
+class _WatchedReads:
+    """A transport's read stream that says when it ends: the server's process exited or its stream closed,
+    so nothing more will come and the connection must not take another call."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        # ``inner`` is the SDK's ``ReadStream``, a protocol that only a private module of the SDK names.
+        self._inner = inner
+        self._on_end = on_end
+
+    def __getattr__(self, name: str) -> Any:  # what the SDK reads by duck typing (``last_context``)
+        return getattr(self._inner, name)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _watched(transport: Transport, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """The transport, with its read stream watched (:class:`_WatchedReads`)."""
+    async with transport as (reads, writes):
+        yield _WatchedReads(reads, on_end), writes
+
+
 class _Connection:
     """One open client and the task that holds it."""
 
@@ -128,16 +180,16 @@ class _Connection:
         self.http_status: int | None = None  # the last HTTP error status the server answered
         self.task = asyncio.create_task(self._run(), name=f"mcp:{target.slug}")
 
-    async def _transport(self, stack: AsyncExitStack) -> Any:
+    async def _transport(self, stack: AsyncExitStack) -> Transport:
         spec = self.target.spec
         if isinstance(spec, HttpSpec):
             allow = await self.manager.allow_list()
             http = await stack.enter_async_context(netguard.guarded_client2(allow, headers=spec.all_headers()))
             http.event_hooks["response"] = [self._record_status]
-            return streamable_http_client(spec.url, http_client=http)
+            return _watched(streamable_http_client(spec.url, http_client=http), self.stop.set)
         # Kept open past the exit stack (closed in ``_run``): a failed start reads the tail afterwards.
         self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        return stdio_client(self.manager.launcher(spec), errlog=self.errlog)
+        return _watched(stdio_client(self.manager.launcher(spec), errlog=self.errlog), self.stop.set)
 
     async def _record_status(self, response: Any) -> None:
         """The SDK reports any non-2xx answer as 'an error response'; keep the status to say which."""
