@@ -83,7 +83,7 @@ def test_an_agentloft_agent_as_remote_agent(
     assert "JSONRPC" in bindings
 
     fake_model.push(caller_step(call("ask-agent", {"agentSlug": "far-coder", "input": "write add()"})),
-                    callee_step(Step(text="def add(a, b): return a + b", chunks=5, delay=0.02)),
+                    callee_step(Step(text="def add(a, b): return a + b", chunks=5, delay=0.1)),
                     caller_step(text("Done.")))
     reply = chat(user, "general", "get me add()")
     output = tool_output(reply)

@@ -43,7 +43,7 @@ def test_rest_streaming_and_blocking(
     app: LiveApp, make_agent: Callable[..., dict[str, Any]], token: str, fake_model: FakeModel
 ) -> None:
     make_agent("coder", CALLEE_PROMPT, a2aCallable=True)
-    fake_model.push(callee_step(Step(text="def add(a, b): return a + b", chunks=4, delay=0.02)))
+    fake_model.push(callee_step(Step(text="def add(a, b): return a + b", chunks=4, delay=0.1)))
     events, task = ac.run(rest_client_run(app.url, token, "write add()", streaming=True))
     assert "".join(ac.artifact_text(events)) == "def add(a, b): return a + b"
     assert len(ac.artifact_text(events)) > 1, "streamed in pieces"

@@ -3,7 +3,8 @@
 Pieces (a2a-sdk 1.3):
 - ``AgentloftExecutor`` runs a task through the same ``a2a.service`` as the agent-invoke tool (same
   engine, same ``source='a2a'`` messages, same buffer ``a2a_<taskId>``) and relays the buffer's text
-  deltas to the A2A client as artifact chunks.
+  deltas to the A2A client as artifact chunks, at most one every ``RELAY_PACE_S`` (what arrives in
+  between goes out as one chunk).
 - ``RowTaskStore`` keeps the protocol's ``Task`` on our ``a2a_task_sessions`` row (``task_data``), scoped
   by owner (our user id) and agent, so ``GetTask`` survives restarts and works from any process.
 - ``A2AServers`` builds one ``DefaultRequestHandler`` per agent on first use and caches it by agent id
@@ -61,6 +62,10 @@ from agentloft.core.runtime import Runtime
 log = logging.getLogger(__name__)
 
 CARD_PATH = ".well-known/agent-card.json"
+# Every artifact chunk costs the SDK a task save and the client an SSE event: one per model delta could
+# not keep a fast model's pace, and a slow reader would fall over a thousand events behind (the SDK then
+# drops it). So the relay sends at most this often, with whatever arrived since, as one chunk.
+RELAY_PACE_S = 0.05
 
 
 class A2AUser(A2AUserBase):
@@ -233,8 +238,9 @@ class AgentloftExecutor(AgentExecutor):
         return updater.new_agent_message([Part(text=text)])
 
     async def _relay(self, task_id: str, updater: TaskUpdater, run: asyncio.Task[Any]) -> None:
-        """Follow the task's buffer and forward each text delta as an artifact chunk, as it arrives.
-        The engine opens the buffer when the turn starts, so wait for it (or for the run to end)."""
+        """Follow the task's buffer and forward its text as artifact chunks as it arrives, one chunk per
+        ``RELAY_PACE_S`` at most. The engine opens the buffer when the turn starts, so wait for it (or for
+        the run to end)."""
 
         buffers = self.rt.buffers
         key = service.buffer_key(task_id)
@@ -242,11 +248,14 @@ class AgentloftExecutor(AgentExecutor):
         while await buffers.meta(key) is None and not run.done():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         first = True
-        async for frame in buffers.subscribe(key):
-            for delta in _text_deltas(frame):
-                await updater.add_artifact([Part(text=delta)], artifact_id="reply", name="reply",
-                                           append=not first, last_chunk=False)
-                first = False
+        async for frame in buffers.subscribe(key):  # one frame holds every chunk buffered since the last
+            text = "".join(_text_deltas(frame))
+            if not text:
+                continue
+            await updater.add_artifact([Part(text=text)], artifact_id="reply", name="reply",
+                                       append=not first, last_chunk=False)
+            first = False
+            await asyncio.wait({run}, timeout=RELAY_PACE_S)  # let the next deltas gather (not past the end)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id = context.task_id or ""
