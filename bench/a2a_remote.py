@@ -9,7 +9,8 @@ B's engine, with the reply written into A's side-panel buffer as it arrives (a r
 Baseline, measured in the same run: a chat with A's ``leaf`` (depth 0). Each turn is read as the chat page
 reads it (the reply's stream plus the side panel's); each figure is the median of ``--runs`` runs, the
 three kinds interleaved. Reported: each hop's cost over depth 0, and the remote hop's cost over the local
-one, also as a share of the model's own reply time.
+one, also as a share of the model's own reply time; and the CPU time both agentloft processes spent on a
+turn of each kind (read from ``/proc``), a figure that other work on a shared machine hardly moves.
 
     python -m bench.a2a_remote [--runs 5] [--chunks 500] [--delay 0.005]
 """
@@ -18,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Sequence
+from pathlib import Path
 
 import httpx
 from tests.fakes.openai_server import free_port
@@ -67,7 +71,18 @@ async def _setup_caller(c: httpx.AsyncClient, fake_url: str, remote_base: str, t
         assert r.status_code == 200, r.text
 
 
-async def _measure(base_a: str, base_b: str, fake_url: str, runs: int, chunks: int) -> dict[str, float]:
+def _cpu_s(pids: Sequence[int]) -> float:
+    """CPU time (user + system) the processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime and stime, fields 14 and 15 of the line
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def _measure(
+    base_a: str, base_b: str, fake_url: str, runs: int, chunks: int, pids: Sequence[int]
+) -> dict[str, float]:
     async with httpx.AsyncClient(base_url=base_b, timeout=300) as b:
         token = await _setup_remote(b, fake_url)
     async with httpx.AsyncClient(base_url=base_a, timeout=300) as c:
@@ -75,11 +90,15 @@ async def _measure(base_a: str, base_b: str, fake_url: str, runs: int, chunks: i
         for slug in ("hop1", "hop1r"):  # warm-up: imports, connection pools, first queries
             await _chat(c, slug, chunks)
         times: dict[str, list[float]] = {"model": [], "leaf": [], "hop1": [], "hop1r": []}
+        cpu: dict[str, list[float]] = {"leaf": [], "hop1": [], "hop1r": []}
         for _ in range(runs):
             times["model"].append(await _model_direct(fake_url, chunks))
             for slug in ("leaf", "hop1", "hop1r"):
+                before = _cpu_s(pids)
                 times[slug].append(await _chat(c, slug, chunks))
-    return {slug: statistics.median(values) for slug, values in times.items()}
+                cpu[slug].append(_cpu_s(pids) - before)
+    medians = {slug: statistics.median(values) for slug, values in times.items()}
+    return medians | {f"cpu_{slug}": statistics.median(values) for slug, values in cpu.items()}
 
 
 def _report(result: dict[str, float], args: argparse.Namespace) -> None:
@@ -94,6 +113,9 @@ def _report(result: dict[str, float], args: argparse.Namespace) -> None:
           f"hop {(remote - direct) * 1000:+.1f} ms")
     extra = remote - local
     print(f"  remote over local              {extra * 1000:+8.1f} ms   = {extra / model:+.1%} of the model's reply")
+    leaf, local_cpu, remote_cpu = result["cpu_leaf"], result["cpu_hop1"], result["cpu_hop1r"]
+    print(f"  CPU of A and B per turn: depth 0 {leaf * 1000:.0f} ms, local hop {local_cpu * 1000:.0f} ms, "
+          f"remote hop {remote_cpu * 1000:.0f} ms ({(remote_cpu - local_cpu) * 1000:+.0f} ms over local)")
 
 
 def main() -> None:
@@ -125,7 +147,8 @@ def main() -> None:
                 await wait_up(f"{fake_url}/models")
                 await wait_up(f"{base_a}/api/health")
                 await wait_up(f"{base_b}/api/health")
-                return await _measure(base_a, base_b, fake_url, args.runs, args.chunks)
+                return await _measure(base_a, base_b, fake_url, args.runs, args.chunks,
+                                      [procs[1].pid, procs[2].pid])
 
             _report(asyncio.run(run()), args)
         finally:
