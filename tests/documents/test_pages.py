@@ -49,7 +49,7 @@ def test_detail_renders_markdown_safely(user: ApiClient) -> None:
 def test_someone_elses_document_is_a_404_page(user: ApiClient, bob: ApiClient) -> None:
     doc = create_doc(user, title="Private")
     r = bob.get(f"/agent-documents/{doc['id']}")
-    assert r.status_code == 404 and "document not found or no access" in r.text and "Private" not in r.text
+    assert r.status_code == 404 and "you have no access to it" in r.text and "Private" not in r.text
 
 
 def test_summary_box_only_for_a_summary_of_its_own(user: ApiClient) -> None:

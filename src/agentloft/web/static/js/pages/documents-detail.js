@@ -115,3 +115,6 @@ document.querySelectorAll('[data-restore-version]').forEach((button) => button.a
 }));
 
 for (const el of document.querySelectorAll('time[data-local-time]')) el.textContent = formatDate(el.dateTime);
+
+// Edit and Delete come disabled from the server: pressed before this script ran, they did nothing.
+for (const id of ['edit-doc', 'delete-doc']) document.getElementById(id).disabled = false;
