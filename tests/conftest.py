@@ -1,5 +1,6 @@
 """Shared fixtures: a fresh live server per test (on a copy of a migrated SQLite file, or with
-``AGENTLOFT_TEST_POSTGRES_URL`` set, on its own PostgreSQL database cloned from a migrated template), the
+``AGENTLOFT_TEST_POSTGRES_URL`` set, on its own PostgreSQL database cloned from a migrated template; with
+``AGENTLOFT_TEST_REDIS_URL`` set, with its buffers and leases on Redis under its own key prefix), the
 scripted fake model server, and signed-in clients for an admin and for plain users."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentloft.core import migrate
+from tests import redis_db
 from tests.fakes.openai_server import FakeModel, FakeModelServer
 from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, start_app
@@ -80,6 +82,22 @@ def _pg_databases(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     finally:
         databases, pg.current = pg.current, None
         databases.drop_all()
+
+
+@pytest.fixture(autouse=True)
+def _redis_prefix() -> Iterator[None]:
+    """With a test Redis, give the test's servers their own key prefix and delete its keys afterwards.
+    Does nothing without one."""
+    url = redis_db.server_url()
+    if not url:
+        yield
+        return
+    redis_db.current = redis_db.new_prefix()
+    try:
+        yield
+    finally:
+        prefix, redis_db.current = redis_db.current, None
+        redis_db.delete_prefix(url, prefix)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """Test helpers: a live agentloft server on real SQLite (or PostgreSQL when ``AGENTLOFT_TEST_POSTGRES_URL`` is
-set, see ``tests/pg``), and an HTTP client that behaves like the pages (keeps cookies, echoes the CSRF
+set, see ``tests/pg``; with ``AGENTLOFT_TEST_REDIS_URL`` too, on Redis as several workers are, see
+``tests/redis_db``), and an HTTP client that behaves like the pages (keeps cookies, echoes the CSRF
 cookie in ``X-CSRF-Token`` on writes)."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agentloft.cli import proxy_options
 from agentloft.core.db import Database
 from agentloft.core.settings import load_settings
 from agentloft.core.textsearch import register_sqlite_functions
+from tests import redis_db
 from tests.fakes.openai_server import ThreadedServer
 from tests.pg import database as pg
 
@@ -94,6 +96,8 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
         "data_dir": data_dir, "env": "test", "secret_key": "test-secret-key", "create_defaults": False,
         "generate_titles": False,
     }
+    if redis_db.current is not None:  # the test's own keys on the test Redis, shared by its servers
+        values.update(redis_url=redis_db.server_url(), redis_prefix=redis_db.current)
     values.update(settings)
     loaded = load_settings(**values)
     # Served as ``agentloft serve`` serves it: forwarded headers believed only from the named proxies.

@@ -244,9 +244,11 @@ class AgentloftExecutor(AgentExecutor):
 
         buffers = self.rt.buffers
         key = service.buffer_key(task_id)
-        # The buffer interface (memory or Redis) has no 'opened' notification; a short poll is enough.
-        while await buffers.meta(key) is None and not run.done():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+        opened = asyncio.create_task(buffers.wait_open(key, limit_s=3600))
+        try:
+            await asyncio.wait({opened, run}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            opened.cancel()
         first = True
         async for frame in buffers.subscribe(key):  # one frame holds every chunk buffered since the last
             text = "".join(_text_deltas(frame))

@@ -242,14 +242,13 @@ async def wait_for_buffer(*, rt: Runtime, task_id: str, limit_s: float = 10.0) -
     the buffer, so for a task that is still starting, wait (briefly) for it to appear."""
 
     buffers, key = rt.buffers, buffer_key(task_id)
-    deadline = asyncio.get_running_loop().time() + limit_s
-    while await buffers.meta(key) is None:
-        async with rt.db.session() as db:
-            row = await db.get(A2ATaskSession, task_id)
-        if row is None or is_terminal(row.state) or asyncio.get_running_loop().time() > deadline:
-            return await buffers.meta(key) is not None
-        await asyncio.sleep(0.02)
-    return True
+    if await buffers.meta(key) is not None:
+        return True
+    async with rt.db.session() as db:
+        row = await db.get(A2ATaskSession, task_id)
+    if row is None or is_terminal(row.state):  # ended (its buffer expired, or it failed before opening)
+        return await buffers.meta(key) is not None
+    return await buffers.wait_open(key, limit_s=limit_s)
 
 
 async def fail_buffer(*, rt: Runtime, task_id: str, message: str) -> None:

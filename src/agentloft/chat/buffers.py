@@ -2,10 +2,16 @@
 
 A run writes encoded SSE frames into the buffer under its key (a session id, or ``a2a_<taskId>``); HTTP
 responses only read. That is what lets a run outlive the connection that started it and lets a reloaded
-page pick the stream up where it is. ``StreamBuffers`` is the interface; ``MemoryStreamBuffers`` keeps
-them in this process. A Redis Streams implementation (XADD per chunk, XREAD BLOCK to follow, a final
-marker entry, EXPIRE for the grace period) can replace it behind the same calls when several workers
-serve one instance; nothing outside this module touches a buffer's internals.
+page pick the stream up where it is. ``StreamBuffers`` is the interface; nothing outside this module
+touches a buffer's internals.
+
+- ``MemoryStreamBuffers`` keeps them in this process (one process, the embedded default).
+- ``RedisStreamBuffers`` (``AGENTLOFT_REDIS_URL``) keeps one Redis stream per key, so a reader on any
+  worker can follow a run that another worker writes: an ``open`` entry with the writer's meta, frame
+  entries, an ``end`` entry; readers ``XREAD BLOCK`` from their last id; the stream expires
+  ``AGENTLOFT_STREAM_GRACE_SECONDS`` after its end. The writer's own process also keeps the run in
+  memory, so the readers beside the writer (the browser that started the chat, almost always) follow
+  it without a round trip to Redis.
 
 A reader that falls behind gets every pending frame joined into one string, so a slow client costs one
 socket write per wake-up instead of one per chunk.
@@ -14,10 +20,19 @@ socket write per wake-up instead of one per chunk.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from redis.asyncio.client import Pipeline
+
+from agentloft.core.redis import BLOCK_MS, SharedRedis
+
+log = logging.getLogger(__name__)
 
 
 class StreamBuffers(ABC):
@@ -29,11 +44,12 @@ class StreamBuffers(ABC):
 
     @abstractmethod
     async def append(self, key: str, chunk: str) -> None:
-        """Add one encoded frame; readers following the key get it at once."""
+        """Add one encoded frame; readers following the key get it at once. Never raises: a run goes on
+        (and saves its reply) even when its readers cannot be reached."""
 
     @abstractmethod
     async def close(self, key: str, *, error: str | None = None) -> None:
-        """Mark the run done (or failed); the buffer is dropped after the grace period."""
+        """Mark the run done (or failed); the buffer is dropped after the grace period. Never raises."""
 
     @abstractmethod
     async def is_active(self, key: str) -> bool:
@@ -44,9 +60,17 @@ class StreamBuffers(ABC):
         """What the writer attached on ``open``, or None when there is no buffer."""
 
     @abstractmethod
+    async def wait_open(self, key: str, limit_s: float) -> bool:
+        """Wait until a buffer exists under ``key`` (at once if one does); False after ``limit_s`` seconds.
+        For readers that learn a key before its run has opened it (the A2A relay, the side panel)."""
+
+    @abstractmethod
     def subscribe(self, key: str) -> AsyncIterator[str]:
         """Every frame of the current run from the start, then live ones until the run is done.
         Ends at once when there is no buffer."""
+
+
+# --------------------------------------------------------------------------------------------- memory
 
 
 @dataclass
@@ -70,6 +94,7 @@ class MemoryStreamBuffers(StreamBuffers):
     def __init__(self, grace_seconds: float = 60.0) -> None:
         self.grace_seconds = grace_seconds
         self._buffers: dict[str, _Buffer] = {}
+        self._openers: dict[str, list[asyncio.Future[None]]] = {}
 
     async def open(self, key: str, meta: dict[str, Any] | None = None) -> None:
         old = self._buffers.get(key)
@@ -77,6 +102,9 @@ class MemoryStreamBuffers(StreamBuffers):
             old.done = True
             old.wake()
         self._buffers[key] = _Buffer(meta=dict(meta or {}))
+        for waiter in self._openers.pop(key, ()):
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def append(self, key: str, chunk: str) -> None:
         buf = self._buffers.get(key)
@@ -106,6 +134,23 @@ class MemoryStreamBuffers(StreamBuffers):
         buf = self._buffers.get(key)
         return None if buf is None else dict(buf.meta)
 
+    async def wait_open(self, key: str, limit_s: float) -> bool:
+        if key in self._buffers:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._openers.setdefault(key, []).append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), limit_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            waiters = self._openers.get(key)
+            if waiters is not None and waiter in waiters:
+                waiters.remove(waiter)
+                if not waiters:
+                    del self._openers[key]
+
     def keys(self) -> list[str]:
         return list(self._buffers)
 
@@ -130,3 +175,190 @@ class MemoryStreamBuffers(StreamBuffers):
                 buf.waiters -= 1
 
 
+# ---------------------------------------------------------------------------------------------- redis
+
+# Entry fields: ``t`` (type: open / frames / end), then ``m`` (meta JSON), ``d`` (frames) or ``e`` (error).
+_OPEN, _FRAMES, _END = "o", "f", "e"
+# A stream lives at most this long while its run is writing (a run that was never ended: its writer died
+# and nobody swept it); after the end it lives for the grace period.
+_RUN_TTL_S = 24 * 3600
+# Appenders wait for the writer when this many frames are queued and not yet sent (Redis is slow).
+_MAX_QUEUED = 20_000
+
+# Add the end entry unless the stream is missing or already ended: a run is ended once, whoever ends it.
+_END_SCRIPT = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last == 0 or last[1][2][2] == 'e' then return 0 end
+redis.call('XADD', KEYS[1], '*', 't', 'e', 'e', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+@dataclass
+class _Op:
+    """One queued write for a key: an open, frames (joined when sent), or an end."""
+
+    kind: str
+    data: list[str] = field(default_factory=list)
+    done: asyncio.Future[None] | None = None
+
+
+class RedisStreamBuffers(StreamBuffers):
+    """One Redis stream per key; the writing process also keeps its runs in memory for local readers.
+
+    Writes are queued and sent by one writer task per process as a pipeline: every frame queued since the
+    last send goes out as one ``XADD`` per key (``JOIN_FRAMES``; ``bench/scale_out.py`` measured this
+    against an entry per frame), so 50 chats streaming at once cost one round trip per event-loop turn
+    rather than one per chunk. ``open`` and ``close`` wait until their entry is written."""
+
+    JOIN_FRAMES = True
+
+    def __init__(self, redis: SharedRedis, grace_seconds: float = 60.0) -> None:
+        self.redis = redis
+        self.grace_seconds = grace_seconds
+        self._local = MemoryStreamBuffers(grace_seconds)
+        self._queue: dict[str, list[_Op]] = {}
+        self._queued = 0
+        self._writer: asyncio.Task[None] | None = None
+        self._drained = asyncio.Event()
+        self._end = redis.client.register_script(_END_SCRIPT)
+        self._last_warning = 0.0
+
+    def _key(self, key: str) -> str:
+        return self.redis.key("buf", key)
+
+    # --- writing -------------------------------------------------------------------------------------
+
+    def _enqueue(self, key: str, op: _Op) -> None:
+        ops = self._queue.setdefault(key, [])
+        if op.kind == _FRAMES and ops and ops[-1].kind == _FRAMES:
+            ops[-1].data.extend(op.data)
+        else:
+            ops.append(op)
+        self._queued += len(op.data) or 1
+        if self._writer is None or self._writer.done():
+            self._drained.clear()
+            self._writer = asyncio.create_task(self._write_loop())
+
+    async def _wait(self, key: str, kind: str, data: list[str]) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(key, _Op(kind, data, done))
+        await done
+
+    async def _write_loop(self) -> None:
+        while self._queue:
+            batch, self._queue, self._queued = self._queue, {}, 0
+            pipe = self.redis.client.pipeline(transaction=False)
+            waiting = [op.done for ops in batch.values() for op in ops if op.done is not None]
+            for key, ops in batch.items():
+                for op in ops:
+                    await self._add(pipe, self._key(key), op)
+            try:
+                await pipe.execute()
+            except Exception as exc:
+                self._warn(exc)
+                for fut in waiting:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                continue
+            for fut in waiting:
+                if not fut.done():
+                    fut.set_result(None)
+        self._drained.set()
+
+    async def _add(self, pipe: Pipeline, rkey: str, op: _Op) -> None:
+        if op.kind == _OPEN:
+            pipe.delete(rkey)
+            pipe.xadd(rkey, {"t": _OPEN, "m": op.data[0]})
+            pipe.expire(rkey, _RUN_TTL_S)
+        elif op.kind == _FRAMES:
+            frames = ["".join(op.data)] if self.JOIN_FRAMES else op.data
+            for data in frames:
+                pipe.xadd(rkey, {"t": _FRAMES, "d": data}, nomkstream=True)
+        else:
+            await self._end(keys=[rkey], args=[op.data[0], max(1, round(self.grace_seconds * 1000))], client=pipe)
+
+    def _warn(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > 30:
+            self._last_warning = now
+            log.warning("stream buffers cannot reach Redis (%s); readers on other workers miss frames", exc)
+
+    async def open(self, key: str, meta: dict[str, Any] | None = None) -> None:
+        await self._wait(key, _OPEN, [json.dumps(meta or {})])
+        await self._local.open(key, meta)
+
+    async def append(self, key: str, chunk: str) -> None:
+        await self._local.append(key, chunk)
+        self._enqueue(key, _Op(_FRAMES, [chunk]))
+        if self._queued > _MAX_QUEUED:
+            await self._drained.wait()
+
+    async def close(self, key: str, *, error: str | None = None) -> None:
+        await self._local.close(key, error=error)
+        try:
+            await self._wait(key, _END, [error or ""])
+        except Exception as exc:  # logged by the writer; the run's reply is saved regardless
+            log.debug("could not end the stream of %s: %s", key, exc)
+
+    # --- reading -------------------------------------------------------------------------------------
+
+    async def is_active(self, key: str) -> bool:
+        if await self._local.is_active(key):
+            return True
+        last = await self.redis.client.xrevrange(self._key(key), count=1)
+        return bool(last) and last[0][1].get("t") != _END
+
+    async def meta(self, key: str) -> dict[str, Any] | None:
+        if await self._local.is_active(key):
+            return await self._local.meta(key)
+        first = await self.redis.client.xrange(self._key(key), count=1)
+        if not first or first[0][1].get("t") != _OPEN:
+            return None
+        return dict(json.loads(first[0][1]["m"]))
+
+    async def wait_open(self, key: str, limit_s: float) -> bool:
+        if await self._local.is_active(key):
+            return True
+        deadline = time.monotonic() + limit_s
+        rkey = self._key(key)
+        while True:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            found = await self.redis.client.xread({rkey: "0-0"}, count=1, block=max(1, min(left_ms, BLOCK_MS)))
+            if found:
+                return True
+            if left_ms <= BLOCK_MS:
+                return False
+
+    async def subscribe(self, key: str) -> AsyncIterator[str]:
+        if await self._local.is_active(key):
+            async for frames in self._local.subscribe(key):
+                yield frames
+            return
+        async for frames in self._follow(self._key(key)):
+            yield frames
+
+    async def _follow(self, rkey: str) -> AsyncIterator[str]:
+        """Replay the stream, then follow it until its end entry (or a newer run's open entry)."""
+        client = self.redis.client
+        last, started = "0-0", False
+        while True:
+            found = await client.xread({rkey: last}, block=BLOCK_MS if started else None)
+            if not found:
+                if not started or not await client.exists(rkey):
+                    return  # no buffer, or it expired (or Redis lost it) while we waited
+                continue
+            out: list[str] = []
+            for entry_id, fields in found[0][1]:
+                last = entry_id
+                kind = fields.get("t")
+                if kind == _FRAMES:
+                    out.append(fields.get("d", ""))
+                elif kind == _END or (kind == _OPEN and started):
+                    if out:
+                        yield "".join(out)
+                    return
+                started = True
+            if out:
+                yield "".join(out)

@@ -18,6 +18,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentloft.core.redis import UNREACHABLE
+
 log = logging.getLogger(__name__)
 
 
@@ -82,6 +84,16 @@ class TooMany(AppError):
     code = "too_many_requests"
 
 
+class Unavailable(AppError):
+    """Something the request needs is down for now; the same request may work in a moment."""
+
+    status = 503
+    code = "service_unavailable"
+
+
+REDIS_DOWN = "the shared store (Redis) cannot be reached; try again in a moment"
+
+
 def _loc_to_path(loc: tuple[Any, ...] | list[Any]) -> str:
     parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie")]
     return ".".join(parts) or "body"
@@ -128,6 +140,7 @@ _STATUS_CODES = {
     413: "payload_too_large",
     422: "validation_error",
     429: "too_many_requests",
+    503: "service_unavailable",
 }
 
 
@@ -188,6 +201,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return http_error_response(exc)
+
+    async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("%s %s: Redis unreachable: %s", request.method, request.url.path, exc)
+        return error_response(Unavailable(REDIS_DOWN, code="redis_unavailable"))
+
+    for redis_error in UNREACHABLE:
+        app.add_exception_handler(redis_error, _redis_down)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -45,8 +45,22 @@ class Settings(BaseSettings):
         default=False, description="Whether anyone may sign up after the first account (an admin)."
     )
     redis_url: str | None = Field(
-        default=None, description="Redis for several workers (with PostgreSQL): stream buffers, run leases, "
-        "stop signals, the login throttle and read-cache invalidation shared between them.",
+        default=None,
+        description="redis:// or rediss:// (TLS) URL, a password in it if the server wants one. Needed to run "
+        "several workers: stream buffers, run ownership and the login throttle live there.",
+    )
+    redis_prefix: str = Field(
+        default="agentloft", min_length=1,
+        description="Prefix of every Redis key and channel, so several instances can share one Redis.",
+    )
+    workers: int = Field(
+        default=1, ge=1, description="Worker processes `agentloft serve` starts (`--workers`); above 1 needs "
+        "PostgreSQL and Redis.",
+    )
+    worker_lease_seconds: float = Field(
+        default=6.0, gt=0.5,
+        description="How long a worker's claim on a running reply lasts without a heartbeat. When a worker "
+        "dies, another one finishes its replies (marked interrupted) within about twice this.",
     )
     openai_base_url: str | None = Field(
         default=None, description="Bootstrap model: created (or updated) on start so a first run needs no clicks."

@@ -1,0 +1,45 @@
+"""Redis for the test suite: when ``AGENTLOFT_TEST_REDIS_URL`` names a server (e.g. ``redis://127.0.0.1:6379/0``),
+the live servers keep their stream buffers, run leases and login counts there, as several workers would.
+Each test gets its own key prefix (``AGENTLOFT_REDIS_PREFIX``), so tests never see each other's keys and
+the same Redis can serve other work; the keys are deleted when the test ends."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from redis.asyncio import Redis
+
+ENV = "AGENTLOFT_TEST_REDIS_URL"
+_names = itertools.count()
+_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="redis-test")
+
+
+def server_url() -> str | None:
+    """The test Redis from the environment, or None when the suite runs without one."""
+    return os.environ.get(ENV) or None
+
+
+def new_prefix() -> str:
+    return f"agentloft-test-{os.getpid()}-{next(_names)}"
+
+
+async def _delete_prefix(url: str, prefix: str) -> None:
+    client = Redis.from_url(url)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+def delete_prefix(url: str, prefix: str) -> None:
+    """Drop every key of one test, in a fresh event loop on a worker thread (never the caller's loop)."""
+    _pool.submit(lambda: asyncio.run(_delete_prefix(url, prefix))).result()
+
+
+current: str | None = None
+"""The running test's key prefix (set by ``tests/conftest.py`` when a test Redis is configured)."""
