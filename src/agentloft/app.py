@@ -18,13 +18,14 @@ from agentloft import __version__
 from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
 from agentloft.auth.throttle import LoginThrottle, MemoryCounters
-from agentloft.chat.buffers import MemoryStreamBuffers
-from agentloft.chat.runs import RunRegistry
+from agentloft.chat.buffers import MemoryStreamBuffers, RedisStreamBuffers, StreamBuffers
+from agentloft.chat.runs import Leases, MemoryLeases, RedisLeases, RunRegistry
 from agentloft.core import migrate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
 from agentloft.core.memory import MemoryReleaser
+from agentloft.core.redis import SharedRedis, connect
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
 from agentloft.llm.clients import ModelClients
@@ -72,17 +73,28 @@ def _hooks(attr: str) -> list[Callable[[Runtime], Awaitable[None]]]:
     return [getattr(m, attr) for m in mods if hasattr(m, attr)]
 
 
+def _shared_parts(settings: Settings, redis: SharedRedis | None) -> tuple[StreamBuffers, Leases]:
+    """Stream buffers and run leases: in this process, or in Redis when several workers share one."""
+    if redis is None:
+        return MemoryStreamBuffers(settings.stream_grace_seconds), MemoryLeases(settings.worker_lease_seconds)
+    return (RedisStreamBuffers(redis, settings.stream_grace_seconds),
+            RedisLeases(redis, settings.worker_lease_seconds))
+
+
 def build_runtime(settings: Settings) -> Runtime:
     """The runtime with every shared service built, before any start-up hook runs."""
+    redis = connect(settings.redis_url, settings.redis_prefix) if settings.redis_url else None
+    buffers, leases = _shared_parts(settings, redis)
     rt = Runtime(
         settings=settings,
         db=Database(settings.resolved_database_url),
         box=SecretBox(settings.ensure_secret_key()),
         registry=ToolRegistry(),
-        buffers=MemoryStreamBuffers(settings.stream_grace_seconds),
-        runs=RunRegistry(),
+        buffers=buffers,
+        runs=RunRegistry(leases),
         throttle=LoginThrottle.from_settings(settings, MemoryCounters()),
         models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
+        redis=redis,
     )
     rt.a2a = A2AServers(rt)
     return rt
@@ -135,6 +147,8 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
             for hook in reversed(_hooks("shutdown")):
                 await hook(rt)
             await rt.db.dispose()
+            if rt.redis is not None:
+                await rt.redis.aclose()
 
     app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan, max_body_size=MAX_BODY_BYTES)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")

@@ -61,9 +61,10 @@ from pydantic_ai.usage import UsageLimits
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service
+from agentloft.chat.checkpoint import Checkpoints
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
-from agentloft.chat.runs import current_stop_reason
+from agentloft.chat.runs import current_stop_reason, session_lease
 from agentloft.chat.stream import EngineEventStream
 from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.errors import AppError, Conflict, NotFound
@@ -218,17 +219,23 @@ async def prepare_turn(
     if inputs is None:
         async with rt.db.read_session() as db:  # reads only
             inputs = await load_inputs(db, rt, agent=agent, user_id=r.user_id, user_role=r.user_role)
-    async with rt.db.session() as db:  # one short write transaction
-        reply_id, raw_history = await service.begin_turn(
-            db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
-            user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
-        )
-    scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
-                     agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
-                     extra=dict(r.tool_extra or {}))
-    return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
-                            buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
-                            history=raw_history, prompt=r.user_text)
+    lease = session_lease(r.session_id)
+    await rt.runs.claim(lease)  # before the database says it runs: a sweeper never sees it unowned
+    try:
+        async with rt.db.session() as db:  # one short write transaction
+            reply_id, raw_history = await service.begin_turn(
+                db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
+                user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
+            )
+        scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
+                         agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
+                         extra=dict(r.tool_extra or {}))
+        return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
+                                buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
+                                history=raw_history, prompt=r.user_text)
+    except BaseException:
+        await rt.runs.release(lease)
+        raise
 
 
 async def prepare_rewind(
@@ -308,6 +315,19 @@ async def prepare_resume(
     rt: Runtime, *, session_id: str, user_id: int, user_role: str, buffer_key: str | None = None
 ) -> PreparedTurn:
     """Continue a session whose every pending approval is answered, on the same assistant message."""
+    lease = session_lease(session_id)
+    await rt.runs.claim(lease)
+    try:
+        return await _prepare_resume(rt, session_id=session_id, user_id=user_id, user_role=user_role,
+                                     buffer_key=buffer_key)
+    except BaseException:
+        await rt.runs.release(lease)
+        raise
+
+
+async def _prepare_resume(
+    rt: Runtime, *, session_id: str, user_id: int, user_role: str, buffer_key: str | None
+) -> PreparedTurn:
     async with rt.db.session() as db:
         session = await service.get_session_by_id(db=db, session_id=session_id)
         agent = await _agent_of_session(db, session.kind, session.agent_id)
@@ -379,7 +399,7 @@ async def _agent_events(rt: Runtime, turn: PreparedTurn, outcome: _Outcome) -> A
 
 
 async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
-                      collector: PartsCollector, outcome: _Outcome) -> None:
+                      collector: PartsCollector, outcome: _Outcome, checkpoints: Checkpoints) -> None:
     buffers = rt.buffers
     key = turn.buffer_key
     first_text = True
@@ -392,6 +412,7 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
                 outcome.closing.append(frame)
                 continue
             await buffers.append(key, frame)
+            checkpoints.tick()
             if first_text and isinstance(chunk, TextDeltaChunk):
                 # Let the readers send the first text before this run reads on: a fast model has
                 # the rest of its reply queued already, and decoding it would delay the first words.
@@ -428,11 +449,12 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     stream = EngineEventStream(None, sdk_version=6, server_message_id=turn.message_id, max_steps=turn.max_steps)
     collector = PartsCollector(turn.parts)
     outcome = _Outcome()
+    checkpoints = Checkpoints(rt, turn.message_id, collector)
     runs = rt.runs
     runs.enter(turn.session_id)
     cancelled: BaseException | None = None
     try:
-        await _stream_run(rt, turn, stream, collector, outcome)
+        await _stream_run(rt, turn, stream, collector, outcome, checkpoints)
     except asyncio.CancelledError as exc:
         cancelled = exc
         outcome.stopped = current_stop_reason(rt, turn.session_id)
@@ -444,7 +466,11 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
         _crashed(stream, collector, outcome, exc)
     finally:
         runs.leave(turn.session_id)
-    result = await _finish(rt, turn, stream, collector, outcome)
+    try:
+        await checkpoints.settle()
+        result = await _finish(rt, turn, stream, collector, outcome)
+    finally:
+        await runs.release(session_lease(turn.session_id))  # saved: nobody has to finish it now
     if cancelled is not None:
         if outcome.stopped != "stopped":
             raise cancelled

@@ -469,17 +469,44 @@ async def pending_approvals(*, db: AsyncSession, session_id: str) -> list[ChatAp
     return list((await db.execute(stmt.order_by(ChatApproval.id))).scalars())
 
 
-# --- start-up --------------------------------------------------------------------------------------
+# --- runs cut off ----------------------------------------------------------------------------------
 
 
-async def mark_interrupted(*, db: AsyncSession, before: datetime | None = None) -> int:
-    """Runs a previous process left mid-way: their messages become ``interrupted``, sessions idle."""
-    msgs = update(AgentMessage).where(AgentMessage.status == STREAMING).values(
-        status=INTERRUPTED, error="The server restarted while this reply was being written.", updated_at=utcnow()
+async def running_session_ids(*, db: AsyncSession) -> list[str]:
+    """Sessions the database says a turn is being written in (by some worker, or by one that died)."""
+    return list((await db.execute(select(AgentSession.id).where(AgentSession.status == RUNNING))).scalars())
+
+
+async def interrupt_runs(*, db: AsyncSession, session_ids: list[str], note: str) -> list[str]:
+    """Finish turns whose worker is gone: the sessions still running go idle and their reply in progress
+    becomes ``interrupted`` with ``note``, keeping the text checkpointed so far. Returns the sessions this
+    call finished (another worker sweeping the same ones at once finishes none of them twice)."""
+    if not session_ids:
+        return []
+    claim = (
+        update(AgentSession)
+        .where(AgentSession.id.in_(session_ids), AgentSession.status == RUNNING)
+        .values(status=IDLE, updated_at=utcnow())
+        .returning(AgentSession.id)
     )
-    count = await rows_matched(db, msgs)
-    await db.execute(update(AgentSession).where(AgentSession.status == RUNNING).values(status=IDLE))
-    return count
+    finished = list((await db.execute(claim)).scalars())
+    if finished:
+        await db.execute(
+            update(AgentMessage)
+            .where(AgentMessage.session_id.in_(finished), AgentMessage.status == STREAMING)
+            .values(status=INTERRUPTED, error=note, updated_at=utcnow())
+        )
+    return finished
+
+
+async def checkpoint_reply(*, db: AsyncSession, message_id: str, content: str, parts: list[dict[str, Any]]) -> None:
+    """Save a reply's text so far while it streams, so a worker that dies loses only the last moments
+    of it. Only while it is still streaming: a late checkpoint never overwrites the finished reply."""
+    await db.execute(
+        update(AgentMessage)
+        .where(AgentMessage.id == message_id, AgentMessage.status == STREAMING)
+        .values(content=content, parts=parts, updated_at=utcnow())
+    )
 
 
 async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[int, tuple[str, str]]:

@@ -86,13 +86,14 @@ async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str,
 
 
 async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
-    """Stop the session's run (saving what it produced). A run that no process runs any more (its
-    server died) is closed in the database instead."""
+    """Stop the session's run (saving what it produced), on whichever worker runs it. A run that no
+    worker runs any more (its server died) is closed in the database instead."""
     async with rt.db.session() as db:
         row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
         status = row.status
-    if await rt.runs.stop(session_id):
-        return True
+    stopped = await rt.runs.stop_anywhere(session_id)
+    if stopped is not None:
+        return stopped
     if status != RUNNING:
         return False
     async with rt.db.session() as db:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
+from agentloft.core.redis import SharedRedis
 from agentloft.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -39,10 +40,13 @@ class Runtime:
     buffers: StreamBuffers
     """Replayable chunk streams of running turns (``chat.buffers``)."""
     runs: RunRegistry
-    """The turns this process runs, for stop and shutdown (``chat.runs``)."""
+    """The turns this process runs and which worker owns each run, for stop, shutdown and the runs of
+    workers that died (``chat.runs``)."""
     throttle: LoginThrottle
     models: ModelClients
     """Model clients and built pydantic-ai models, shared by every turn (``llm.clients``)."""
+    redis: SharedRedis | None = None
+    """The Redis several workers share (``AGENTLOFT_REDIS_URL``); None for one process on its own."""
     a2a: A2AServers = field(init=False)
     """The A2A server side, one request handler per agent; it needs the runtime, so it is set right after."""
     mcp: McpConnections = field(init=False)
