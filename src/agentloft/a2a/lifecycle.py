@@ -1,34 +1,90 @@
-"""A2A start-up and shutdown: the agent-invoke tool type registered, tasks a previous process left running
-failed; the per-agent handlers closed."""
+"""A2A start-up and shutdown: the agent-invoke tool type registered; tasks no live worker runs any more
+failed (at start-up, and with other workers about, within seconds of their worker dying); the per-agent
+handlers closed.
+
+A task's run lives in the worker that started it, under the task's lease (``chat.runs``). A task still
+``submitted`` or ``working`` whose lease is gone will never end by itself, so it is failed: in our state,
+in the protocol's copy A2A clients read, in the side panel's buffer and in the task's event stream, so
+that every follower, on any worker, sees it end.
+"""
 
 from __future__ import annotations
 
 import logging
 
-from sqlalchemy import select
+from a2a.server.cluster import TaskVersion, VersionedEvent
+from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
+from sqlalchemy import select, update
 
-from agentloft.a2a import tool
+from agentloft.a2a import service, tool
 from agentloft.a2a.models import A2ATaskSession
+from agentloft.a2a.server import BufferTaskEventStream
+from agentloft.chat.lifecycle import end_buffer
+from agentloft.chat.runs import task_lease
+from agentloft.core.db import utcnow
 from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+_GOING = ("submitted", "working")
+CUT_OFF_NOTE = "the server running this task stopped before it finished"
 
-async def startup(rt: Runtime) -> None:
-    rt.registry.register(tool.TOOL_TYPE)  # the add-on call: the tool layer never imports a2a
-    # A task's run lives in the process that started it (as chat runs do); one still 'working' after a
-    # restart will never end, so it is failed, in our state and in the protocol's copy A2A clients read.
+
+async def fail_cut_off(rt: Runtime, task_ids: list[str]) -> list[str]:
+    """Fail the tasks (those still going: another worker may have done it already) and end their streams."""
+    if not task_ids:
+        return []
+    ended: list[tuple[str, str, int]] = []  # (task id, context id, new version) of tasks served over A2A
     async with rt.db.session() as db:
-        stmt = select(A2ATaskSession).where(A2ATaskSession.state.in_(("submitted", "working")))
-        rows = list((await db.execute(stmt)).scalars())
+        claim = (update(A2ATaskSession)
+                 .where(A2ATaskSession.id.in_(task_ids), A2ATaskSession.state.in_(_GOING))
+                 .values(state="failed", updated_at=utcnow()).returning(A2ATaskSession.id))
+        failed = list((await db.execute(claim)).scalars())
+        rows = (await db.execute(select(A2ATaskSession).where(A2ATaskSession.id.in_(failed)))).scalars()
         for row in rows:
-            row.state = "failed"
             if row.task_data:
                 status = dict(row.task_data.get("status") or {})
                 status["state"] = "TASK_STATE_FAILED"
                 row.task_data = {**row.task_data, "status": status}
-    if rows:
-        log.warning("%d A2A tasks were cut off by the last shutdown; marked failed", len(rows))
+                row.task_version += 1
+                ended.append((row.id, str(row.task_data.get("contextId") or ""), row.task_version))
+    for task_id in failed:
+        await end_buffer(rt, service.buffer_key(task_id), CUT_OFF_NOTE)
+    events = BufferTaskEventStream(rt)
+    for task_id, context_id, version in ended:
+        event = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id,
+                                      status=TaskStatus(state=TaskState.TASK_STATE_FAILED))
+        await events.publish(task_id, VersionedEvent(event=event, version=TaskVersion(version)))
+    return failed
+
+
+async def _sweep_at_start(rt: Runtime) -> None:
+    try:
+        async with rt.db.read_session() as db:
+            going = list((await db.execute(select(A2ATaskSession.id).where(A2ATaskSession.state.in_(_GOING))))
+                         .scalars())
+        lost = await rt.runs.lost([task_lease(t) for t in going])
+        failed = await fail_cut_off(rt, sorted(n.partition(":")[2] for n in lost))
+    except Exception:  # with other workers about, their sweeps (or the next start) take it from here
+        if not rt.runs.leases.shared:
+            raise
+        log.exception("failing the A2A tasks cut off before this start failed")
+        return
+    if failed:
+        log.warning("%d A2A tasks were cut off when their server stopped; marked failed", len(failed))
+
+
+async def startup(rt: Runtime) -> None:
+    rt.registry.register(tool.TOOL_TYPE)  # the add-on call: the tool layer never imports a2a
+
+    async def lost_tasks(task_ids: list[str]) -> None:
+        await fail_cut_off(rt, task_ids)
+
+    rt.runs.on_lost("task", lost_tasks)
+    if rt.runs.leases.shared:  # a second look one heartbeat later: done in the background
+        rt.runs.spawn(_sweep_at_start(rt))
+    else:
+        await _sweep_at_start(rt)
 
 
 async def shutdown(rt: Runtime) -> None:

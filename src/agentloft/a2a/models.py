@@ -5,6 +5,7 @@ holds the task's messages (``agent_messages.source = 'a2a'``). ``visible_in_side
 out of the session list unless someone deliberately shows them. ``task_data`` keeps the A2A ``Task`` as
 protocol JSON for tasks served over the A2A server, so ``GetTask`` works from any process and after a
 restart.
+``task_version`` counts the saves of ``task_data``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class A2ATaskSession(TimestampMixin, Base):
     state: Mapped[str] = mapped_column(String(16), nullable=False, default="submitted")
     visible_in_sidebar: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
     task_data: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # Bumped on every save of ``task_data`` (compare-and-set), so concurrent writers on several workers
+    # see each other (a2a/server.py, ``RowTaskStore``).
+    task_version: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
 
 
 # The message-source columns live on ``AgentMessage`` (chat/models.py, "added by 0005_a2a"); their indexes

@@ -6,12 +6,18 @@ Pieces (a2a-sdk 1.3):
   deltas to the A2A client as artifact chunks, at most one every ``RELAY_PACE_S`` (what arrives in
   between goes out as one chunk).
 - ``RowTaskStore`` keeps the protocol's ``Task`` on our ``a2a_task_sessions`` row (``task_data``), scoped
-  by owner (our user id) and agent, so ``GetTask`` survives restarts and works from any process.
+  by owner (our user id) and agent, so ``GetTask`` survives restarts and works from any worker. It is a
+  versioned store (``task_version``, compare-and-set on every save), which is what lets the SDK serve
+  ``CancelTask`` and ``SubscribeToTask`` for a task that another worker runs.
+- ``BufferTaskEventStream`` carries the task's events between workers through our stream buffers (key
+  ``a2a_events_<taskId>``; in memory, or a Redis stream when several workers share one): a
+  ``SubscribeToTask`` on a worker that does not run the task gets the stored snapshot, then the events
+  after it. A ``CancelTask`` there records the cancel (the SDK's cross-replica path) and our store asks
+  the owner of the run to stop it at once (``RunRegistry.stop_anywhere``), instead of at its next save.
 - ``A2AServers`` builds one ``DefaultRequestHandler`` per agent on first use and caches it by agent id
   (agents are created and changed at run time; nothing is mounted at start-up). The handler's
-  in-memory registry of running tasks is what ``CancelTask`` and ``SubscribeToTask`` need, so it is
-  kept across agent edits; only its card is refreshed, in place (``CopyFrom``) on the one card object
-  per agent that the handler was built with.
+  in-memory registry of the tasks this worker runs is kept across agent edits; only its card is
+  refreshed, in place (``CopyFrom``) on the one card object per agent that the handler was built with.
 Auth is our personal API token (bearer); the router resolves the user before the SDK sees the request.
 """
 
@@ -20,17 +26,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from a2a.auth.user import User as A2AUserBase
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.cluster import (
+    ConcurrentTaskModificationError,
+    StoredTask,
+    TaskEventStream,
+    TaskVersion,
+    VersionedEvent,
+    VersionedTaskStore,
+)
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -43,20 +58,26 @@ from a2a.types import (
     Part,
     SecurityRequirement,
     SecurityScheme,
+    StreamResponse,
     StringList,
     Task,
+    TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
+    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, ParseDict
-from sqlalchemy import select
+from sqlalchemy import select, update
 from starlette.requests import Request
 
 from agentloft import __version__
 from agentloft.a2a import service
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
+from agentloft.chat.runs import task_lease
+from agentloft.core.db import rows_matched
 from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -102,26 +123,85 @@ def _owner(context: ServerCallContext) -> int | None:
     return user.user_id if isinstance(user, A2AUser) else None
 
 
-class RowTaskStore(TaskStore):
-    """Tasks of one agent, kept as protocol JSON on ``a2a_task_sessions``; every read filters by owner."""
+_TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_FAILED,
+                       TaskState.TASK_STATE_REJECTED})
+_ENDING = _TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+
+
+def version_number(version: TaskVersion) -> int:
+    """The counter inside a ``TaskVersion`` of ours. The SDK keeps the value private but hashes a version
+    as its value, and a small int hashes as itself (tests/a2a/test_server_cluster.py holds it to that)."""
+    return hash(version)
+
+
+def _stored_state(data: dict[str, Any] | None) -> int | None:
+    name = ((data or {}).get("status") or {}).get("state")
+    try:
+        return TaskState.Value(str(name))
+    except ValueError:
+        return None
+
+
+class RowTaskStore(VersionedTaskStore):
+    """Tasks of one agent, kept as protocol JSON on ``a2a_task_sessions``; every read filters by owner, and
+    every save compares and bumps ``task_version`` (a cancel wins over a running task, as the SDK asks)."""
 
     def __init__(self, rt: Runtime, agent_id: int) -> None:
         self.rt = rt
         self.agent_id = agent_id
 
-    async def save(self, task: Task, context: ServerCallContext) -> None:
+    async def save(self, task: Task, *, event: Any, prev: Task | None, prev_version: TaskVersion,
+                   context: ServerCallContext) -> TaskVersion:
         owner = _owner(context)
         if owner is None:
-            return
+            return TaskVersion.MISSING
         data = MessageToDict(task)
         async with self.rt.db.session() as db:
             row = await db.get(A2ATaskSession, task.id)
             if row is None:
+                if not prev_version.is_missing:
+                    raise ConcurrentTaskModificationError(task.id)
                 db.add(A2ATaskSession(id=task.id, agent_id=self.agent_id, user_id=owner, task_data=data,
-                                      state=_state_name(task.status.state), caller_context={"via": "a2a"}))
-            elif row.user_id == owner:
-                row.task_data = data
-                row.state = _state_name(task.status.state)
+                                      state=_state_name(task.status.state), caller_context={"via": "a2a"},
+                                      task_version=1))
+                return TaskVersion(1)
+            if row.user_id != owner:
+                raise ConcurrentTaskModificationError(task.id)
+            cancel = task.status.state == TaskState.TASK_STATE_CANCELED
+            self._check(task.id, row, prev_version, cancel)
+            stmt = (
+                update(A2ATaskSession)
+                .where(A2ATaskSession.id == task.id, A2ATaskSession.task_version == row.task_version)
+                .values(task_data=data, state=_state_name(task.status.state), task_version=row.task_version + 1)
+            )
+            if await rows_matched(db, stmt) != 1:
+                raise ConcurrentTaskModificationError(task.id)
+            version, session_id = row.task_version + 1, row.session_id
+        if cancel and session_id:
+            await self._stop_elsewhere(task.id, session_id)
+        return TaskVersion(version)
+
+    @staticmethod
+    def _check(task_id: str, row: A2ATaskSession, prev_version: TaskVersion, cancel: bool) -> None:
+        """A cancel overwrites any task still going; every other save must start from the stored version."""
+        if cancel:
+            if row.task_data is None or _stored_state(row.task_data) in _TERMINAL:
+                raise ConcurrentTaskModificationError(task_id)
+        elif TaskVersion(row.task_version) != prev_version:
+            raise ConcurrentTaskModificationError(task_id)
+
+    async def _stop_elsewhere(self, task_id: str, session_id: str) -> None:
+        """A cancel recorded here for a task another worker runs: have that worker stop the run now."""
+        runs = self.rt.runs
+        holder = await runs.leases.owner(task_lease(task_id))
+        if holder is not None and holder != runs.leases.worker_id:
+            await runs.stop_anywhere(session_id)
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        row = await self._row(task_id, context)
+        if row is None or row.task_data is None:
+            return None
+        return StoredTask(ParseDict(row.task_data, Task(), ignore_unknown_fields=True), TaskVersion(row.task_version))
 
     async def _row(self, task_id: str, context: ServerCallContext) -> A2ATaskSession | None:
         owner = _owner(context)
@@ -133,12 +213,6 @@ class RowTaskStore(TaskStore):
         )
         async with self.rt.db.session() as db:
             return (await db.execute(stmt)).scalar_one_or_none()
-
-    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        row = await self._row(task_id, context)
-        if row is None or row.task_data is None:
-            return None
-        return ParseDict(row.task_data, Task(), ignore_unknown_fields=True)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         owner = _owner(context)
@@ -168,6 +242,53 @@ class RowTaskStore(TaskStore):
                     stored.task_data = None
 
 
+def _event_of(response: StreamResponse) -> Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent:
+    which = response.WhichOneof("payload")
+    if which == "task":
+        return response.task
+    if which == "message":
+        return response.message
+    if which == "status_update":
+        return response.status_update
+    return response.artifact_update
+
+
+def _ends_stream(event: Any) -> bool:
+    """The events after which a task's stream has nothing more to say (the SDK's own rule)."""
+    if isinstance(event, Message):
+        return True
+    return isinstance(event, Task | TaskStatusUpdateEvent) and event.status.state in _ENDING
+
+
+class BufferTaskEventStream(TaskEventStream):
+    """A task's events, one JSON line each (version and ``StreamResponse``), in the stream buffer
+    ``a2a_events_<taskId>``. The worker running the task opens it (``AgentloftExecutor``); the event that
+    ends the task ends the buffer. Any worker can follow it."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    async def publish(self, task_id: str, event: VersionedEvent) -> None:
+        line = json.dumps({"v": version_number(event.version), "e": MessageToDict(to_stream_response(event.event))})
+        key = service.events_key(task_id)
+        await self.rt.buffers.append(key, line + "\n")
+        if _ends_stream(event.event):
+            await self.rt.buffers.close(key)
+
+    async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncIterator[VersionedEvent]:
+        async for frames in self.rt.buffers.subscribe(service.events_key(task_id)):
+            for line in frames.splitlines():
+                if not line:
+                    continue
+                item = json.loads(line)
+                version = TaskVersion(int(item["v"]))
+                if version.is_after(after):
+                    yield VersionedEvent(event=_event_of(ParseDict(item["e"], StreamResponse())), version=version)
+
+    async def destroy(self, task_id: str) -> None:
+        return None  # the buffer ends with the task's last event and expires after the grace period
+
+
 def _text_deltas(frames: str) -> list[str]:
     """Text deltas in buffered SSE frames of the UI message stream (other chunk types are skipped)."""
     out = []
@@ -191,9 +312,15 @@ class AgentloftExecutor(AgentExecutor):
         self.agent_id = agent_id
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Run the task while holding its lease: another worker finishes it if this one dies."""
+        task_id = context.task_id or service.new_task_id()
+        async with self.rt.runs.lease(task_lease(task_id)):
+            await self._execute(context, event_queue, task_id)
+
+    async def _execute(self, context: RequestContext, event_queue: EventQueue, task_id: str) -> None:
         user = context.call_context.user
         assert isinstance(user, A2AUser)  # the router refuses anonymous calls
-        task_id, context_id = context.task_id or service.new_task_id(), context.context_id or ""
+        context_id = context.context_id or ""
         updater = TaskUpdater(event_queue, task_id, context_id)
         text = context.get_user_input()
         async with self.rt.db.session() as db:
@@ -205,6 +332,7 @@ class AgentloftExecutor(AgentExecutor):
         if context.current_task is None:
             # Our row first, then the protocol's Task: the task store keeps the Task on that row.
             await service.create_task(rt=self.rt, callee=callee, caller=caller, task_id=task_id)
+            await self.rt.buffers.open(service.events_key(task_id), {"taskId": task_id})
             history = [context.message] if context.message else []
             await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=history,
                                                  status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
@@ -230,6 +358,8 @@ class AgentloftExecutor(AgentExecutor):
             await updater.add_artifact([Part(text="")], artifact_id="reply", name="reply", append=True,
                                        last_chunk=True)
             await updater.complete(self._message(updater, outcome.text))
+        elif outcome.state == "canceled":  # stopped on request (a CancelTask that reached this worker)
+            await updater.cancel(self._message(updater, outcome.error or "the task was canceled"))
         else:
             await updater.failed(self._message(updater, outcome.error or outcome.state))
 
@@ -296,6 +426,7 @@ class A2AServers:
         self._cards: dict[int, AgentCard] = {}
         self._dispatchers: dict[int, JsonRpcDispatcher] = {}
         self._builder = ContextBuilder()
+        self._events = BufferTaskEventStream(rt)
 
     def handler(self, agent: Agent, card: AgentCard) -> DefaultRequestHandler:
         """The agent's request handler (both bindings share it, and with it the running tasks)."""
@@ -305,6 +436,7 @@ class A2AServers:
                 agent_executor=AgentloftExecutor(self.rt, agent.id),
                 task_store=RowTaskStore(self.rt, agent.id),
                 agent_card=card,
+                event_stream=self._events,
             )
             self._handlers[agent.id] = handler
             self._cards[agent.id] = card

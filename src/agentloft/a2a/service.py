@@ -24,6 +24,7 @@ from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
+from agentloft.chat.runs import task_lease
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound
 from agentloft.core.runtime import Runtime
@@ -37,6 +38,11 @@ CHAIN_KEY = "a2a_chain"
 def buffer_key(task_id: str) -> str:
     """The stream buffer a task's callee reply goes to (seed 003, decision 1)."""
     return f"a2a_{task_id}"
+
+
+def events_key(task_id: str) -> str:
+    """The stream buffer of a task's A2A protocol events, for clients following it from any worker."""
+    return f"a2a_events_{task_id}"
 
 
 class InvocationError(Exception):
@@ -296,17 +302,19 @@ async def invoke_agent_via_a2a(
             raise InvocationError(exc.message) from exc
     check_invocation(callee=callee, caller=caller, max_depth=options.max_recursion_depth,
                      allowed=options.allowed_agents)
-    task = await create_task(rt=rt, callee=callee, caller=caller)
-    await emit("a2a-task-started", {"taskId": task.id, "calleeAgentSlug": callee.slug,
-                                    "calleeAgentName": callee.name})
-    if callee.kind == REMOTE:
-        state, text, error = await remote.run_remote_task(
-            rt=rt, task=task, callee=callee, input_text=input_text, extra=_message_extra(task.id, caller),
-            timeout_s=options.timeout_s,
-        )
-        return TaskOutcome(task_id=task.id, state=state, text=text, error=error)
-    return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
-                          timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens)
+    task_id = new_task_id()
+    async with rt.runs.lease(task_lease(task_id)):  # another worker finishes the task if this one dies
+        task = await create_task(rt=rt, callee=callee, caller=caller, task_id=task_id)
+        await emit("a2a-task-started", {"taskId": task.id, "calleeAgentSlug": callee.slug,
+                                        "calleeAgentName": callee.name})
+        if callee.kind == REMOTE:
+            state, text, error = await remote.run_remote_task(
+                rt=rt, task=task, callee=callee, input_text=input_text, extra=_message_extra(task.id, caller),
+                timeout_s=options.timeout_s,
+            )
+            return TaskOutcome(task_id=task.id, state=state, text=text, error=error)
+        return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
+                              timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens)
 
 
 def is_terminal(state: str) -> bool:
