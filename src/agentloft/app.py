@@ -57,6 +57,7 @@ ROUTER_MODULES = (
 )
 # Modules exposing ``async def startup(rt)`` and optionally ``async def shutdown(rt)``.
 LIFECYCLE_MODULES = (
+    "agentloft.system.lifecycle",  # first: refuses to start beside a process it must not run with
     "agentloft.llm.lifecycle",
     "agentloft.tools.lifecycle",
     "agentloft.tools.mcp.lifecycle",
@@ -162,3 +163,9 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
                 app.include_router(getattr(mod, attr))
     web_router.mount_static(app)
     return app
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker of ``agentloft serve --workers N`` (uvicorn's factory): settings from the
+    environment, the schema already upgraded by the command before it started the workers."""
+    return create_app(run_migrations=False)

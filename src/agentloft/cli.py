@@ -1,4 +1,4 @@
-"""``agentloft serve | db upgrade | user create``."""
+"""``agentloft serve [--workers N] | db upgrade | doctor | user create``."""
 
 from __future__ import annotations
 
@@ -24,15 +24,67 @@ def proxy_options(settings: Settings) -> dict[str, Any]:
     return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted}
 
 
+def workers_problem(settings: Settings, workers: int) -> str | None:
+    """Why ``workers`` processes cannot serve this configuration, or None. Several workers share their
+    runs through PostgreSQL and Redis; SQLite and in-process buffers are for one process."""
+    if workers <= 1:
+        return None
+    missing = []
+    if not settings.resolved_database_url.startswith("postgresql"):
+        missing.append("AGENTLOFT_DATABASE_URL=postgresql+asyncpg://user:password@host/agentloft")
+    if not settings.redis_url:
+        missing.append("AGENTLOFT_REDIS_URL=redis://host:6379/0")
+    if not missing:
+        return None
+    return (f"--workers {workers} needs PostgreSQL and Redis shared by every worker; set "
+            + " and ".join(missing) + " (or serve with one worker)")
+
+
+async def _check_alone(settings: Settings) -> None:
+    """Refuse early (with the same rule the app applies as it starts) to join processes it must not."""
+    from agentloft.core.db import Database
+    from agentloft.system import workers
+
+    db = Database(settings.resolved_database_url)
+    try:
+        async with db.session() as session:
+            others = await workers.live(session, settings=settings)
+            reason = workers.refusal(others, shared=bool(settings.redis_url), settings=settings)
+    finally:
+        await db.dispose()
+    if reason is not None:
+        raise ConfigError(reason)
+
+
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    host = args.host or settings.host
+    port = args.port or settings.port
+    count = args.workers or settings.workers
+    problem = workers_problem(settings, count)
+    if problem:
+        print(f"configuration error: {problem}", file=sys.stderr)
+        return 2
+
     import uvicorn
 
     from agentloft.app import create_app
 
-    host = args.host or settings.host
-    port = args.port or settings.port
-    print(f"agentloft serving on http://{host}:{port}  (data: {settings.data_dir.resolve()})", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level, **proxy_options(settings))
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.ensure_secret_key()  # before any worker starts, so they all read the same one
+    migrate.upgrade(settings.resolved_database_url)  # once, before the workers start
+    try:
+        asyncio.run(_check_alone(settings))
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    print(f"agentloft serving on http://{host}:{port} with {count} worker(s)  (data: {settings.data_dir.resolve()})",
+          flush=True)
+    if count == 1:
+        uvicorn.run(create_app(settings, run_migrations=False), host=host, port=port, log_level=args.log_level,
+                    **proxy_options(settings))
+    else:  # uvicorn's process manager: one socket, N workers, each building the app from the environment
+        uvicorn.run("agentloft.app:worker_app", factory=True, workers=count, host=host, port=port,
+                    log_level=args.log_level, **proxy_options(settings))
     return 0
 
 
@@ -41,6 +93,15 @@ def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:
     migrate.upgrade(settings.resolved_database_url)
     print("database is up to date")
     return 0
+
+
+def _doctor(settings: Settings, args: argparse.Namespace) -> int:
+    from agentloft.system import doctor
+
+    checks = asyncio.run(doctor.run(settings))
+    for check in checks:
+        print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
+    return 0 if all(c.ok for c in checks) else 1
 
 
 async def _create_user(settings: Settings, username: str, password: str, role: Role) -> None:
@@ -83,12 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="migrate the database and serve the web app and API")
     serve.add_argument("--host", default=None, help="default: AGENTLOFT_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, default=None, help="default: AGENTLOFT_PORT or 8000")
+    serve.add_argument("--workers", type=int, default=None,
+                       help="worker processes on one port (default: AGENTLOFT_WORKERS or 1; above 1 needs "
+                            "PostgreSQL and Redis)")
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(func=_serve)
 
     db = sub.add_parser("db", help="database commands")
     db_sub = db.add_subparsers(dest="db_command", required=True)
-    db_sub.add_parser("upgrade", help="bring the schema up to date").set_defaults(func=_db_upgrade)
+    db_sub.add_parser("upgrade", help="bring the schema up to date (safe to run from several machines at once)"
+                      ).set_defaults(func=_db_upgrade)
+
+    sub.add_parser("doctor", help="check that the database, Redis and the models can be reached"
+                   ).set_defaults(func=_doctor)
 
     user = sub.add_parser("user", help="account commands")
     user_sub = user.add_subparsers(dest="user_command", required=True)

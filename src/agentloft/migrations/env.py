@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from agentloft.core.db import Base, make_engine
@@ -12,6 +13,10 @@ from agentloft.core.metadata import import_all_models
 
 import_all_models()
 target_metadata = Base.metadata
+
+
+# pg_advisory_xact_lock key of schema upgrades ("agentloft migrate"; any fixed 64-bit number).
+UPGRADE_LOCK = 0x61676C6F_6D696772
 
 
 def _run(connection: Connection) -> None:
@@ -22,6 +27,10 @@ def _run(connection: Connection) -> None:
         compare_type=True,
     )
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Several machines may run `agentloft db upgrade` at once (each deploy step): the first takes
+            # the lock and upgrades; the others wait, then find the schema current and do nothing.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK})
         context.run_migrations()
 
 

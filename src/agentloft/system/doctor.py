@@ -1,0 +1,108 @@
+"""``agentloft doctor``: can this configuration reach what it needs? The database (and whether its schema
+is current), Redis when one is set, the server processes serving the database now, and every enabled
+model (one tiny request each, as the admin page's "Save and test" does).
+
+A command, not an endpoint: what it prints (hosts, versions, processes) is for whoever runs the
+instance, and it may take seconds per model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, make_url
+
+from agentloft.core import migrate
+from agentloft.core.crypto import SecretBox
+from agentloft.core.db import Database
+from agentloft.core.redis import connect
+from agentloft.core.settings import Settings
+from agentloft.llm import service as llm_service
+from agentloft.llm.models import ModelConfig
+from agentloft.system import workers
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _current_revision(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _head(url: str) -> str | None:
+    return ScriptDirectory.from_config(migrate.alembic_config(url)).get_current_head()
+
+
+async def _database(db: Database, settings: Settings) -> list[Check]:
+    url = settings.resolved_database_url
+    where = make_url(url).render_as_string(hide_password=True)
+    try:
+        async with db.engine.connect() as conn:
+            revision = await conn.run_sync(_current_revision)
+    except Exception as exc:
+        return [Check("database", False, f"{where}: {exc}")]
+    head = _head(url)
+    if revision != head:
+        return [Check("database", False, f"{where}: schema at {revision}, the code expects {head}; "
+                                         "run `agentloft db upgrade`")]
+    checks = [Check("database", True, f"{where} ({db.dialect}, schema {revision})")]
+    async with db.session() as session:
+        live = await workers.live(session, settings=settings)
+    names = ", ".join(f"pid {w.pid} on {w.host}{' (Redis)' if w.shared else ''}" for w in live) or "none"
+    checks.append(Check("server processes", True, f"{len(live)} running: {names}"))
+    return checks
+
+
+async def _redis(settings: Settings) -> Check:
+    if not settings.redis_url:
+        return Check("redis", True, "not configured: one server process, buffers in memory")
+    shared = connect(settings.redis_url, settings.redis_prefix)
+    parts = urlsplit(settings.redis_url)
+    where = f"{parts.scheme}://{parts.hostname or ''}:{parts.port or 6379}{parts.path}"
+    try:
+        info = await shared.client.info("server")
+        return Check("redis", True, f"{where}: Redis {info.get('redis_version', '?')}, prefix "
+                                    f"'{settings.redis_prefix}'")
+    except Exception as exc:
+        return Check("redis", False, f"{where}: {exc}")
+    finally:
+        await shared.aclose()
+
+
+async def _models(db: Database, settings: Settings) -> list[Check]:
+    box = SecretBox(settings.ensure_secret_key())
+    try:
+        async with db.session() as session:
+            rows = list((await session.execute(select(ModelConfig).where(ModelConfig.enabled.is_(True))
+                                               .order_by(ModelConfig.id))).scalars())
+    except Exception as exc:
+        return [Check("models", False, f"cannot list them: {exc}")]
+    if not rows:
+        return [Check("models", False, "no enabled model: an administrator has to add one")]
+    checks = []
+    for row in rows:
+        result = await llm_service.test_model(row=row, box=box, limit_s=20)
+        detail = f"{row.provider} {row.model} at {row.base_url or 'the provider default'}: "
+        detail += f"answered in {result.latency_ms} ms" if result.ok else (result.error or "failed")
+        checks.append(Check(f"model '{row.name}'", result.ok, detail))
+    return checks
+
+
+async def run(settings: Settings) -> list[Check]:
+    db = Database(settings.resolved_database_url)
+    try:
+        checks = await _database(db, settings)
+        checks.append(await _redis(settings))
+        if checks[0].ok:
+            checks.extend(await _models(db, settings))
+        return checks
+    finally:
+        await db.dispose()
