@@ -42,12 +42,13 @@ async def fail_cut_off(rt: Runtime, task_ids: list[str]) -> list[str]:
         failed = list((await db.execute(claim)).scalars())
         rows = (await db.execute(select(A2ATaskSession).where(A2ATaskSession.id.in_(failed)))).scalars()
         for row in rows:
-            if row.task_data:
-                status = dict(row.task_data.get("status") or {})
+            data = row.task_data
+            if data:
+                status = dict(data.get("status") or {})
                 status["state"] = "TASK_STATE_FAILED"
-                row.task_data = {**row.task_data, "status": status}
+                row.task_data = {**data, "status": status}
                 row.task_version += 1
-                ended.append((row.id, str(row.task_data.get("contextId") or ""), row.task_version))
+                ended.append((row.id, str(data.get("contextId") or ""), row.task_version))
     for task_id in failed:
         await end_buffer(rt, service.buffer_key(task_id), CUT_OFF_NOTE)
     events = BufferTaskEventStream(rt)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from a2a.auth.user import User as A2AUserBase
@@ -275,7 +275,7 @@ class BufferTaskEventStream(TaskEventStream):
         if _ends_stream(event.event):
             await self.rt.buffers.close(key)
 
-    async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncIterator[VersionedEvent]:
+    async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncGenerator[VersionedEvent, None]:
         async for frames in self.rt.buffers.subscribe(service.events_key(task_id)):
             for line in frames.splitlines():
                 if not line:

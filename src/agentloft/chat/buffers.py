@@ -185,6 +185,20 @@ _RUN_TTL_S = 24 * 3600
 # Appenders wait for the writer when this many frames are queued and not yet sent (Redis is slow).
 _MAX_QUEUED = 20_000
 
+# A stream entry as redis-py returns it with ``decode_responses`` (RESP2): (id, {field: value}).
+Entry = tuple[str, dict[str, str]]
+
+
+def _entries(raw: Any) -> list[Entry]:
+    """The entries of an XRANGE / XREVRANGE reply."""
+    return [(str(entry_id), {str(k): str(v) for k, v in (fields or {}).items()}) for entry_id, fields in raw or ()]
+
+
+def _read(raw: Any) -> list[Entry]:
+    """The entries of an XREAD reply on one stream (None or empty when nothing came)."""
+    return _entries(raw[0][1]) if raw else []
+
+
 # Add the end entry unless the stream is missing or already ended: a run is ended once, whoever ends it.
 _END_SCRIPT = """
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
@@ -307,13 +321,13 @@ class RedisStreamBuffers(StreamBuffers):
     async def is_active(self, key: str) -> bool:
         if await self._local.is_active(key):
             return True
-        last = await self.redis.client.xrevrange(self._key(key), count=1)
+        last = _entries(await self.redis.client.xrevrange(self._key(key), count=1))
         return bool(last) and last[0][1].get("t") != _END
 
     async def meta(self, key: str) -> dict[str, Any] | None:
         if await self._local.is_active(key):
             return await self._local.meta(key)
-        first = await self.redis.client.xrange(self._key(key), count=1)
+        first = _entries(await self.redis.client.xrange(self._key(key), count=1))
         if not first or first[0][1].get("t") != _OPEN:
             return None
         return dict(json.loads(first[0][1]["m"]))
@@ -344,13 +358,13 @@ class RedisStreamBuffers(StreamBuffers):
         client = self.redis.client
         last, started = "0-0", False
         while True:
-            found = await client.xread({rkey: last}, block=BLOCK_MS if started else None)
+            found = _read(await client.xread({rkey: last}, block=BLOCK_MS if started else None))
             if not found:
                 if not started or not await client.exists(rkey):
                     return  # no buffer, or it expired (or Redis lost it) while we waited
                 continue
             out: list[str] = []
-            for entry_id, fields in found[0][1]:
+            for entry_id, fields in found:
                 last = entry_id
                 kind = fields.get("t")
                 if kind == _FRAMES:

@@ -255,7 +255,7 @@ class RedisLeases(Leases):
         return {n for n, holder in zip(names, holders, strict=True) if holder is None}
 
     async def orphans(self) -> list[str]:
-        registered = list(await self.redis.client.hkeys(self._runs))
+        registered = [str(name) for name in await self.redis.client.hkeys(self._runs)]
         return sorted(await self.missing(registered))
 
     async def settle(self, name: str) -> bool:

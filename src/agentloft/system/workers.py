@@ -55,7 +55,7 @@ def _gone(row: WorkerProcess) -> bool:
 
 
 async def _lock(db: AsyncSession) -> None:
-    if db.bind.dialect.name == "postgresql":
+    if db.get_bind().dialect.name == "postgresql":
         await db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
 
 
