@@ -49,7 +49,8 @@ async def _check_alone(settings: Settings) -> None:
     try:
         async with db.session() as session:
             others = await workers.live(session, settings=settings)
-            reason = workers.refusal(others, shared=bool(settings.redis_url), settings=settings)
+            shared = bool(settings.redis_url) and db.dialect != "sqlite"  # SQLite: one process, always
+            reason = workers.refusal(others, shared=shared, settings=settings)
     finally:
         await db.dispose()
     if reason is not None:

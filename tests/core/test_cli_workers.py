@@ -75,3 +75,20 @@ def test_doctor_reports_database_redis_processes_and_models(
     assert r.returncode == 1
     failed = next(line for line in r.stdout.splitlines() if line.startswith("FAIL  redis:"))
     assert "127.0.0.1:1" in failed and "secret" not in failed
+
+
+@pytest.mark.sqlite_only(reason="SQLite is one process even with a Redis configured")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the refused server's
+def test_sqlite_stays_one_process_even_with_redis(
+    tmp_path: Path, template_db: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A Redis URL does not make SQLite shareable (nothing here even reaches that Redis: a worker starts
+    while Redis is down and connects later)."""
+    unreachable = "redis://127.0.0.1:1/0"
+    first = start_app(tmp_path / "data", template_db, redis_url=unreachable)
+    try:
+        with pytest.raises(RuntimeError, match="did not start"):
+            start_app(tmp_path / "data", redis_url=unreachable)
+        assert "already serves this database" in capfd.readouterr().err
+    finally:
+        first.stop()

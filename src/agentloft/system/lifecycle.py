@@ -24,7 +24,8 @@ async def _heartbeats(rt: Runtime, worker_id: str, shared: bool) -> None:
 
 
 async def startup(rt: Runtime) -> None:
-    worker_id, shared = rt.runs.leases.worker_id, rt.runs.leases.shared
+    # SQLite is for one process whatever else is configured (its read cache trusts that no one else writes)
+    worker_id, shared = rt.runs.leases.worker_id, rt.runs.leases.shared and rt.db.dialect != "sqlite"
     async with rt.db.session() as db:
         await workers.register(db, settings=rt.settings, worker_id=worker_id, shared=shared)
     rt.runs.spawn(_heartbeats(rt, worker_id, shared))
