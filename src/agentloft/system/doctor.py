@@ -22,6 +22,7 @@ from agentloft.core.db import Database
 from agentloft.core.redis import connect
 from agentloft.core.settings import Settings
 from agentloft.llm import service as llm_service
+from agentloft.llm.clients import ModelClients
 from agentloft.llm.models import ModelConfig
 from agentloft.system import workers
 
@@ -88,11 +89,15 @@ async def _models(db: Database, settings: Settings) -> list[Check]:
     if not rows:
         return [Check("models", False, "no enabled model: an administrator has to add one")]
     checks = []
-    for row in rows:
-        result = await llm_service.test_model(row=row, box=box, limit_s=20)
-        detail = f"{row.provider} {row.model} at {row.base_url or 'the provider default'}: "
-        detail += f"answered in {result.latency_ms} ms" if result.ok else (result.error or "failed")
-        checks.append(Check(f"model '{row.name}'", result.ok, detail))
+    models = ModelClients(timeout_seconds=settings.model_timeout_seconds)
+    try:
+        for row in rows:
+            result = await llm_service.test_model(row=row, box=box, models=models, limit_s=20)
+            detail = f"{row.provider} {row.model} at {row.base_url or 'the provider default'}: "
+            detail += f"answered in {result.latency_ms} ms" if result.ok else (result.error or "failed")
+            checks.append(Check(f"model '{row.name}'", result.ok, detail))
+    finally:
+        await models.aclose()
     return checks
 
 
