@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from agentloft import __version__
 from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
-from agentloft.auth.throttle import LoginThrottle, MemoryCounters
+from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters, RedisCounters
 from agentloft.chat.buffers import MemoryStreamBuffers, RedisStreamBuffers, StreamBuffers
 from agentloft.chat.runs import Leases, MemoryLeases, RedisLeases, RunRegistry
 from agentloft.core import migrate
@@ -74,18 +74,20 @@ def _hooks(attr: str) -> list[Callable[[Runtime], Awaitable[None]]]:
     return [getattr(m, attr) for m in mods if hasattr(m, attr)]
 
 
-def _shared_parts(settings: Settings, redis: SharedRedis | None) -> tuple[StreamBuffers, Leases]:
-    """Stream buffers and run leases: in this process, or in Redis when several workers share one."""
+def _shared_parts(settings: Settings, redis: SharedRedis | None) -> tuple[StreamBuffers, Leases, CounterStore]:
+    """Stream buffers, run leases and sign-in counters: in this process, or in the Redis several workers
+    share."""
     if redis is None:
-        return MemoryStreamBuffers(settings.stream_grace_seconds), MemoryLeases(settings.worker_lease_seconds)
+        return (MemoryStreamBuffers(settings.stream_grace_seconds), MemoryLeases(settings.worker_lease_seconds),
+                MemoryCounters())
     return (RedisStreamBuffers(redis, settings.stream_grace_seconds),
-            RedisLeases(redis, settings.worker_lease_seconds))
+            RedisLeases(redis, settings.worker_lease_seconds), RedisCounters(redis))
 
 
 def build_runtime(settings: Settings) -> Runtime:
     """The runtime with every shared service built, before any start-up hook runs."""
     redis = connect(settings.redis_url, settings.redis_prefix) if settings.redis_url else None
-    buffers, leases = _shared_parts(settings, redis)
+    buffers, leases, counters = _shared_parts(settings, redis)
     rt = Runtime(
         settings=settings,
         db=Database(settings.resolved_database_url),
@@ -93,7 +95,7 @@ def build_runtime(settings: Settings) -> Runtime:
         registry=ToolRegistry(),
         buffers=buffers,
         runs=RunRegistry(leases),
-        throttle=LoginThrottle.from_settings(settings, MemoryCounters()),
+        throttle=LoginThrottle.from_settings(settings, counters),
         models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
         redis=redis,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, callee_step, caller
 from tests.chat.helpers import attach, make_agent, make_tool, parse_sse, register_test_tools, text_of, types_of
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, call, text
 from tests.scale.conftest import on
-from tests.support import ApiClient, LiveApp
+from tests.support import ApiClient, LiveApp, start_app
 
 LONG = " ".join(f"w{i}" for i in range(200))
 
@@ -266,3 +267,23 @@ def test_one_users_requests_alternate_between_workers(
     on(twin, admin).ok("PATCH", f"/api/admin/users/{bob['id']}", json={"disabled": True})
     assert bob_a.get("/api/agent-sessions").status_code == 401
     assert bob_b.get("/api/agent-sessions").status_code == 401
+
+
+def test_sign_in_attempts_count_the_same_on_every_worker(
+    tmp_path: Path, template_db: Path, app: LiveApp, admin: ApiClient
+) -> None:
+    """The counts are in Redis: three attempts from one address spread over two workers use up the limit
+    of three on both (in each worker's memory they would count one or two)."""
+    a = start_app(tmp_path / "a", database_url=app.database_url, login_address_max_attempts=3)
+    b = start_app(tmp_path / "b", database_url=app.database_url, login_address_max_attempts=3)
+    try:
+        workers = [a.client(), b.client()]
+        wrong = {"username": "admin", "password": "not-the-password"}
+        for i in range(3):
+            assert workers[i % 2].post("/api/auth/login", json=wrong).status_code == 401
+        for client in workers:
+            refused = client.post("/api/auth/login", json={"username": "admin", "password": "password123"})
+            assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    finally:
+        a.stop()
+        b.stop()
