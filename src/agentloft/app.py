@@ -19,7 +19,8 @@ from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
 from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters, RedisCounters
 from agentloft.chat.buffers import MemoryStreamBuffers, RedisStreamBuffers, StreamBuffers
-from agentloft.chat.runs import Leases, MemoryLeases, RedisLeases, RunRegistry
+from agentloft.chat.leases import Leases, MemoryLeases, RedisLeases
+from agentloft.chat.runs import RunRegistry
 from agentloft.core import migrate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database

@@ -2,7 +2,7 @@
 failed (at start-up, and with other workers about, within seconds of their worker dying); the per-agent
 handlers closed.
 
-A task's run lives in the worker that started it, under the task's lease (``chat.runs``). A task still
+A task's run lives in the worker that started it, under the task's lease (``chat.leases``). A task still
 ``submitted`` or ``working`` whose lease is gone will never end by itself, so it is failed: in our state,
 in the protocol's copy A2A clients read, in the side panel's buffer and in the task's event stream, so
 that every follower, on any worker, sees it end.
@@ -19,8 +19,8 @@ from sqlalchemy import select, update
 from agentloft.a2a import service, tool
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.server import BufferTaskEventStream
+from agentloft.chat.leases import task_lease
 from agentloft.chat.lifecycle import end_buffer
-from agentloft.chat.runs import task_lease
 from agentloft.core.db import utcnow
 from agentloft.core.runtime import Runtime
 

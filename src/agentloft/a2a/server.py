@@ -76,7 +76,7 @@ from agentloft import __version__
 from agentloft.a2a import service
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
-from agentloft.chat.runs import task_lease
+from agentloft.chat.leases import task_lease
 from agentloft.core.db import rows_matched
 from agentloft.core.runtime import Runtime
 

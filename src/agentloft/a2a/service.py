@@ -24,7 +24,7 @@ from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
-from agentloft.chat.runs import task_lease
+from agentloft.chat.leases import task_lease
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound
 from agentloft.core.runtime import Runtime

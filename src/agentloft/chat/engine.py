@@ -62,9 +62,10 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service
 from agentloft.chat.checkpoint import Checkpoints
+from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
-from agentloft.chat.runs import current_stop_reason, session_lease
+from agentloft.chat.runs import current_stop_reason
 from agentloft.chat.stream import EngineEventStream
 from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.errors import AppError, Conflict, NotFound

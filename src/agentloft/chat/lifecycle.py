@@ -2,7 +2,7 @@
 about, the turns of a worker that died are finished the same way, within seconds. Shutdown: running turns
 are cancelled and saved as interrupted, the model clients closed.
 
-"No live worker owns it" is decided by the run's lease (``chat.runs``), never by the database alone: a
+"No live worker owns it" is decided by the run's lease (``chat.leases``), never by the database alone: a
 worker starting beside others (a rolling deploy starts them one by one) must not finish their live turns.
 """
 
@@ -12,7 +12,7 @@ import json
 import logging
 
 from agentloft.chat import service
-from agentloft.chat.runs import session_lease
+from agentloft.chat.leases import session_lease
 from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)

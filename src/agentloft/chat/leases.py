@@ -1,0 +1,315 @@
+"""Which worker owns each run: so a stop sent to any worker reaches the right one, and a worker that died
+has its runs finished by another (``chat.runs`` uses these).
+
+Ownership is a lease per run, named ``session:<id>`` (a turn of a session) or ``task:<id>`` (an A2A
+task), taken before the database says the run exists and given back after it saved:
+
+- ``MemoryLeases``: one process (the embedded default). A lease nobody in this process holds belongs
+  to nobody, since no other process serves the instance.
+- ``RedisLeases`` (``AGENTLOFT_REDIS_URL``): a key with a TTL per lease, renewed by the owner's
+  heartbeat; a hash of every registered run, so a sweeper finds the runs of a worker that died; and a
+  pub/sub channel per worker that carries control requests (a stop, with a reply channel) to the owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from agentloft.core.redis import UNREACHABLE, SharedRedis
+
+log = logging.getLogger(__name__)
+
+# A control request: (op, payload) -> reply. The owner of a run answers it.
+Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def session_lease(session_id: str) -> str:
+    return f"session:{session_id}"
+
+
+def task_lease(task_id: str) -> str:
+    return f"task:{task_id}"
+
+
+class NoReply(Exception):
+    """The owner of a run got a control request but did not answer in time."""
+
+
+class Leases(ABC):
+    """Who owns which run, and a way to ask the owner of one to act on it."""
+
+    worker_id: str
+    shared: bool
+    """Whether other workers may exist (and so own runs this process does not know of)."""
+    ttl_s: float
+
+    @abstractmethod
+    async def start(self, handler: Handler) -> None:
+        """Begin heartbeats and answer control requests with ``handler``."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Stop heartbeats; the leases still held run out after their TTL."""
+
+    @abstractmethod
+    async def acquire(self, name: str) -> bool:
+        """Take ``name`` for this worker; False when a live worker (this one included) holds it."""
+
+    @abstractmethod
+    async def release(self, name: str) -> None:
+        """Give ``name`` back (only if this worker still holds it). Never raises."""
+
+    @abstractmethod
+    async def owner(self, name: str) -> str | None:
+        """The worker holding ``name``, None when nobody does."""
+
+    @abstractmethod
+    async def missing(self, names: list[str]) -> set[str]:
+        """Of ``names``, those no live worker holds."""
+
+    @abstractmethod
+    async def orphans(self) -> list[str]:
+        """Registered runs whose lease ran out (their worker died). Only other workers leave them."""
+
+    @abstractmethod
+    async def settle(self, name: str) -> bool:
+        """Claim the right to finish the orphan ``name``: one worker wins (for a minute)."""
+
+    @abstractmethod
+    async def forget(self, name: str) -> None:
+        """The orphan ``name`` is finished: drop it from the registered runs."""
+
+    @abstractmethod
+    async def request(self, worker: str, op: str, payload: dict[str, Any], limit_s: float) -> dict[str, Any] | None:
+        """Ask ``worker`` to act; its reply, None when no such worker listens, ``NoReply`` after
+        ``limit_s`` seconds."""
+
+
+class MemoryLeases(Leases):
+    """Leases of one process: held is owned, anything else belongs to nobody."""
+
+    shared = False
+
+    def __init__(self, ttl_s: float = 6.0) -> None:
+        self.worker_id = f"{socket.gethostname()}-{os.getpid()}"
+        self.ttl_s = ttl_s
+        self._held: set[str] = set()
+
+    async def acquire(self, name: str) -> bool:
+        if name in self._held:
+            return False
+        self._held.add(name)
+        return True
+
+    async def release(self, name: str) -> None:
+        self._held.discard(name)
+
+    async def owner(self, name: str) -> str | None:
+        return self.worker_id if name in self._held else None
+
+    async def missing(self, names: list[str]) -> set[str]:
+        return {n for n in names if n not in self._held}
+
+    async def start(self, handler: Handler) -> None:
+        return None  # nothing to renew, nobody else to listen to
+
+    async def aclose(self) -> None:
+        self._held.clear()
+
+    async def orphans(self) -> list[str]:
+        return []  # a process that died took its memory along; the next start finishes its runs
+
+    async def settle(self, name: str) -> bool:
+        return True
+
+    async def forget(self, name: str) -> None:
+        return None
+
+    async def request(self, worker: str, op: str, payload: dict[str, Any], limit_s: float) -> dict[str, Any] | None:
+        return None  # no other worker
+
+
+# Take a lease if free, and register the run so a sweeper can find it if this worker dies.
+_ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
+  return 1
+end
+return 0
+"""
+# Give a lease back and unregister the run, if this worker still holds them.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+if redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[1] then redis.call('HDEL', KEYS[2], ARGV[2]) end
+return 1
+"""
+# Renew a lease this worker holds (or put back one Redis lost); never take one another worker holds.
+_RENEW = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] or not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+class RedisLeases(Leases):
+    """Leases as Redis keys with a TTL, renewed every third of it; control over pub/sub."""
+
+    shared = True
+
+    def __init__(self, redis: SharedRedis, ttl_s: float) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+        self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self._held: set[str] = set()
+        self._loops: list[asyncio.Task[None]] = []
+        self._handling: set[asyncio.Task[None]] = set()
+        self._handler: Handler | None = None
+        client = redis.client
+        self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
+        self._renew = client.register_script(_RENEW)
+        self._last_warning = 0.0
+
+    def _lease(self, name: str) -> str:
+        return self.redis.key("lease", name)
+
+    @property
+    def _runs(self) -> str:
+        return self.redis.key("runs")
+
+    def _channel(self, worker: str) -> str:
+        return self.redis.key("ctl", worker)
+
+    def _warn(self, what: str, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > 30:
+            self._last_warning = now
+            log.warning("%s: Redis unreachable (%s); retrying", what, exc)
+
+    async def start(self, handler: Handler) -> None:
+        self._handler = handler
+        self._loops = [asyncio.create_task(self._heartbeats()), asyncio.create_task(self._listen())]
+
+    async def aclose(self) -> None:
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, *self._handling, return_exceptions=True)
+        self._loops = []
+        with contextlib.suppress(*UNREACHABLE):
+            await self.redis.client.delete(self.redis.key("worker", self.worker_id))
+
+    # --- leases --------------------------------------------------------------------------------------
+
+    @property
+    def _ttl_ms(self) -> int:
+        return int(self.ttl_s * 1000)
+
+    async def acquire(self, name: str) -> bool:
+        taken = await self._acquire(keys=[self._lease(name), self._runs], args=[self.worker_id, self._ttl_ms, name])
+        if taken:
+            self._held.add(name)
+        return bool(taken)
+
+    async def release(self, name: str) -> None:
+        self._held.discard(name)
+        try:
+            await self._release(keys=[self._lease(name), self._runs], args=[self.worker_id, name])
+        except UNREACHABLE as exc:  # the lease runs out by itself; a sweeper finds the run already ended
+            self._warn("releasing a run", exc)
+
+    async def owner(self, name: str) -> str | None:
+        holder = await self.redis.client.get(self._lease(name))
+        return str(holder) if holder is not None else None
+
+    async def missing(self, names: list[str]) -> set[str]:
+        if not names:
+            return set()
+        holders = await self.redis.client.mget([self._lease(n) for n in names])
+        return {n for n, holder in zip(names, holders, strict=True) if holder is None}
+
+    async def orphans(self) -> list[str]:
+        registered = [str(name) for name in await self.redis.client.hkeys(self._runs)]
+        return sorted(await self.missing(registered))
+
+    async def settle(self, name: str) -> bool:
+        claimed = await self.redis.client.set(self.redis.key("swept", name), self.worker_id, nx=True, px=60_000)
+        return bool(claimed)
+
+    async def forget(self, name: str) -> None:
+        await self.redis.client.hdel(self._runs, name)
+
+    async def _heartbeats(self) -> None:
+        """Say this worker is alive and renew its leases, every third of the TTL."""
+        info = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()})
+        while True:
+            try:
+                pipe = self.redis.client.pipeline(transaction=False)
+                pipe.set(self.redis.key("worker", self.worker_id), info, px=self._ttl_ms)
+                held = list(self._held)
+                for name in held:
+                    await self._renew(keys=[self._lease(name)], args=[self.worker_id, self._ttl_ms], client=pipe)
+                results = await pipe.execute()
+                for name, renewed in zip(held, results[1:], strict=True):
+                    if not renewed and name in self._held:
+                        log.warning("run %s is owned by another worker now; this worker lost it", name)
+            except UNREACHABLE as exc:
+                self._warn("worker heartbeat", exc)
+            await asyncio.sleep(self.ttl_s / 3)
+
+    # --- control -------------------------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        """Answer control requests on this worker's channel, resubscribing after Redis comes back."""
+        while True:
+            try:
+                async with self.redis.client.pubsub() as pubsub:
+                    await pubsub.subscribe(self._channel(self.worker_id))
+                    while True:
+                        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                        if message is not None and message.get("type") == "message":
+                            self._spawn(self._answer(str(message["data"])))
+            except UNREACHABLE as exc:
+                self._warn("control channel", exc)
+                await asyncio.sleep(1)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._handling.add(task)
+        task.add_done_callback(self._handling.discard)
+
+    async def _answer(self, raw: str) -> None:
+        try:
+            request = json.loads(raw)
+            assert self._handler is not None
+            reply = await self._handler(str(request["op"]), dict(request.get("payload") or {}))
+            await self.redis.client.publish(str(request["reply"]), json.dumps(reply))
+        except Exception:
+            log.exception("a control request failed: %s", raw[:200])
+
+    async def request(self, worker: str, op: str, payload: dict[str, Any], limit_s: float) -> dict[str, Any] | None:
+        reply_to = self.redis.key("reply", uuid.uuid4().hex)
+        async with self.redis.client.pubsub() as pubsub:
+            await pubsub.subscribe(reply_to)
+            message = json.dumps({"op": op, "payload": payload, "reply": reply_to})
+            if not await self.redis.client.publish(self._channel(worker), message):
+                return None
+            deadline = time.monotonic() + limit_s
+            while (left := deadline - time.monotonic()) > 0:
+                got = await pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+                if got is not None and got.get("type") == "message":
+                    return dict(json.loads(got["data"]))
+        raise NoReply(f"worker {worker} did not answer '{op}' within {limit_s:g} s")
