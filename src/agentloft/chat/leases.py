@@ -268,6 +268,8 @@ class RedisLeases(Leases):
                         log.warning("run %s is owned by another worker now; this worker lost it", name)
             except UNREACHABLE as exc:
                 self._warn("worker heartbeat", exc)
+            except Exception:  # never let the heartbeat die: the worker's runs would be taken from it
+                log.exception("worker heartbeat failed")
             await asyncio.sleep(self.ttl_s / 3)
 
     # --- control -------------------------------------------------------------------------------------
@@ -284,6 +286,9 @@ class RedisLeases(Leases):
                             self._spawn(self._answer(str(message["data"])))
             except UNREACHABLE as exc:
                 self._warn("control channel", exc)
+                await asyncio.sleep(1)
+            except Exception:  # never stop answering: stops sent to this worker would go unheard
+                log.exception("the control channel failed; subscribing again")
                 await asyncio.sleep(1)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
