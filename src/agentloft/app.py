@@ -19,6 +19,7 @@ from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
 from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters, RedisCounters
 from agentloft.chat.buffers import MemoryStreamBuffers, RedisStreamBuffers, StreamBuffers
+from agentloft.chat.checkpoint import CheckpointWriter
 from agentloft.chat.leases import Leases, MemoryLeases, RedisLeases
 from agentloft.chat.runs import RunRegistry
 from agentloft.core import migrate
@@ -89,13 +90,15 @@ def build_runtime(settings: Settings) -> Runtime:
     """The runtime with every shared service built, before any start-up hook runs."""
     redis = connect(settings.redis_url, settings.redis_prefix) if settings.redis_url else None
     buffers, leases, counters = _shared_parts(settings, redis)
+    db = Database(settings.resolved_database_url)
     rt = Runtime(
         settings=settings,
-        db=Database(settings.resolved_database_url),
+        db=db,
         box=SecretBox(settings.ensure_secret_key()),
         registry=ToolRegistry(),
         buffers=buffers,
         runs=RunRegistry(leases),
+        checkpoints=CheckpointWriter(db),
         throttle=LoginThrottle.from_settings(settings, counters),
         models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
         redis=redis,

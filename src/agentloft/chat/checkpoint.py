@@ -1,84 +1,75 @@
-"""Checkpoints of a reply while it streams: its text and parts so far, saved on the assistant message.
+"""Checkpoints of replies while they stream: their text and parts so far, saved on the assistant messages.
 
 Why: a reply is otherwise saved only when its run ends, and a worker that dies (a crash, ``kill -9``, a
-lost machine) would take all of it along. With checkpoints it loses at most the last ``SECONDS`` or
-``CHUNKS`` chunks of it; the worker that notices the death marks the message interrupted and keeps the
-rest (``chat.lifecycle``).
+lost machine) would take all of it along. With checkpoints it loses at most about the last ``SECONDS``
+of it; the worker that notices the death marks the message interrupted and keeps the rest
+(``chat.lifecycle``).
 
-Cost: one small UPDATE per running reply per second at most, written in the background (a slow database
-never holds the stream back) and one at a time per reply (a checkpoint still being written is not
-queued behind; the next one simply comes later).
+How: one writer per process. A run marks its reply as changed after each chunk (a dict assignment); once
+per ``SECONDS`` the writer saves every changed reply of the process in one transaction (one UPDATE
+executed for all of them). A checkpoint per reply per second would be one transaction per reply per
+second: at 400 replies streaming at once that took the connection pool from the turns themselves
+(``bench/scale_out.py``, docs/benchmarks.md). The writer works in the background, so a slow database
+never holds a stream back, and it stops when no reply is streaming.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from typing import Any
 
 from agentloft.chat import service
 from agentloft.chat.parts import PartsCollector
-from agentloft.core.runtime import Runtime
+from agentloft.core.db import Database
 
 log = logging.getLogger(__name__)
 
 SECONDS = 1.0
-CHUNKS = 256
 
 
-class Checkpoints:
-    """Feed ``tick`` after each chunk of one run; ``settle`` before the run saves its final state."""
+class CheckpointWriter:
+    """``touch`` after each chunk of a reply; ``settle`` before the run saves the reply's final state."""
 
-    def __init__(self, rt: Runtime, message_id: str, collector: PartsCollector) -> None:
-        self.rt = rt
-        self.message_id = message_id
-        self.collector = collector
-        self._unsaved = 0
-        self._last = time.monotonic()
-        self._writing: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+    def __init__(self, db: Database, period_s: float = SECONDS) -> None:
+        self.db = db
+        self.period_s = period_s
+        self._changed: dict[str, PartsCollector] = {}  # message id -> what its run has shown so far
+        self._loop: asyncio.Task[None] | None = None
+        self._writing: set[str] = set()
+        self._written = asyncio.Event()
 
-    def tick(self) -> None:
-        """One more chunk: checkpoint now if the last one is old enough, else make sure one comes soon."""
-        self._unsaved += 1
-        due = self._last + SECONDS - time.monotonic()
-        if (self._unsaved >= CHUNKS or due <= 0) and self._idle():
-            self._save()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(max(due, 0.05), self._on_timer)
+    def touch(self, message_id: str, collector: PartsCollector) -> None:
+        self._changed[message_id] = collector
+        if self._loop is None or self._loop.done():
+            self._loop = asyncio.create_task(self._run())
 
-    def _idle(self) -> bool:
-        return self._writing is None or self._writing.done()
+    async def settle(self, message_id: str) -> None:
+        """No more checkpoints of this reply; wait for one being written (so it never lands after the
+        final save, which the UPDATE's ``status = 'streaming'`` condition would also refuse)."""
+        self._changed.pop(message_id, None)
+        while message_id in self._writing:
+            await asyncio.shield(self._written.wait())
 
-    def _on_timer(self) -> None:
-        self._timer = None
-        if not self._unsaved:
+    async def _run(self) -> None:
+        while self._changed:
+            await asyncio.sleep(self.period_s)
+            await self._write()
+
+    async def _write(self) -> None:
+        batch, self._changed = self._changed, {}
+        rows: list[dict[str, Any]] = [
+            {"message_id": message_id, "content": collector.text, "parts": [dict(p) for p in collector.parts]}
+            for message_id, collector in batch.items()
+        ]
+        if not rows:
             return
-        if self._idle():
-            self._save()
-        else:
-            self._timer = asyncio.get_running_loop().call_later(SECONDS / 4, self._on_timer)
-
-    def _save(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._unsaved = 0
-        self._last = time.monotonic()
-        parts = [dict(p) for p in self.collector.parts]
-        self._writing = asyncio.create_task(self._write(self.collector.text, parts))
-
-    async def _write(self, content: str, parts: list[dict[str, object]]) -> None:
+        self._writing, self._written = set(batch), asyncio.Event()
         try:
-            async with self.rt.db.session() as db:
-                await service.checkpoint_reply(db=db, message_id=self.message_id, content=content, parts=parts)
-        except Exception as exc:  # the final save still comes; a missed checkpoint only risks more loss
-            log.warning("checkpoint of reply %s failed: %s", self.message_id, exc)
-
-    async def settle(self) -> None:
-        """No more checkpoints; wait for one being written (so it never lands after the final save)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._writing is not None:
-            await asyncio.shield(self._writing)
+            async with self.db.session() as db:
+                await service.checkpoint_replies(db=db, rows=rows)
+        except Exception as exc:  # the final saves still come; a missed checkpoint only risks more loss
+            log.warning("checkpoint of %d streaming replies failed: %s", len(rows), exc)
+        finally:
+            self._writing = set()
+            self._written.set()

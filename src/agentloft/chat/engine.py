@@ -61,7 +61,6 @@ from pydantic_ai.usage import UsageLimits
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service
-from agentloft.chat.checkpoint import Checkpoints
 from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
@@ -400,7 +399,7 @@ async def _agent_events(rt: Runtime, turn: PreparedTurn, outcome: _Outcome) -> A
 
 
 async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
-                      collector: PartsCollector, outcome: _Outcome, checkpoints: Checkpoints) -> None:
+                      collector: PartsCollector, outcome: _Outcome) -> None:
     buffers = rt.buffers
     key = turn.buffer_key
     first_text = True
@@ -413,7 +412,7 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
                 outcome.closing.append(frame)
                 continue
             await buffers.append(key, frame)
-            checkpoints.tick()
+            rt.checkpoints.touch(turn.message_id, collector)
             if first_text and isinstance(chunk, TextDeltaChunk):
                 # Let the readers send the first text before this run reads on: a fast model has
                 # the rest of its reply queued already, and decoding it would delay the first words.
@@ -450,12 +449,11 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     stream = EngineEventStream(None, sdk_version=6, server_message_id=turn.message_id, max_steps=turn.max_steps)
     collector = PartsCollector(turn.parts)
     outcome = _Outcome()
-    checkpoints = Checkpoints(rt, turn.message_id, collector)
     runs = rt.runs
     runs.enter(turn.session_id)
     cancelled: BaseException | None = None
     try:
-        await _stream_run(rt, turn, stream, collector, outcome, checkpoints)
+        await _stream_run(rt, turn, stream, collector, outcome)
     except asyncio.CancelledError as exc:
         cancelled = exc
         outcome.stopped = current_stop_reason(rt, turn.session_id)
@@ -468,7 +466,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     finally:
         runs.leave(turn.session_id)
     try:
-        await checkpoints.settle()
+        await rt.checkpoints.settle(turn.message_id)
         result = await _finish(rt, turn, stream, collector, outcome)
     finally:
         await runs.release(session_lease(turn.session_id))  # saved: nobody has to finish it now

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 import orjson
-from sqlalchemy import ColumnElement, Select, case, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, case, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
@@ -499,14 +499,18 @@ async def interrupt_runs(*, db: AsyncSession, session_ids: list[str], note: str)
     return finished
 
 
-async def checkpoint_reply(*, db: AsyncSession, message_id: str, content: str, parts: list[dict[str, Any]]) -> None:
-    """Save a reply's text so far while it streams, so a worker that dies loses only the last moments
-    of it. Only while it is still streaming: a late checkpoint never overwrites the finished reply."""
-    await db.execute(
-        update(AgentMessage)
-        .where(AgentMessage.id == message_id, AgentMessage.status == STREAMING)
-        .values(content=content, parts=parts, updated_at=utcnow())
+async def checkpoint_replies(*, db: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Save replies' text so far while they stream (rows of ``message_id``, ``content``, ``parts``), so a
+    worker that dies loses only the last moments of them. One statement executed for every row; only
+    while a reply is still streaming, so a late checkpoint never overwrites a finished reply."""
+    messages = table_of(AgentMessage)
+    stmt = (
+        update(messages)
+        .where(messages.c.id == bindparam("message_id"), messages.c.status == STREAMING)
+        .values(content=bindparam("content"), parts=bindparam("parts"), updated_at=bindparam("now"))
     )
+    now = utcnow()
+    await db.execute(stmt, [{**row, "now": now} for row in rows])
 
 
 async def agent_names(*, db: AsyncSession, agent_ids: list[int | None]) -> dict[int, tuple[str, str]]:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentloft.a2a.server import A2AServers
     from agentloft.auth.throttle import LoginThrottle
     from agentloft.chat.buffers import StreamBuffers
+    from agentloft.chat.checkpoint import CheckpointWriter
     from agentloft.chat.runs import RunRegistry
     from agentloft.llm.clients import ModelClients
     from agentloft.tools.mcp.connections import McpConnections
@@ -42,6 +43,8 @@ class Runtime:
     runs: RunRegistry
     """The turns this process runs and which worker owns each run, for stop, shutdown and the runs of
     workers that died (``chat.runs``)."""
+    checkpoints: CheckpointWriter
+    """Saves the text of streaming replies once a second, so a worker that dies loses little (``chat.checkpoint``)."""
     throttle: LoginThrottle
     models: ModelClients
     """Model clients and built pydantic-ai models, shared by every turn (``llm.clients``)."""
