@@ -20,13 +20,17 @@ import logging
 import os
 import secrets
 import socket
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from agentloft.core.redis import UNREACHABLE, SharedRedis
+from redis import Redis as SyncRedis
+from redis.exceptions import RedisError
+
+from agentloft.core.redis import CONNECT_TIMEOUT_S, UNREACHABLE, SharedRedis
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +182,10 @@ class RedisLeases(Leases):
         self._loops: list[asyncio.Task[None]] = []
         self._handling: set[asyncio.Task[None]] = set()
         self._handler: Handler | None = None
+        self._heartbeat: _Heartbeat | None = None
         client = redis.client
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
-        self._renew = client.register_script(_RENEW)
         self._last_warning = 0.0
 
     def _lease(self, name: str) -> str:
@@ -194,7 +198,7 @@ class RedisLeases(Leases):
     def _channel(self, worker: str) -> str:
         return self.redis.key("ctl", worker)
 
-    def _warn(self, what: str, exc: BaseException) -> None:
+    def warn_unreachable(self, what: str, exc: BaseException) -> None:
         now = time.monotonic()
         if now - self._last_warning > 30:
             self._last_warning = now
@@ -202,15 +206,24 @@ class RedisLeases(Leases):
 
     async def start(self, handler: Handler) -> None:
         self._handler = handler
-        self._loops = [asyncio.create_task(self._heartbeats()), asyncio.create_task(self._listen())]
+        self._heartbeat = _Heartbeat(self)
+        self._heartbeat.start()
+        self._loops = [asyncio.create_task(self._listen())]
 
     async def aclose(self) -> None:
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, *self._handling, return_exceptions=True)
         self._loops = []
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            await asyncio.to_thread(self._heartbeat.join, 10)
         with contextlib.suppress(*UNREACHABLE):
             await self.redis.client.delete(self.redis.key("worker", self.worker_id))
+
+    def held(self) -> list[str]:
+        """The leases to renew (read by the heartbeat's thread: a copy made in one step)."""
+        return list(self._held.copy())
 
     # --- leases --------------------------------------------------------------------------------------
 
@@ -229,7 +242,7 @@ class RedisLeases(Leases):
         try:
             await self._release(keys=[self._lease(name), self._runs], args=[self.worker_id, name])
         except UNREACHABLE as exc:  # the lease runs out by itself; a sweeper finds the run already ended
-            self._warn("releasing a run", exc)
+            self.warn_unreachable("releasing a run", exc)
 
     async def owner(self, name: str) -> str | None:
         holder = await self.redis.client.get(self._lease(name))
@@ -252,26 +265,6 @@ class RedisLeases(Leases):
     async def forget(self, name: str) -> None:
         await self.redis.client.hdel(self._runs, name)
 
-    async def _heartbeats(self) -> None:
-        """Say this worker is alive and renew its leases, every third of the TTL."""
-        info = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()})
-        while True:
-            try:
-                pipe = self.redis.client.pipeline(transaction=False)
-                pipe.set(self.redis.key("worker", self.worker_id), info, px=self._ttl_ms)
-                held = list(self._held)
-                for name in held:
-                    await self._renew(keys=[self._lease(name)], args=[self.worker_id, self._ttl_ms], client=pipe)
-                results = await pipe.execute()
-                for name, renewed in zip(held, results[1:], strict=True):
-                    if not renewed and name in self._held:
-                        log.warning("run %s is owned by another worker now; this worker lost it", name)
-            except UNREACHABLE as exc:
-                self._warn("worker heartbeat", exc)
-            except Exception:  # never let the heartbeat die: the worker's runs would be taken from it
-                log.exception("worker heartbeat failed")
-            await asyncio.sleep(self.ttl_s / 3)
-
     # --- control -------------------------------------------------------------------------------------
 
     async def _listen(self) -> None:
@@ -285,7 +278,7 @@ class RedisLeases(Leases):
                         if message is not None and message.get("type") == "message":
                             self._spawn(self._answer(str(message["data"])))
             except UNREACHABLE as exc:
-                self._warn("control channel", exc)
+                self.warn_unreachable("control channel", exc)
                 await asyncio.sleep(1)
             except Exception:  # never stop answering: stops sent to this worker would go unheard
                 log.exception("the control channel failed; subscribing again")
@@ -318,3 +311,48 @@ class RedisLeases(Leases):
                 if got is not None and got.get("type") == "message":
                     return dict(json.loads(got["data"]))
         raise NoReply(f"worker {worker} did not answer '{op}' within {limit_s:g} s")
+
+
+class _Heartbeat(threading.Thread):
+    """Says the worker is alive and renews its leases every third of the TTL, from a thread of its own
+    with a client of its own: a worker whose event loop is saturated (hundreds of streams at once; it once
+    renewed seconds late and lost live runs to a sweeper) still renews on time, and a worker that dies
+    takes the thread along, so its leases run out as they should."""
+
+    def __init__(self, leases: RedisLeases) -> None:
+        super().__init__(name="agentloft-leases", daemon=True)
+        self.leases = leases
+        self.client = SyncRedis.from_url(leases.redis.url, decode_responses=True,
+                                         socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=leases.ttl_s / 3)
+        self.renew = self.client.register_script(_RENEW)
+        self.info = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()})
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.is_set():
+                self.beat()
+                self.stopped.wait(self.leases.ttl_s / 3)
+        finally:
+            self.client.close()
+
+    def beat(self) -> None:
+        leases = self.leases
+        ttl_ms = int(leases.ttl_s * 1000)
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(leases.redis.key("worker", leases.worker_id), self.info, px=ttl_ms)
+            held = leases.held()
+            for name in held:
+                self.renew(keys=[leases.redis.key("lease", name)], args=[leases.worker_id, ttl_ms], client=pipe)
+            results = pipe.execute()
+            for name, renewed in zip(held, results[1:], strict=True):
+                if not renewed:
+                    log.warning("run %s is owned by another worker now; this worker lost it", name)
+        except (RedisError, OSError) as exc:
+            leases.warn_unreachable("worker heartbeat", exc)
+        except Exception:  # never let the heartbeat die: the worker's runs would be taken from it
+            log.exception("worker heartbeat failed")

@@ -27,7 +27,7 @@ UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
 # A blocking read waits at most this long per call; the socket timeout must be longer.
 BLOCK_MS = 5_000
 _SOCKET_TIMEOUT_S = 15.0
-_CONNECT_TIMEOUT_S = 3.0
+CONNECT_TIMEOUT_S = 3.0
 
 
 @dataclass(eq=False)
@@ -36,6 +36,8 @@ class SharedRedis:
 
     client: Redis
     prefix: str
+    url: str
+    """For a synchronous client of a thread's own (the run leases' heartbeat)."""
 
     def key(self, *parts: str) -> str:
         """``<prefix>:<part>:<part>…``, the one way key and channel names are made."""
@@ -50,10 +52,10 @@ def connect(url: str, prefix: str) -> SharedRedis:
     client = Redis.from_url(
         url,
         decode_responses=True,
-        socket_connect_timeout=_CONNECT_TIMEOUT_S,
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
         socket_timeout=_SOCKET_TIMEOUT_S,
         health_check_interval=30,
         client_name="agentloft",
         max_connections=10_000,  # one per reader blocked in XREAD; redis-py refuses beyond the cap
     )
-    return SharedRedis(client=client, prefix=prefix)
+    return SharedRedis(client=client, prefix=prefix, url=url)
