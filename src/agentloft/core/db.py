@@ -116,14 +116,22 @@ def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+# How long a request waits for a pooled connection before it fails. SQLAlchemy's 30 s failed chats when
+# hundreds started at once on a busy worker (bench/scale_out.py, docs/benchmarks.md): each holds a
+# connection only for a short transaction, but on a saturated event loop the queue for one grows long.
+POOL_TIMEOUT_S = 120.0
+
+
 def make_engine(url: str) -> AsyncEngine:
     database = make_url(url).database
     file_backed = url.startswith("sqlite") and bool(database) and database != ":memory:"
     if file_backed:
         # aiosqlite underneath, minus the thread hops that buy nothing and the writers' busy waits
         engine = create_async_engine(url, async_creator=loop_connection_factory(str(database)))
+    elif url.startswith("sqlite"):
+        engine = create_async_engine(url)
     else:
-        engine = create_async_engine(url, pool_pre_ping=not url.startswith("sqlite"))
+        engine = create_async_engine(url, pool_pre_ping=True, pool_timeout=POOL_TIMEOUT_S)
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     if file_backed:
