@@ -250,15 +250,19 @@ async def part_a(args: argparse.Namespace, fake_url: str, tmp: str) -> None:
             await set_up(clients[name], fake_url)
             await concurrent(clients[name], 10)  # warm up
         walls: dict[str, list[float]] = {name: [] for name in servers}
+        cpus: dict[str, list[float]] = {name: [] for name in servers}
         for _ in range(args.rounds):
             for name, client in clients.items():
-                result = await concurrent(client, args.concurrent)
+                result = await concurrent(client, args.concurrent, pid=servers[name][1].pid)
                 walls[name].append(result.wall)
-        base = statistics.median(walls["memory"])
+                cpus[name].append(result.cpu)
+        base, base_cpu = statistics.median(walls["memory"]), statistics.median(cpus["memory"])
         for name, values in walls.items():
             ratios = ", ".join(f"{w / m:.2f}x" for w, m in zip(values, walls["memory"], strict=True))
+            cpu = statistics.median(cpus[name])
             print(f"  {name:24s} wall median {statistics.median(values):6.2f} s  "
-                  f"ratio {statistics.median(values) / base:.2f}x  (rounds: {ratios})", flush=True)
+                  f"ratio {statistics.median(values) / base:.2f}x  (rounds: {ratios}); server CPU "
+                  f"{cpu / args.concurrent * 1000:5.1f} ms/chat ({cpu / base_cpu:.2f}x)", flush=True)
     finally:
         for _, proc in servers.values():
             proc.terminate()
