@@ -51,6 +51,14 @@ class CheckpointWriter:
         while message_id in self._writing:
             await asyncio.shield(self._written.wait())
 
+    async def aclose(self) -> None:
+        """At shutdown, after every run has saved: end the background loop (nothing is left to write)."""
+        self._changed.clear()
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+            self._loop = None
+
     async def _run(self) -> None:
         while self._changed:
             await asyncio.sleep(self.period_s)

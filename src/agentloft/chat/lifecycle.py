@@ -68,6 +68,7 @@ async def startup(rt: Runtime) -> None:
 
 async def shutdown(rt: Runtime) -> None:
     await rt.runs.shutdown()
+    await rt.checkpoints.aclose()
     await rt.models.aclose()
 
 
