@@ -70,6 +70,7 @@ from a2a.utils.errors import TaskNotFoundError
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, ParseDict
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from agentloft import __version__
@@ -125,6 +126,7 @@ def _owner(context: ServerCallContext) -> int | None:
 
 _TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_FAILED,
                        TaskState.TASK_STATE_REJECTED})
+_CANCEL_TRIES = 20  # a cancel retried this often against a running task's saves before it gives up
 _ENDING = _TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 
 
@@ -169,14 +171,18 @@ class RowTaskStore(VersionedTaskStore):
                 raise ConcurrentTaskModificationError(task.id)
             cancel = task.status.state == TaskState.TASK_STATE_CANCELED
             self._check(task.id, row, prev_version, cancel)
-            stmt = (
-                update(A2ATaskSession)
-                .where(A2ATaskSession.id == task.id, A2ATaskSession.task_version == row.task_version)
-                .values(task_data=data, state=_state_name(task.status.state), task_version=row.task_version + 1)
-            )
-            if await rows_matched(db, stmt) != 1:
-                raise ConcurrentTaskModificationError(task.id)
-            version, session_id = row.task_version + 1, row.session_id
+            session_id = row.session_id
+            if cancel:
+                version = await self._write_cancel(db, row, data)
+            else:
+                stmt = (
+                    update(A2ATaskSession)
+                    .where(A2ATaskSession.id == task.id, A2ATaskSession.task_version == row.task_version)
+                    .values(task_data=data, state=_state_name(task.status.state), task_version=row.task_version + 1)
+                )
+                if await rows_matched(db, stmt) != 1:
+                    raise ConcurrentTaskModificationError(task.id)
+                version = row.task_version + 1
         if cancel and session_id:
             await self._stop_elsewhere(task.id, session_id)
         return TaskVersion(version)
@@ -189,6 +195,24 @@ class RowTaskStore(VersionedTaskStore):
                 raise ConcurrentTaskModificationError(task_id)
         elif TaskVersion(row.task_version) != prev_version:
             raise ConcurrentTaskModificationError(task_id)
+
+    @classmethod
+    async def _write_cancel(cls, db: AsyncSession, row: A2ATaskSession, data: dict[str, Any]) -> int:
+        """A cancel wins over the saves of a task still going: when the running worker saved in between
+        (its next artifact chunk), look again and retry, instead of failing the compare as any other save
+        would; the SDK would answer "cannot be canceled" for a task that is running. Refused only when
+        the task ended meanwhile (the SDK reloads it and says so)."""
+        for _ in range(_CANCEL_TRIES):
+            stmt = (
+                update(A2ATaskSession)
+                .where(A2ATaskSession.id == row.id, A2ATaskSession.task_version == row.task_version)
+                .values(task_data=data, state="canceled", task_version=row.task_version + 1)
+            )
+            if await rows_matched(db, stmt) == 1:
+                return row.task_version + 1
+            await db.refresh(row)
+            cls._check(row.id, row, TaskVersion(row.task_version), cancel=True)
+        raise ConcurrentTaskModificationError(row.id)
 
     async def _stop_elsewhere(self, task_id: str, session_id: str) -> None:
         """A cancel recorded here for a task another worker runs: have that worker stop the run now."""
