@@ -1,7 +1,7 @@
 """scale-out: worker_processes, a2a_task_sessions.task_version
 
 Revision ID: 0009_scale_out
-Revises: 0010_mcp_remote
+Revises: 0007_cjk_search
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from alembic import op
 import agentloft.core.db
 
 revision = "0009_scale_out"
-down_revision = "0010_mcp_remote"
+down_revision = "0007_cjk_search"
 branch_labels = None
 depends_on = None
 
