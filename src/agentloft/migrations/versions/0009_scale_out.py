@@ -1,7 +1,7 @@
 """scale-out: worker_processes, a2a_task_sessions.task_version
 
 Revision ID: 0009_scale_out
-Revises: 0007_cjk_search
+Revises: 0008_chat_ui
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from alembic import op
 import agentloft.core.db
 
 revision = "0009_scale_out"
-down_revision = "0007_cjk_search"
+down_revision = "0008_chat_ui"
 branch_labels = None
 depends_on = None
 
