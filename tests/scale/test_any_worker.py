@@ -15,7 +15,7 @@ from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest, Sub
 
 from tests.a2a import a2a_client as ac
 from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, callee_step, caller_step
-from tests.chat.helpers import attach, make_agent, make_tool, parse_sse, register_test_tools, text_of, types_of
+from tests.chat.helpers import attach, chat, make_agent, make_tool, parse_sse, register_test_tools, text_of, types_of
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, call, text
 from tests.scale.conftest import on
 from tests.support import ApiClient, LiveApp, start_app
@@ -82,6 +82,25 @@ def test_a_chat_on_one_worker_is_followed_and_stopped_through_the_other(
     assert status == "stopped" and LONG.startswith(content) and content.startswith("w0 w1 w2")
     assert text_of(followed) == content
     assert user_b.ok("GET", f"/api/agent-sessions/{session_id}")["active"] is False
+
+
+def test_a_regenerated_reply_is_stopped_through_the_other_worker(
+    app: LiveApp, twin: LiveApp, user: ApiClient, helper: dict[str, Any], fake_model: FakeModel
+) -> None:
+    """Regenerate (and edit-and-resend) start runs too; leased like the others, the other worker can stop
+    them, and no worker's sweep takes them for the runs of a dead one."""
+    fake_model.push(text("short"), Step(text=LONG, delay=0.05))
+    session_id = chat(user, "helper", "hello").session_id
+    with user.stream("POST", f"/api/agent-sessions/{session_id}/regenerate", json={}) as resp:
+        assert resp.status_code == 200
+        lines = resp.iter_lines()
+        _read_until_text(lines, 3)
+        assert on(twin, user).ok("POST", f"/api/agent-sessions/{session_id}/stop") == {"stopped": True}
+        rest = "\n".join(lines)
+    assert '"type":"abort"' in rest.replace(" ", ""), "the run on the first worker was stopped"
+    status, content = app.sql("SELECT status, content FROM agent_messages WHERE session_id = ? AND "
+                              "role = 'assistant'", (session_id,))[0]
+    assert status == "stopped" and LONG.startswith(content) and len(content) < len(LONG)
 
 
 def test_an_approval_answered_on_the_other_worker_resumes_the_run_there(

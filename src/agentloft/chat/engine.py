@@ -250,14 +250,21 @@ async def prepare_rewind(
     inputs: TurnInputs,
 ) -> PreparedTurn:
     """Cut the session back to one user message (edited to ``new_text`` when given) and prepare its turn
-    again on the history as it was then (``service.rewind_turn``)."""
-    async with rt.db.session() as db:
-        cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
-                                        text=new_text, model_id=inputs.model_row.id)
-    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
-                     agent_id=agent.id if agent else None)
-    return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
-                            message_id=cut.reply_id, history=cut.history, prompt=cut.prompt)
+    again on the history as it was then (``service.rewind_turn``). Leased like every run, so any worker
+    can stop it and no other worker's sweep takes it for the run of a dead worker."""
+    lease = session_lease(session_id)
+    await rt.runs.claim(lease)
+    try:
+        async with rt.db.session() as db:
+            cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
+                                            text=new_text, model_id=inputs.model_row.id)
+        scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
+                         agent_id=agent.id if agent else None)
+        return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
+                                message_id=cut.reply_id, history=cut.history, prompt=cut.prompt)
+    except BaseException:
+        await rt.runs.release(lease)
+        raise
 
 
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
