@@ -19,19 +19,27 @@ from tests.support import ApiClient, LiveApp
 SRC = Path(agentloft.__file__).resolve().parent
 
 
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
 def test_unknown_pages_get_the_html_404_and_machine_addresses_keep_json(
     app: LiveApp, anon: ApiClient, user: ApiClient
 ) -> None:
-    page = user.get("/no/such/page")
-    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
-    assert "There is no page at this address." in page.text and "page_not_found" in page.text
-    assert 'id="sign-out"' in page.text  # the top bar knows who is signed in
-    with app.client(headers={"Accept-Language": "zh-CN"}) as zh:
+    for path in ("/no/such/page", "/nope", "/admin/nope"):
+        page = user.get(path, headers=BROWSER)
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html"), path
+        assert "There is no page at this address." in page.text and "page_not_found" in page.text
+        assert 'id="sign-out"' in page.text  # the top bar knows who is signed in
+    with app.client(headers={"Accept-Language": "zh-CN", **BROWSER}) as zh:
         page = zh.get("/chatz")
         assert page.status_code == 404 and "这个地址没有页面。" in page.text and '<html lang="zh-CN"' in page.text
     for path in ("/api/nope", "/api", "/a2a/nope/x", "/docs/nope", "/openapi.json/x", "/static/nope.js"):
-        r = anon.get(path)
+        r = anon.get(path, headers=BROWSER)
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", path
+    for accept in ("application/json", "*/*"):  # a program that mistypes an address reads the JSON error
+        for path in ("/nope", "/admin/nope"):
+            r = user.get(path, headers={"Accept": accept})
+            assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", (path, accept)
     r = anon.post("/nope", json={})
     assert r.status_code in (403, 404, 405) and r.headers["content-type"].startswith("application/json")
     assert anon.get("/docs").status_code == 200 and anon.get("/openapi.json").status_code == 200

@@ -1,6 +1,6 @@
 """Unknown addresses: a person who mistypes a page's address gets the HTML 404 page in their language;
 programs keep the JSON error shape on every address that is theirs (the API, the A2A endpoints, the
-OpenAPI document and its viewer, static files)."""
+OpenAPI document and its viewer, static files), and anywhere else when they do not ask for HTML."""
 
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ MACHINE_PREFIXES = ("/api/", "/a2a/", "/docs", "/redoc", "/openapi.json", "/stat
 
 
 def wants_page(request: Request) -> bool:
-    """A browser's GET for something that is not an API, A2A, documentation or static address."""
+    """A browser's GET for something that is not an API, A2A, documentation or static address. A browser
+    names text/html in ``Accept`` when it loads a page; a program sends ``application/json`` or ``*/*`` (or
+    nothing) and reads the JSON error it would get on any other address."""
     path = request.url.path
-    return request.method in ("GET", "HEAD") and not path.startswith(MACHINE_PREFIXES) and path != "/api"
+    if request.method not in ("GET", "HEAD") or path.startswith(MACHINE_PREFIXES) or path == "/api":
+        return False
+    return "text/html" in request.headers.get("accept", "").lower()
 
 
 async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
