@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt, StringConstraints, model_validator
+from pydantic import Field, StrictBool, StrictInt, StringConstraints, model_validator
 
 from agentloft.core.schemas import ApiModel, BodyId
 
@@ -23,8 +23,8 @@ class AgentCreate(ApiModel):
     model_id: BodyId | None = Field(default=None, description="A model configuration; null uses the default.")
     max_steps: StrictInt = Field(default=10, ge=1, le=100)
     max_output_tokens: StrictInt = Field(default=4096, ge=1, le=1_000_000)
-    enabled: bool = True
-    a2a_callable: bool = Field(default=False, alias="a2aCallable")
+    enabled: StrictBool = True
+    a2a_callable: StrictBool = Field(default=False, alias="a2aCallable")
     kind: Kind = Field(default="local", description="'remote': an agent elsewhere, called over A2A.")
     card_url: CardUrl | None = Field(default=None, description="remote only: the URL of its agent card.")
     remote_token: str | None = Field(
@@ -46,8 +46,8 @@ class AgentUpdate(ApiModel):
     model_id: BodyId | None = None
     max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000)
-    enabled: bool | None = None
-    a2a_callable: bool | None = Field(default=None, alias="a2aCallable")
+    enabled: StrictBool | None = None
+    a2a_callable: StrictBool | None = Field(default=None, alias="a2aCallable")
     kind: Kind | None = None
     card_url: CardUrl | None = None
     remote_token: str | None = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.auth.models import Role
 from agentloft.core.schemas import ApiModel
@@ -40,7 +40,7 @@ class UserCreate(ApiModel):
 
 class UserUpdate(ApiModel):
     role: Role | None = None
-    disabled: bool | None = None
+    disabled: StrictBool | None = None
 
 
 class UserRead(ApiModel):

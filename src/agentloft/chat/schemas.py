@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.core.schemas import ApiModel
 
@@ -26,7 +26,7 @@ class ResendRequest(ApiModel):
 
 class ApprovalAnswer(ApiModel):
     tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    approved: bool
+    approved: StrictBool
     reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] | None = None
 
 

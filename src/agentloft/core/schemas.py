@@ -24,6 +24,8 @@ DbInt = Annotated[int, Interval(ge=-DB_INT_MAX - 1, le=DB_INT_MAX)]
 # Other integers in bodies are ``StrictInt`` with their own bounds: a ``Field(ge=...)`` next to ``DbInt``
 # would be overridden by its wider interval.
 BodyId = Annotated[DbInt, Strict()]
+# Booleans in request bodies are pydantic's ``StrictBool`` for the same reason: a lax parse takes "yes",
+# "on", "1" and 1 as true, "no", "off" and 0 as false (a checkbox's value or a number sent by mistake).
 
 
 class ApiModel(BaseModel):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AnyHttpUrl, Field, StringConstraints, field_validator
+from pydantic import AnyHttpUrl, Field, StrictBool, StringConstraints, field_validator
 
 from agentloft.core.schemas import ApiModel
 from agentloft.llm.models import Provider
@@ -25,8 +25,8 @@ class ModelConfigCreate(ApiModel):
     base_url: str | None = Field(default=None, description="Endpoint; empty uses the provider's default.")
     model: ModelName
     api_key: str | None = Field(default=None, description="Stored encrypted; never returned.")
-    enabled: bool = True
-    is_default: bool = False
+    enabled: StrictBool = True
+    is_default: StrictBool = False
 
     _check_url = field_validator("base_url")(_url)
 
@@ -37,8 +37,8 @@ class ModelConfigUpdate(ApiModel):
     base_url: str | None = None
     model: ModelName | None = None
     api_key: str | None = Field(default=None, description="A new key; an empty string removes the key.")
-    enabled: bool | None = None
-    is_default: bool | None = None
+    enabled: StrictBool | None = None
+    is_default: StrictBool | None = None
 
     _check_url = field_validator("base_url")(_url)
 

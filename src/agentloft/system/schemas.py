@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.core.schemas import ApiModel
 
@@ -20,6 +20,6 @@ class InstanceSettings(ApiModel):
 
 
 class InstanceSettingsUpdate(ApiModel):
-    signup_open: bool | None = None
-    generate_titles: bool | None = None
+    signup_open: StrictBool | None = None
+    generate_titles: StrictBool | None = None
     allowed_internal_hosts: list[HostOrCidr] | None = None

@@ -49,9 +49,9 @@ class AgentToolCreate(ApiModel):
     description: str = Field(default="", max_length=2000)
     type: TypeSlug
     config: dict[str, Any] = Field(default_factory=dict, description="Validated by the type's Config.")
-    enabled: bool = True
-    needs_approval: bool | None = Field(default=None, description="Omitted: the type's default.")
-    admin_only: bool | None = Field(default=None, description="Omitted: the type's default.")
+    enabled: StrictBool = True
+    needs_approval: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
+    admin_only: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
 
 
 class AgentToolUpdate(ApiModel):
@@ -63,9 +63,9 @@ class AgentToolUpdate(ApiModel):
     description: str | None = Field(default=None, max_length=2000)
     type: TypeSlug | None = None
     config: dict[str, Any] | None = None
-    enabled: bool | None = None
-    needs_approval: bool | None = None
-    admin_only: bool | None = None
+    enabled: StrictBool | None = None
+    needs_approval: StrictBool | None = None
+    admin_only: StrictBool | None = None
 
 
 class AgentToolRead(ApiModel):
@@ -123,7 +123,7 @@ class LlmToolRead(ApiModel):
 
 class AgentToolLinkIn(ApiModel):
     tool_id: str
-    needs_approval: bool | None = Field(default=None, description="null inherits the tool's setting.")
+    needs_approval: StrictBool | None = Field(default=None, description="null inherits the tool's setting.")
     position: StrictInt | None = Field(default=None, ge=0, le=DB_INT_MAX, description="Omitted: the index in the list.")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.core.schemas import ApiModel
 
@@ -39,8 +39,8 @@ class _ServerFields(ApiModel):
         default=None, max_length=8000,
         description="A bearer token (http: sent as 'Authorization: Bearer …'; stdio: in MCP_BEARER_TOKEN).",
     )
-    network: bool | None = Field(default=None, description="stdio only: whether the process may use the network.")
-    enabled: bool | None = None
+    network: StrictBool | None = Field(default=None, description="stdio only: whether the process may use the network.")
+    enabled: StrictBool | None = None
 
 
 class McpServerCreate(_ServerFields):
