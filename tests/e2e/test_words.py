@@ -79,6 +79,15 @@ def test_tool_failures_and_built_in_texts_in_chinese(
     expect(page.locator(".notice-line")).to_have_text(
         "已执行 2 步，达到该智能体单次回复的步数上限，因此停止。发送一条消息即可让它继续。")
 
+    # An API error's words come with what the API says about the field: which one, and its limit.
+    page.get_by_label("消息").fill("x" * 100_001)
+    page.get_by_role("button", name="发送").click()
+    expect(page.locator(".chat-error")).to_have_text(
+        "部分输入无效。（message: String should have at most 100000 characters）")
+    too_long = page.evaluate("""async () => (await import('/static/js/dom.js')).errorText(
+        {code: 'content_too_long', fields: {content: 'at most 5000 characters'}})""")
+    assert too_long == "内容超过最大长度限制。（content: at most 5000 characters）"
+
     page.goto("/admin/agent-tools")
     default = page.locator("#tools-table tr[data-slug='notes']")
     expect(default.locator("strong")).to_have_text("文档和记忆")  # unchanged default text: translated

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 STRINGS: dict[str, dict[str, str]] = {
     "en": {
+        "error.withDetail": "{text} ({detail})",
         "apiError.network": "The server could not be reached. Check your connection and try again.",
         "apiError.internal_error": "Something went wrong on the server. Try again; if it persists, tell an "
         "administrator.",
@@ -126,6 +127,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "toolDefault.agent-invoke.description": "Hands a sub-task to another agent over A2A.",
     },
     "zh-CN": {
+        "error.withDetail": "{text}（{detail}）",
         "apiError.network": "无法连接服务器。请检查网络后重试。",
         "apiError.internal_error": "服务器出错了。请重试；如果一直出错，请告诉管理员。",
         "apiError.not_authenticated": "请先登录。",

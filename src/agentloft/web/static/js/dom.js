@@ -21,12 +21,17 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-/** An error in the reader's language: the words for its API code when there are some, else its message. */
+/** An error in the reader's language: the words for its API code when there are some, else its message.
+ * The words are general ("Some of the input is not valid."); what the API says about each field (which
+ * one, the limit it broke) follows them, so the reader learns what to change. */
 export function errorText(error) {
   if (!error) return '';
   if (error.code) {
     const key = `apiError.${error.code}`;
-    if (t(key) !== key) return t(key);
+    if (t(key) !== key) {
+      const detail = Object.entries(error.fields || {}).map(([path, message]) => `${path}: ${message}`);
+      return detail.length ? t('error.withDetail', { text: t(key), detail: detail.join('; ') }) : t(key);
+    }
   }
   return error.message || String(error);
 }
