@@ -90,8 +90,10 @@ def _error_codes() -> set[str]:
     def subclasses(cls: type[AppError]) -> list[type[AppError]]:
         return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]
 
-    codes = {cls.code for cls in subclasses(AppError)}
-    raised = r"\b(?:AppError|NotFound|Unauthorized|Forbidden|Conflict|Invalid|TooMany)\([^()]*?code=\"([a-z_]+)\""
+    classes = subclasses(AppError)
+    codes = {cls.code for cls in classes}
+    names = "|".join(cls.__name__ for cls in classes)  # every class, so a new one cannot be missed
+    raised = rf"\b(?:{names})\([^()]*?code=\"([a-z_]+)\""
     for path in SRC.rglob("*.py"):
         codes |= set(re.findall(raised, path.read_text(), flags=re.S))
     return codes - {"bad_request", "conflict"}  # generic: the message says what is wrong, shown as it is
