@@ -103,6 +103,9 @@ def test_refused_while_a_reply_runs_or_an_approval_waits_and_for_strangers(
                           (f"/api/agent-sessions/{sid}/messages/{first['id']}/resend", {"message": "x"})):
             r = user.post(url, json=body)
             assert r.status_code == 409 and r.json()["error"]["code"] == "session_busy", r.text
+        # stop only once the model has the slow step: stopped before, the step stays queued for the next
+        # turn, which then answers text instead of asking for approval
+        wait_for(lambda: fake_model.pending() == 0)
         user.ok("POST", f"/api/agent-sessions/{sid}/stop")
     wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id=?", (sid,))[0][0] == "idle")
 
