@@ -172,9 +172,9 @@ def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_o
     return [
         *setpriv_argv(user), *prlimit_argv(limits),
         "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
-        "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox", *mounts,
-        "--proc", "/proc", "--dev", "/dev",
-        "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", SCRATCH, "--chdir", SCRATCH,
+        "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox",
+        "--size", size, "--tmpfs", "/tmp",  # before the binds, so one under the host's /tmp stays visible
+        *mounts, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", SCRATCH, "--chdir", SCRATCH,
         "--clearenv", "--setenv", "PATH", PATH_ENV, "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", "/tmp",
         "--setenv", "LANG", "C.UTF-8", "--", *command,
     ]

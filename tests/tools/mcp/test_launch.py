@@ -4,6 +4,7 @@ why a stdio server cannot start."""
 from __future__ import annotations
 
 import pwd
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,20 @@ def test_named_paths_are_bound_but_never_the_data_dir(tmp_path: Path) -> None:
     paths = bound([params.command, *params.args])
     assert str(script) in paths and "/usr" in paths
     assert not [p for p in paths if p.startswith(str(data))]
+
+
+def test_a_script_under_tmp_runs(tmp_path: Path) -> None:
+    """The sandbox's own /tmp is an empty tmpfs; a server (or the Python running it) that lives under the
+    host's /tmp, as a checkout there does, must still be visible inside. tmp_path is under /tmp."""
+    assert str(tmp_path).startswith("/tmp/")
+    script = tmp_path / "server.py"
+    script.write_text("print('inside')")
+    script.chmod(0o644)
+    data = tmp_path / "data"
+    data.mkdir()
+    params = BwrapLauncher(data_dir=data, user=USER)(StdioSpec(command="/usr/bin/python3", args=(str(script),)))
+    done = subprocess.run([params.command, *params.args], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "inside", done.stderr
 
 
 def test_drops_to_the_sandbox_user_and_clears_the_environment(tmp_path: Path) -> None:

@@ -151,9 +151,11 @@ class BwrapLauncher:
         if not spec.network:
             namespaces.append("--unshare-net")
         env = {"PATH": PATH_ENV, "HOME": "/tmp", "LANG": "C.UTF-8", **spec.environment()}
+        # /tmp's empty tmpfs comes first: mounted after the binds, it hid a Python or a named path that
+        # lives under /tmp (a checkout in /tmp, say) and the server could not start
         return [
-            self.bwrap, "--die-with-parent", "--new-session", *namespaces, *self._mounts(spec),
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
+            self.bwrap, "--die-with-parent", "--new-session", *namespaces, "--tmpfs", "/tmp",
+            *self._mounts(spec), "--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp", "--clearenv",
             *_setenv(env.items()),
             "--", self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--",
             spec.command, *spec.args,
