@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
+from agentloft.core.db import Base, StorableJSON, StorableString, StorableText, TimestampMixin, UTCDateTime, utcnow
 
 # Session status: what the session is doing now (at most one turn at a time).
 IDLE = "idle"
@@ -44,9 +44,11 @@ class AgentSession(TimestampMixin, Base):
         ForeignKey("agents.id", ondelete="SET NULL"), nullable=True, index=True
     )
     kind: Mapped[str] = mapped_column(String(10), nullable=False, default="agent")
-    title: Mapped[str] = mapped_column(String(200), nullable=False, default="")
+    title: Mapped[str] = mapped_column(StorableString(200), nullable=False, default="")
     status: Mapped[str] = mapped_column(String(20), nullable=False, default=IDLE)
-    # pydantic-ai ModelMessagesTypeAdapter JSON: the history the next run continues from.
+    # pydantic-ai ModelMessagesTypeAdapter JSON: the history the next run continues from. Plain text: the
+    # JSON escapes U+0000, so the model gets back exactly what it saw (the columns the user reads are
+    # ``Storable*``: see ``core.db.storable``).
     model_history: Mapped[str | None] = mapped_column(Text, nullable=True)
     # added by 0008_chat_ui: TITLE_AUTO (the first words, a generated title may replace it), TITLE_GENERATED
     # or TITLE_USER (renamed: never replaced)
@@ -65,15 +67,16 @@ class AgentMessage(TimestampMixin, Base):
         ForeignKey("agent_sessions.id", ondelete="CASCADE"), nullable=False
     )
     role: Mapped[str] = mapped_column(String(16), nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    parts: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False, default=list)
+    # ``Storable*``: U+0000 in a reply, a tool's input or output becomes U+FFFD (see ``core.db.storable``)
+    content: Mapped[str] = mapped_column(StorableText, nullable=False, default="")
+    parts: Mapped[list[dict[str, Any]]] = mapped_column(StorableJSON, nullable=False, default=list)
     model_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_configs.id", ondelete="SET NULL"), nullable=True
     )
     input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     output_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(20), nullable=False, default=COMPLETE)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(StorableText, nullable=True)
     sort_order: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     # added by 0005_a2a: where the message came from (seed 003, 3.1.1); indexes are in a2a/models.py
     source: Mapped[str] = mapped_column(String(10), nullable=False, default="user", server_default="user")
@@ -102,8 +105,8 @@ class ChatApproval(Base):
     message_id: Mapped[str] = mapped_column(ForeignKey("agent_messages.id", ondelete="CASCADE"), nullable=False)
     tool_call_id: Mapped[str] = mapped_column(String(200), nullable=False)
     tool_name: Mapped[str] = mapped_column(String(200), nullable=False)
-    input: Mapped[Any] = mapped_column(JSON, nullable=True)
+    input: Mapped[Any] = mapped_column(StorableJSON, nullable=True)
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
-    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reason: Mapped[str | None] = mapped_column(StorableText, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, nullable=False)
     answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

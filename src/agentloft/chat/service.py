@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import orjson
-from sqlalchemy import ColumnElement, Select, bindparam, case, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, case, delete, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
@@ -216,7 +216,8 @@ async def begin_turn(
             update(AgentSession)
             .where(AgentSession.id == session_id, AgentSession.status == IDLE, *_owned_by(user_id, agent_id))
             .values(status=RUNNING, updated_at=now,
-                    title=case((AgentSession.title == "", title_from(user_text)), else_=AgentSession.title))
+                    title=case((AgentSession.title == "", literal(title_from(user_text), AgentSession.title.type)),
+                               else_=AgentSession.title))  # the column's type: it makes the text storable
             .returning(AgentSession.model_history, last.scalar_subquery())
         )
         claimed = (await db.execute(claim)).first()

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sqlalchemy import CursorResult, DateTime, Executable, MetaData, Select, Table, event, make_url
+from sqlalchemy import JSON, CursorResult, DateTime, Executable, MetaData, Select, String, Table, Text, event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -90,6 +90,53 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# PostgreSQL's text cannot hold U+0000 (asyncpg refuses the value, the write fails) and its JSON keeps a
+# ``\u0000`` escape it cannot turn back into text. Models and tools do send it (a reply, a tool's output
+# of a binary page), so text bound for these columns has it replaced with U+FFFD, the character that
+# stands for one that cannot be shown. On SQLite too, so a message reads back the same on both databases.
+NUL = "\x00"
+NUL_STANDIN = "\ufffd"
+
+
+def storable(value: Any) -> Any:
+    """``value`` with U+0000 replaced by U+FFFD in every string, dict keys included, at any depth."""
+    if isinstance(value, str):
+        return value.replace(NUL, NUL_STANDIN) if NUL in value else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in cast("dict[Any, Any]", value).items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in cast("list[Any]", value)]
+    return value
+
+
+class StorableString(TypeDecorator[str]):
+    """``String`` (a length, as ``StorableString(200)``) whose values are made ``storable``."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Any) -> str | None:
+        return None if value is None else storable(value)
+
+
+class StorableText(StorableString):
+    """``Text`` whose values are made ``storable``."""
+
+    impl = Text
+    cache_ok = True
+
+
+class StorableJSON(TypeDecorator[Any]):
+    """``JSON`` whose strings are made ``storable`` before it is encoded."""
+
+    impl = JSON
+    cache_ok = True
+    should_evaluate_none = True  # as ``JSON()``: Python None is stored as JSON null
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        return storable(value)
 
 
 class TimestampMixin:

@@ -1,0 +1,100 @@
+"""U+0000 from a model, a tool or a user is saved as U+FFFD (``core.db.storable``): PostgreSQL's text cannot
+hold it, and a reply must read back the same on SQLite as on PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.chat.helpers import attach, chat, make_tool, post_stream, session_status
+from tests.chat.test_titles_and_search import title_step
+from tests.fakes.openai_server import FakeModel, Step, ToolCall, text
+from tests.support import ApiClient, LiveApp
+
+NUL, STANDIN = "\x00", "\ufffd"
+
+
+def _wire(admin: ApiClient, agent: dict[str, Any], slug: str, type_: str, **link: Any) -> None:
+    tool = make_tool(admin, slug, type_)
+    attach(admin, agent["id"], {"toolId": tool["id"], "position": 0, **link})
+
+
+def test_a_reply_and_tool_call_holding_nul_are_saved(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    _wire(admin, agent, "echo", "test-echo")
+    fake_model.push(Step(text=f"Before{NUL}.", tool_calls=[ToolCall("echo", {"text": f"x{NUL}y"}, id="n1")]),
+                    text(f"After{NUL}end."))
+    res = chat(user, "helper", f"say{NUL}it")
+    assert "error" not in res.types and res.types[-1] == "[DONE]", res.body
+    assert res.text == f"Before{NUL}.After{NUL}end."  # the live stream carries what the model sent
+
+    detail = user.ok("GET", f"/api/agent-sessions/{res.session_id}")
+    assert detail["title"] == f"say{STANDIN}it"
+    question, reply = detail["messages"]
+    assert question["content"] == f"say{STANDIN}it" and question["parts"][0]["text"] == f"say{STANDIN}it"
+    assert reply["status"] == "complete" and reply["error"] is None
+    assert reply["content"] == f"Before{STANDIN}.\n\nAfter{STANDIN}end."
+    tool = next(p for p in reply["parts"] if p.get("toolCallId") == "n1")
+    assert tool["input"] == {"text": f"x{STANDIN}y"}
+    assert tool["output"]["data"]["echo"] == f"x{STANDIN}y"
+    assert session_status(app, res.session_id) == "idle"
+    # the model history keeps what the model saw: the next turn sends it back unchanged
+    fake_model.push(text("ok"))
+    assert chat(user, "helper", "again", session_id=res.session_id).text == "ok"
+    said = [m for m in fake_model.requests[-1]["messages"] if m["role"] == "tool"]
+    assert '"echo":"x\\u0000y"' in said[0]["content"]  # the tool's JSON output, as the model first got it
+
+
+def test_an_approval_holding_nul_is_saved_and_answered(
+    user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel, test_tools: None,
+) -> None:
+    _wire(admin, agent, "guard", "test-guarded", needsApproval=True)
+    fake_model.push(Step(tool_calls=[ToolCall("guard", {"action": f"wipe{NUL}", f"note{NUL}": NUL}, id="g1")]))
+    res = chat(user, "helper", "please act")
+    assert res.of("tool-approval-request") and "error" not in res.types, res.body
+    pending = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["pendingApprovals"]
+    assert pending[0]["input"] == {"action": f"wipe{STANDIN}", f"note{STANDIN}": STANDIN}
+    fake_model.push(text("fine"))
+    resumed = post_stream(user, f"/api/agent-sessions/{res.session_id}/approvals",
+                          {"toolCallId": "g1", "approved": False, "reason": f"no{NUL}pe"})
+    assert resumed.text == "fine" and "error" not in resumed.types, resumed.body
+    reply = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]
+    part = next(p for p in reply["parts"] if p.get("toolCallId") == "g1")
+    assert part["approval"]["reason"] == f"no{STANDIN}pe"
+
+
+def test_a_checkpoint_holding_nul_is_saved(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    words = [f"w{i}{NUL}" for i in range(40)]
+    fake_model.push(Step(text=" ".join(words), delay=0.1))
+    query = "SELECT status, content FROM agent_messages WHERE session_id = ? AND role = 'assistant'"
+    with user.stream("POST", "/api/agents/helper/chat", json={"message": "tell me"}) as resp:
+        session_id = resp.headers["x-session-id"]
+        lines = resp.iter_lines()
+        seen = 0
+        for line in lines:
+            seen += '"text-delta"' in line
+            if seen >= 15:
+                break
+        deadline = time.monotonic() + 5
+        status, content = app.sql(query, (session_id,))[0]
+        while not content and time.monotonic() < deadline:
+            time.sleep(0.05)
+            status, content = app.sql(query, (session_id,))[0]
+        assert status == "streaming" and content.startswith(f"w0{STANDIN} w1{STANDIN} "), content
+        for _ in lines:
+            pass
+    assert app.sql(query, (session_id,))[0] == ("complete", " ".join(words).replace(NUL, STANDIN))
+
+
+def test_a_generated_title_holding_nul_is_saved(
+    admin: ApiClient, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    admin.ok("PUT", "/api/admin/settings", json={"generateTitles": True})
+    fake_model.push(text("Sure."), title_step(f"Nul{NUL}title"))
+    sid = chat(user, "helper", "hello").session_id
+    named = user.ok("POST", f"/api/agent-sessions/{sid}/title")
+    assert (named["title"], named["titleSource"]) == (f"Nul{STANDIN}title", "generated")
