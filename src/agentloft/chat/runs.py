@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,9 @@ from agentloft.core.redis import UNREACHABLE
 from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+# How many sessions' owners a process remembers (``RunRegistry.note_owner``): about 1 MB.
+OWNERS_KEPT = 10_000
 
 # What to do with runs whose owner died, per kind of lease: called with their ids.
 LostHandler = Callable[[list[str]], Awaitable[None]]
@@ -44,6 +48,10 @@ class RunRegistry:
     _lost_handlers: dict[str, LostHandler] = field(default_factory=dict)
     _suspects: dict[str, float] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
+    # Whose each session is, as far as this process has seen, least recently used first. A session never
+    # changes hands, so this is never stale; it lets a turn check that the caller owns the session before
+    # it takes the run's lease without a read every turn (``chat.turns``).
+    _owners: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
     # --- ownership -----------------------------------------------------------------------------------
 
@@ -67,6 +75,20 @@ class RunRegistry:
             yield
         finally:
             await self.release(name)
+
+    def owner_of(self, session_id: str) -> int | None:
+        """The user the session was seen to belong to, None when this process has not seen it."""
+        user_id = self._owners.get(session_id)
+        if user_id is not None:
+            self._owners.move_to_end(session_id)
+        return user_id
+
+    def note_owner(self, session_id: str, user_id: int) -> None:
+        """Remember whose the session is (the database said so); the least recently used go first."""
+        self._owners[session_id] = user_id
+        self._owners.move_to_end(session_id)
+        if len(self._owners) > OWNERS_KEPT:
+            self._owners.popitem(last=False)
 
     # --- this process's tasks ------------------------------------------------------------------------
 

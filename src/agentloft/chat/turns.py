@@ -34,15 +34,31 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     (no model configured) leaves no empty session behind."""
     agent, inputs = await engine.chat_inputs(rt, agent_slug=agent_slug, user_id=user.id, user_role=user.role)
     agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
-    create = None  # an existing session: the claim checks it is the user's and this chat's
+    create = None  # an existing session: checked to be the user's below, and by the claim to be this chat's
     if session_id is None:
         session_id = new_id("as")
         create = service.NewSession(user_id=user.id, agent_id=agent_id, kind=kind)
+    else:
+        await _own_session(rt, user=user, session_id=session_id)
     request = engine.TurnRequest(user_id=user.id, user_role=user.role, agent=agent, session_id=session_id,
                                  user_text=message)
     turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
+    rt.runs.note_owner(session_id, user.id)  # the claim found it the user's, or made it so
     rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key
+
+
+async def _own_session(rt: Runtime, *, user: User, session_id: str) -> None:
+    """404 unless the session is the user's. Checked before its run's lease is taken: a lease held by the
+    owner's live run would otherwise answer a stranger 409 ``session_busy``, telling them the session
+    exists and is busy, and a stranger's lease, however short, would make the owner's next turn a 409.
+    The owner is remembered (``RunRegistry.note_owner``), so a conversation's next turns read nothing
+    more for it; a deleted session is still refused by the claim, which checks the owner again."""
+    if rt.runs.owner_of(session_id) == user.id:
+        return
+    async with rt.db.read_session() as db:
+        await service.get_session(db=db, session_id=session_id, user_id=user.id)
+    rt.runs.note_owner(session_id, user.id)
 
 
 async def rewind(rt: Runtime, *, user: User, session_id: str, message_id: str | None, text: str | None) -> str:
