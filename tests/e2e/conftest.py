@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playwright
 
 from tests.support import LiveApp
 
@@ -75,3 +75,21 @@ def admin_page(new_page: Callable[..., Page]) -> Page:
     page.goto("/login")
     api(page, "POST", "/api/auth/signup", {"username": "root", "password": "password123"})
     return page
+
+
+class HeldRequests:
+    """Requests to ``pattern`` kept waiting until ``release``: what a page does while a response is slow."""
+
+    def __init__(self, page: Page, pattern: str) -> None:
+        self.page, self.pattern = page, pattern
+        self.routes: list[Route] = []
+        page.route(pattern, lambda route: self.routes.append(route))
+
+    def release(self) -> None:
+        """Let the held requests (at least one) go on, and every later one through untouched."""
+        while not self.routes:  # the route's handler runs on the next message from the browser
+            self.page.wait_for_timeout(10)
+        for route in self.routes:
+            route.continue_()
+        self.page.unroute(self.pattern)
+

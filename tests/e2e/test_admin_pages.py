@@ -5,9 +5,9 @@ refused in-place change whose row goes back to what the server holds."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Dialog, Page, Route, expect
+from playwright.sync_api import Dialog, Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import HeldRequests, api
 
 pytestmark = pytest.mark.e2e
 
@@ -73,17 +73,12 @@ def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Pa
     cannot be reset when that section fills in; shown before, a quick user lost it."""
     page = admin_page
     page.goto("/admin/agents")
-    held: list[Route] = []
-    page.route("**/api/agent-tools?*", lambda route: held.append(route))
+    tools = HeldRequests(page, "**/api/agent-tools?*")
     with page.expect_request("**/api/agent-tools?*"):
         page.get_by_role("button", name="New agent").click()
     form = page.locator("#agent-form")
     expect(form).to_be_hidden()
-    while not held:  # the route's handler runs on the next message from the browser
-        page.wait_for_timeout(10)
-    for route in held:
-        route.continue_()
-    page.unroute("**/api/agent-tools?*")
+    tools.release()
     expect(form).to_be_visible()
     form.get_by_label("Kind").select_option("remote")
     expect(form.get_by_label("System prompt")).to_be_hidden()

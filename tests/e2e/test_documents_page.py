@@ -4,9 +4,9 @@ English), and restore the earlier version."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import HeldRequests, api
 
 pytestmark = pytest.mark.e2e
 
@@ -66,16 +66,11 @@ def test_edit_and_delete_wait_for_the_page_script(admin_page: Page) -> None:
     """Until the page's script has run, Edit and Delete would do nothing when pressed: they are disabled."""
     page = admin_page
     doc = api(page, "POST", "/api/agent-documents", {"title": "Slow page", "content": "x", "type": "document"})
-    held: list[Route] = []
-    page.route("**/documents-detail.js*", lambda route: held.append(route))
+    script = HeldRequests(page, "**/documents-detail.js*")
     page.goto(f"/agent-documents/{doc['id']}", wait_until="commit")
     buttons = [page.get_by_test_id("edit-doc"), page.get_by_test_id("delete-doc")]
     for button in buttons:
         expect(button).to_be_disabled()
-    while not held:  # the route's handler runs on the next message from the browser
-        page.wait_for_timeout(10)
-    for route in held:
-        route.continue_()
-    page.unroute("**/documents-detail.js*")
+    script.release()
     for button in buttons:
         expect(button).to_be_enabled()
