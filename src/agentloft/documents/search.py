@@ -18,7 +18,8 @@ over every user's documents on every query, which made common words miss the lat
 
 PostgreSQL: GIN indexes over the concatenated text (``PG_SEARCH_EXPR``; the expressions exactly as in
 the migration, so the planner uses them): ``pg_trgm`` over its folded form for long terms, the grams
-array for short ones. The
+array for short ones, keyed by user and date as well (migration 0011, ``btree_gin``) so that one index
+scan yields only the user's matches, and only the newest when the window looks for them. The
 rank weighs hits in the title, tags and summary, then adds title similarity; like SQLite it ranks the
 newest ``RANK_WINDOW`` matches (ranking every match cost time in proportion to the matches: common
 words and single characters missed the latency goal).
