@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -102,6 +103,28 @@ def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> A
             return value
         time.sleep(interval)
     raise AssertionError("condition not reached in time")
+
+
+REPLY_SQL = "SELECT status, content FROM agent_messages WHERE session_id = ? AND role = 'assistant'"
+
+
+def reply_row(app: LiveApp, session_id: str) -> tuple[str, str]:
+    """The session's assistant message as saved: (status, content)."""
+    return app.sql(REPLY_SQL, (session_id,))[0]
+
+
+def checkpoint_mid_stream(app: LiveApp, resp: Any, deltas: int = 15) -> tuple[tuple[str, str], Iterator[str]]:
+    """Read ``deltas`` text deltas of a streaming chat response, then wait for the reply's first saved text;
+    returns that row and the rest of the response's lines (a stream can be iterated once)."""
+    lines = resp.iter_lines()
+    seen = 0
+    for line in lines:
+        seen += '"text-delta"' in line
+        if seen >= deltas:
+            break
+    session_id = resp.headers["x-session-id"]
+    row = wait_for(lambda: (saved := reply_row(app, session_id))[1] and saved, timeout=5)
+    return row, lines
 
 
 def session_status(app: LiveApp, session_id: str) -> str:

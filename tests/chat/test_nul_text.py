@@ -3,10 +3,9 @@ hold it, and a reply must read back the same on SQLite as on PostgreSQL."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from tests.chat.helpers import attach, chat, make_tool, post_stream, session_status
+from tests.chat.helpers import attach, chat, checkpoint_mid_stream, make_tool, post_stream, reply_row, session_status
 from tests.chat.test_titles_and_search import title_step
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, text
 from tests.support import ApiClient, LiveApp
@@ -70,24 +69,13 @@ def test_a_checkpoint_holding_nul_is_saved(
 ) -> None:
     words = [f"w{i}{NUL}" for i in range(40)]
     fake_model.push(Step(text=" ".join(words), delay=0.1))
-    query = "SELECT status, content FROM agent_messages WHERE session_id = ? AND role = 'assistant'"
     with user.stream("POST", "/api/agents/helper/chat", json={"message": "tell me"}) as resp:
         session_id = resp.headers["x-session-id"]
-        lines = resp.iter_lines()
-        seen = 0
-        for line in lines:
-            seen += '"text-delta"' in line
-            if seen >= 15:
-                break
-        deadline = time.monotonic() + 5
-        status, content = app.sql(query, (session_id,))[0]
-        while not content and time.monotonic() < deadline:
-            time.sleep(0.05)
-            status, content = app.sql(query, (session_id,))[0]
+        (status, content), lines = checkpoint_mid_stream(app, resp)
         assert status == "streaming" and content.startswith(f"w0{STANDIN} w1{STANDIN} "), content
         for _ in lines:
             pass
-    assert app.sql(query, (session_id,))[0] == ("complete", " ".join(words).replace(NUL, STANDIN))
+    assert reply_row(app, session_id) == ("complete", " ".join(words).replace(NUL, STANDIN))
 
 
 def test_a_generated_title_holding_nul_is_saved(
