@@ -20,7 +20,7 @@ from agentloft.a2a import service, tool
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.server import BufferTaskEventStream
 from agentloft.chat.leases import task_lease
-from agentloft.chat.lifecycle import end_buffer
+from agentloft.chat.lifecycle import end_buffer, sweep_cut_off
 from agentloft.core.db import utcnow
 from agentloft.core.runtime import Runtime
 
@@ -60,19 +60,12 @@ async def fail_cut_off(rt: Runtime, task_ids: list[str]) -> list[str]:
 
 
 async def _sweep_at_start(rt: Runtime) -> None:
-    try:
+    async def running() -> list[str]:
         async with rt.db.read_session() as db:
-            going = list((await db.execute(select(A2ATaskSession.id).where(A2ATaskSession.state.in_(_GOING))))
-                         .scalars())
-        lost = await rt.runs.lost([task_lease(t) for t in going])
-        failed = await fail_cut_off(rt, sorted(n.partition(":")[2] for n in lost))
-    except Exception:  # with other workers about, their sweeps (or the next start) take it from here
-        if not rt.runs.leases.shared:
-            raise
-        log.exception("failing the A2A tasks cut off before this start failed")
-        return
-    if failed:
-        log.warning("%d A2A tasks were cut off when their server stopped; marked failed", len(failed))
+            stmt = select(A2ATaskSession.id).where(A2ATaskSession.state.in_(_GOING))
+            return list((await db.execute(stmt)).scalars())
+
+    await sweep_cut_off(rt, running=running, lease=task_lease, finish=fail_cut_off, what="A2A tasks")
 
 
 async def startup(rt: Runtime) -> None:

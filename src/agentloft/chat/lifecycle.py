@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 
 from agentloft.chat import service
 from agentloft.chat.leases import session_lease
@@ -37,19 +38,30 @@ async def finish_cut_off(rt: Runtime, session_ids: list[str]) -> list[str]:
     return finished
 
 
-async def _sweep_at_start(rt: Runtime) -> None:
+async def sweep_cut_off(
+    rt: Runtime, *, running: Callable[[], Awaitable[list[str]]], lease: Callable[[str], str],
+    finish: Callable[[Runtime, list[str]], Awaitable[list[str]]], what: str,
+) -> None:
+    """At start: finish the runs the database says are going (``running``) that no live worker leases.
+    Shared by the chat and A2A domains, whose runs differ only in these four parts."""
     try:
-        async with rt.db.read_session() as db:
-            running = await service.running_session_ids(db=db)
-        lost = await rt.runs.lost([session_lease(s) for s in running])
-        finished = await finish_cut_off(rt, sorted(n.partition(":")[2] for n in lost))
+        lost = await rt.runs.lost([lease(i) for i in await running()])
+        finished = await finish(rt, sorted(n.partition(":")[2] for n in lost))
     except Exception:  # with other workers about, their sweeps (or the next start) take it from here
         if not rt.runs.leases.shared:
             raise
-        log.exception("finishing the replies cut off before this start failed")
+        log.exception("finishing the %s cut off before this start failed", what)
         return
     if finished:
-        log.warning("%d replies were cut off when their server stopped; marked interrupted", len(finished))
+        log.warning("%d %s were cut off when their server stopped; finished", len(finished), what)
+
+
+async def _sweep_at_start(rt: Runtime) -> None:
+    async def running() -> list[str]:
+        async with rt.db.read_session() as db:
+            return list(await service.running_session_ids(db=db))
+
+    await sweep_cut_off(rt, running=running, lease=session_lease, finish=finish_cut_off, what="replies")
 
 
 async def startup(rt: Runtime) -> None:
