@@ -34,6 +34,7 @@ from agentloft.llm.clients import ModelClients
 from agentloft.tools.registry import ToolRegistry
 from agentloft.web import errors as web_errors
 from agentloft.web import router as web_router
+from agentloft.web.security_headers import SecurityHeaders
 from agentloft.web.static_files import CompressPages
 
 log = logging.getLogger(__name__)
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan, max_body_size=MAX_BODY_BYTES)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     app.add_middleware(CompressPages)
+    app.add_middleware(SecurityHeaders, allow_remote_images=settings.allow_remote_images)
     install_error_handlers(app)
     web_errors.install_page_errors(app)
     for name in ROUTER_MODULES:

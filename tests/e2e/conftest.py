@@ -34,19 +34,26 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def new_page(browser: Browser, app: LiveApp) -> Iterator[Callable[..., Page]]:
-    """Open a page in a new browser context (its own cookies); keyword arguments go to the context."""
+    """Open a page in a new browser context (its own cookies); keyword arguments go to the context.
+    Every browser test also checks that the pages broke none of the server's content security policy
+    (``web.security_headers``): a script, style or request it blocks is a feature that silently stops
+    working, so the test fails on it."""
     contexts: list[BrowserContext] = []
+    violations: list[str] = []
 
     def make(**context_options: Any) -> Page:
         options = {"base_url": app.url, "locale": "en-US", "viewport": {"width": 1280, "height": 860}}
         context = browser.new_context(**{**options, **context_options})
         context.set_default_timeout(10_000)
         contexts.append(context)
-        return context.new_page()
+        page = context.new_page()
+        page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+        return page
 
     yield make
     for context in contexts:
         context.close()
+    assert violations == [], "the page broke the content security policy"
 
 
 @pytest.fixture

@@ -134,6 +134,12 @@ class Settings(BaseSettings):
     create_defaults: bool = Field(
         default=True, description="On the first start, create the default tools and the Assistant agent."
     )
+    allow_remote_images: bool = Field(
+        default=False,
+        description="Let chats and documents show images from other sites. Off, the pages load images only "
+        "from this server and data: addresses, so a reply cannot send what it read to another server "
+        "through an image address the reader's browser fetches.",
+    )
 
     @field_validator("forwarded_allow_ips")
     @classmethod
