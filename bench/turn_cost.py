@@ -50,7 +50,7 @@ import httpx
 from tests.fakes.openai_server import free_port
 
 from bench.byte_client import ByteClient, Reply
-from bench.common import spawn, wait_up
+from bench.common import admin_with_fake_model, spawn, wait_up
 
 TEXT_MARK = b'"text-delta"'
 FLOOR_MARK = b'"content": "tok'
@@ -280,17 +280,9 @@ async def _setup(app_url: str, fake_url: str) -> dict[str, dict[str, str]]:
     """Sign up the admin, point the default model at the fake, add an agent without tools, make a token.
     The Assistant (first-run defaults) uses the default model."""
     async with httpx.AsyncClient(base_url=app_url, timeout=60) as client:
-        await client.get("/api/health")
-        csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
-        r = await client.post("/api/auth/signup", json={"username": "bench", "password": "password123"},
-                              headers=csrf)
-        r.raise_for_status()
-        csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
-        r = await client.post("/api/admin/models", headers=csrf, json={
-            "name": "Fake", "provider": "openai", "baseUrl": f"{fake_url}/v1", "model": "fake", "isDefault": True})
-        r.raise_for_status()
+        csrf, model_id = await admin_with_fake_model(client, fake_url)
         r = await client.post("/api/admin/agents", headers=csrf, json={
-            "slug": "bench", "name": "Bench", "modelId": r.json()["id"], "maxOutputTokens": 100_000})
+            "slug": "bench", "name": "Bench", "modelId": model_id, "maxOutputTokens": 100_000})
         r.raise_for_status()
         token = (await client.post("/api/auth/tokens", headers=csrf, json={"name": "bench"})).json()["token"]
         cookies = "; ".join(f"{k}={v}" for k, v in client.cookies.items())

@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 from tests.fakes.openai_server import free_port
 
-from bench.common import spawn, wait_up
+from bench.common import admin_with_fake_model, spawn, wait_up
 
 SIZES = (10, 2000)
 Layer = Callable[[int], Awaitable[None]]
@@ -53,15 +53,7 @@ async def _setup_app(data_dir: str, fake_url: str) -> tuple[Any, Any]:
     await lifespan.__aenter__()
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
-        await client.get("/api/health")
-        csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
-        r = await client.post("/api/auth/signup", json={"username": "bench", "password": "password123"},
-                              headers=csrf)
-        r.raise_for_status()
-        csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
-        r = await client.post("/api/admin/models", headers=csrf, json={
-            "name": "Fake", "provider": "openai", "baseUrl": f"{fake_url}/v1", "model": "fake", "isDefault": True})
-        r.raise_for_status()
+        await admin_with_fake_model(client, fake_url)
     return app, lifespan
 
 
