@@ -13,11 +13,20 @@ the same fake model (``bench.stream_relay --serve-fake``, its own process), thro
 - ``engine``: ``chat.engine.run_turn``: the whole turn without the HTTP server: the session claimed, both
   messages written, the stream buffered, the reply, its parts, its search index and the history saved.
 
-CPU is this process's (``time.process_time``: every thread, so the SQLite writer's too), per turn and per
-chunk fitted from replies of 10 and 2,000 chunks, in blocks that alternate between the layers. Each
-layer's "per turn" is then the floor the layers below it set for agentloft's turn.
+Scenarios:
 
-    python -m bench.turn_floor [--rounds 3] [--turns 30] [--profile LAYER:FILE]
+- ``cpu``: this process's CPU (``time.process_time``: every thread, so the SQLite writer's too), per turn
+  and per chunk fitted from replies of 10 and 2,000 chunks, in blocks that alternate between the layers;
+- ``first``: the wall time from a turn's start to its first text (for the engine: the first text a reader
+  of the session's stream gets), layers interleaved;
+- ``concurrent``: the wall time of 50 turns of 500 chunks at once, per layer, against ``http``'s.
+
+Each layer's figure is the floor the layers below it set for agentloft's turn: what ``bench.turn_cost``
+measures over HTTP cannot go below it without changing the layer.
+
+    python -m bench.turn_floor [--scenarios cpu,first,concurrent] [--rounds 3] [--turns 30]
+                               [--first-runs 20] [--concurrent 50] [--concurrent-chunks 500]
+                               [--profile LAYER:FILE]
 
 ``--profile engine:/tmp/engine.prof`` records cProfile over that layer's 10-chunk turns instead (for
 ``pstats``; the profiler multiplies the cost, so only the shares mean something).
@@ -40,7 +49,23 @@ from tests.fakes.openai_server import free_port
 from bench.common import admin_with_fake_model, spawn, wait_up
 
 SIZES = (10, 2000)
-Layer = Callable[[int], Awaitable[None]]
+Mark = Callable[[], None]
+Layer = Callable[[int, Mark | None], Awaitable[None]]
+
+
+def _once(mark: Mark | None) -> Mark | None:
+    """``mark`` made to fire on its first call only (None stays None)."""
+    if mark is None:
+        return None
+    fired = False
+
+    def fire() -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            mark()
+
+    return fire
 
 
 async def _setup_app(data_dir: str, fake_url: str) -> tuple[Any, Any]:
@@ -114,20 +139,30 @@ class Layers:
             toolsets=[RunToolset(turn_tools, scope)] if turn_tools else None,
             usage_limits=UsageLimits(request_limit=self.agent.max_steps), model_settings=_settings(rt, turn))
 
-    async def http(self, chunks: int) -> None:
+    async def http(self, chunks: int, mark: Mark | None = None) -> None:
         body = self.request_body.replace(b"go 10", f"go {chunks}".encode())
         client = self.rt.models.http_client()
         url = f"{self.inputs.model_row.base_url.rstrip('/')}/chat/completions"
+        fire = _once(mark)
         async with client.stream("POST", url, content=body, headers={"content-type": "application/json"}) as r:
-            async for _ in r.aiter_bytes():
-                pass
+            async for data in r.aiter_bytes():
+                if fire is not None and b'"content": "tok' in data:
+                    fire()
 
-    async def pydantic_ai(self, chunks: int) -> None:
+    async def pydantic_ai(self, chunks: int, mark: Mark | None = None) -> None:
+        from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+
+        fire = _once(mark)
         async with self._runner(chunks) as events:
-            async for _ in events:
-                pass
+            async for event in events:
+                if fire is not None and (
+                        (isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content)
+                        or (isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta))):
+                    fire()
 
-    async def ui_stream(self, chunks: int) -> None:
+    async def ui_stream(self, chunks: int, mark: Mark | None = None) -> None:
+        from pydantic_ai.ui.vercel_ai.response_types import TextDeltaChunk
+
         from agentloft.chat.parts import PartsCollector
         from agentloft.chat.stream import EngineEventStream
 
@@ -139,12 +174,15 @@ class Layers:
                 async for event in run:
                     yield event
 
+        fire = _once(mark)
         async for chunk in stream.transform_stream(events()):
             collector.feed(chunk)
             stream.encode_event(chunk)
+            if fire is not None and isinstance(chunk, TextDeltaChunk):
+                fire()
 
-    async def engine(self, chunks: int) -> None:
-        await self._engine_turn(chunks, self.fresh.pop())
+    async def engine(self, chunks: int, mark: Mark | None = None) -> None:
+        await self._engine_turn(chunks, self.fresh.pop(), mark=mark)
 
     async def refill(self, count: int) -> None:
         """``count`` sessions at the end of their first turn, each the start of one measured engine turn
@@ -158,14 +196,26 @@ class Layers:
             await self._engine_turn(10, session_id, create)
             self.fresh.append(session_id)
 
-    async def _engine_turn(self, chunks: int, session_id: str, create: Any = None) -> None:
+    async def _engine_turn(self, chunks: int, session_id: str, create: Any = None, mark: Mark | None = None) -> None:
         from agentloft.chat import engine
 
         request = engine.TurnRequest(user_id=self.user_id, user_role="admin", agent=self.agent,
                                      session_id=session_id, user_text=f"go {chunks}")
         turn = await engine.prepare_turn(self.rt, request, create=create, inputs=self.inputs)
-        result = await engine.drive(self.rt, turn)
+        reader = None if mark is None else asyncio.create_task(self._first_text(turn.buffer_key, mark))
+        try:
+            result = await engine.drive(self.rt, turn)
+        finally:
+            if reader is not None:
+                reader.cancel()
         assert result.status == "complete", result
+
+    async def _first_text(self, key: str, mark: Mark) -> None:
+        """Call ``mark`` when the first text reaches a reader following the turn's stream."""
+        async for frame in self.rt.buffers.subscribe(key):
+            if '"text-delta"' in frame:
+                mark()
+                return
 
 
 async def _block(layers: Layers, layer: Layer, chunks: int, turns: int) -> float:
@@ -226,14 +276,24 @@ async def _measure(app: Any, args: argparse.Namespace) -> None:
         name, _, path = args.profile.partition(":")
         await _profile(layers, named[name], args.turns, path)
         return
+    print(f"one process, follow-up turns of the Assistant ({len(inputs.tools)} tools), medians of {args.rounds} rounds")
+    scenarios = args.scenarios.split(",")
+    if "cpu" in scenarios:
+        await _cpu(layers, named, args)
+    if "first" in scenarios:
+        await _first(layers, named, args)
+    if "concurrent" in scenarios:
+        await _concurrent(layers, named, args)
+
+
+async def _cpu(layers: Layers, named: dict[str, Layer], args: argparse.Namespace) -> None:
     samples: dict[tuple[str, int], list[float]] = {(n, c): [] for n in named for c in SIZES}
     for _ in range(args.rounds):
         for name, layer in named.items():
             for chunks in SIZES:
                 turns = args.turns if chunks == 10 else max(3, args.turns // 6)
                 samples[name, chunks].append(await _block(layers, layer, chunks, turns))
-    print(f"CPU of one process per follow-up turn of the Assistant ({len(inputs.tools)} tools), "
-          f"medians of {args.rounds} rounds")
+    print("cpu: CPU seconds of the process per turn and per chunk (fitted from 10- and 2,000-chunk replies)")
     print(f"  {'layer':14} {'per turn':>9} {'per chunk':>10}")
     below = 0.0
     for name in named:
@@ -244,10 +304,49 @@ async def _measure(app: Any, args: argparse.Namespace) -> None:
         below = per_turn
 
 
+async def _first(layers: Layers, named: dict[str, Layer], args: argparse.Namespace) -> None:
+    """Wall time from the start of a 2,000-chunk turn to its first text, layers interleaved."""
+    times: dict[str, list[float]] = {n: [] for n in named}
+    await layers.refill(args.first_runs * 2 + 2)
+    for _ in range(args.first_runs):
+        for name, layer in named.items():
+            started = time.perf_counter()
+            seen: list[float] = []
+            await layer(2000, lambda seen=seen: seen.append(time.perf_counter()))
+            times[name].append(seen[0] - started)
+    floor = statistics.median(times["http"])
+    print(f"first: time to the first text of a 2,000-chunk reply, median of {args.first_runs}")
+    for name in named:
+        value = statistics.median(times[name])
+        print(f"  {name:14} {value * 1e3:7.1f} ms  (+{(value - floor) * 1e3:.1f} ms over http)")
+
+
+async def _concurrent(layers: Layers, named: dict[str, Layer], args: argparse.Namespace) -> None:
+    """Wall time of ``--concurrent`` turns of ``--concurrent-chunks`` chunks at once, against http's."""
+    n, chunks = args.concurrent, args.concurrent_chunks
+    walls: dict[str, list[float]] = {name: [] for name in named}
+    for _ in range(args.rounds):
+        for name, layer in named.items():
+            if layer == layers.engine:
+                await layers.refill(n)
+            started = time.perf_counter()
+            await asyncio.gather(*(layer(chunks, None) for _ in range(n)))
+            walls[name].append(time.perf_counter() - started)
+    floor = statistics.median(walls["http"])
+    print(f"concurrent: {n} turns of {chunks} chunks at once, wall time, medians of {args.rounds} rounds")
+    for name in named:
+        value = statistics.median(walls[name])
+        print(f"  {name:14} {value:6.2f} s  ({value / floor:.2f}x http)")
+
+
 def _args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--turns", type=int, default=30, help="turns per block of 10-chunk replies (a sixth for 2,000)")
+    p.add_argument("--scenarios", default="cpu,first,concurrent")
+    p.add_argument("--first-runs", type=int, default=20)
+    p.add_argument("--concurrent", type=int, default=50)
+    p.add_argument("--concurrent-chunks", type=int, default=500)
     p.add_argument("--profile", help="LAYER:FILE: cProfile that layer's 10-chunk turns into FILE")
     return p.parse_args()
 
