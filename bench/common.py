@@ -50,10 +50,10 @@ async def admin_with_fake_model(client: httpx.AsyncClient, fake_url: str) -> tup
     """Sign up the first account (an admin) on the app behind ``client`` and make the fake model at
     ``fake_url`` the default model; returns the CSRF header the client's writes need and the model's id."""
     await client.get("/api/health")
-    csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
+    csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf") or ""}
     r = await client.post("/api/auth/signup", json={"username": "bench", "password": "password123"}, headers=csrf)
     r.raise_for_status()
-    csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf", "")}
+    csrf = {"X-CSRF-Token": client.cookies.get("agentloft_csrf") or ""}
     r = await client.post("/api/admin/models", headers=csrf, json={
         "name": "Fake", "provider": "openai", "baseUrl": f"{fake_url}/v1", "model": "fake", "isDefault": True})
     r.raise_for_status()

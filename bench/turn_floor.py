@@ -39,9 +39,9 @@ import asyncio
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from tests.fakes.openai_server import free_port
@@ -50,7 +50,12 @@ from bench.common import admin_with_fake_model, spawn, wait_up
 
 SIZES = (10, 2000)
 Mark = Callable[[], None]
-Layer = Callable[[int, Mark | None], Awaitable[None]]
+
+
+class Layer(Protocol):
+    """One stack: a turn of ``chunks`` chunks; ``mark`` is called at its first text."""
+
+    def __call__(self, chunks: int, mark: Mark | None = None) -> Awaitable[None]: ...
 
 
 def _once(mark: Mark | None) -> Mark | None:
@@ -169,7 +174,7 @@ class Layers:
         stream = EngineEventStream(None, sdk_version=6, server_message_id="x", max_steps=self.agent.max_steps)
         collector = PartsCollector([])
 
-        async def events() -> Any:
+        async def events() -> AsyncIterator[Any]:
             async with self._runner(chunks) as run:
                 async for event in run:
                     yield event
