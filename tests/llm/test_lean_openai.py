@@ -150,6 +150,41 @@ async def test_the_first_words_go_out_alone_and_the_backlog_is_merged_in_slices(
     assert 1 < len(merged) <= 1 + 299 // MERGE_LIMIT + 1  # merged, but in slices of at most MERGE_LIMIT
 
 
+class CountedBody(httpx2.AsyncByteStream):
+    """A body of ``pieces``, each one network read, that counts how many were read so far."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = pieces
+        self.read = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            self.read += 1
+            yield piece
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_the_first_words_are_handed_on_before_the_backlog_is_read() -> None:
+    """A fast model's backlog comes in reads of hundreds of events that are parsed without a pause: the
+    first words must not wait for them."""
+    backlog = _sse(*(_chunk({"content": f"w{i} "}) for i in range(300)), _chunk({}, "stop"), "[DONE]")
+    body = CountedBody(_sse(_chunk({"role": "assistant", "content": ""})), _sse(_chunk({"content": "first "})),
+                       backlog)
+    request = httpx2.Request("POST", "http://model.test/v1/chat/completions")
+    stream = MergingChunkStream(httpx2.Response(200, stream=body, request=request))
+    texts: list[str | None] = []
+    reads_at_first_words = 0
+    async for chunk in stream:
+        texts.append(chunk.choices[0].delta.content if chunk.choices else None)
+        if texts[-1] == "first ":
+            reads_at_first_words = body.read
+    await stream.close()
+    assert reads_at_first_words == 2
+    assert "".join(t or "" for t in texts) == "first " + "".join(f"w{i} " for i in range(300))
+
+
 async def test_an_error_event_mid_stream_comes_after_the_text_before_it() -> None:
     body = _sse(_chunk({"content": "one "}), _chunk({"content": "two "}), _chunk({"content": "three"}),
                 {"error": {"message": "the model fell over"}}, _chunk({"content": "never"}))
