@@ -6,8 +6,10 @@ the same fake model (``bench.stream_relay --serve-fake``, its own process), thro
 
 - ``http``: the model request alone: the JSON body pydantic-ai sends for this turn, POSTed with the app's
   pooled ``httpx2`` client and read to the end (what any Python client on this transport pays);
-- ``pydantic-ai``: ``Agent.run_stream_events`` with the app's model, agent, toolset and settings, events
-  read and dropped (what the agent framework adds to the request);
+- ``pydantic-ai bare``: ``Agent.run_stream_events`` of a plain agent on the app's model: text output, no
+  tools, no history, no instructions (what the agent framework costs before anything of ours);
+- ``pydantic-ai``: the same with the app's agent (text or deferred tool calls as output), the Assistant's
+  toolset and instructions, the session's history and the app's settings;
 - ``+ ui stream``: the same events through the engine's Vercel UI-message-stream encoder and the parts
   collector (what turning events into the chunks a client reads adds);
 - ``engine``: ``chat.engine.run_turn``: the whole turn without the HTTP server: the session claimed, both
@@ -96,6 +98,7 @@ class Layers:
         self.session_id = ""
         self.request_body = b""
         self.fresh: list[str] = []  # sessions ready for a measured engine turn
+        self._bare: Any = None
 
     async def prepare(self) -> None:
         """One real turn gives the session whose history every layer continues, and the request body."""
@@ -154,11 +157,24 @@ class Layers:
                 if fire is not None and b'"content": "tok' in data:
                     fire()
 
+    async def bare(self, chunks: int, mark: Mark | None = None) -> None:
+        from pydantic_ai import Agent
+
+        from agentloft.llm import service as llm_service
+
+        if self._bare is None:
+            model = self.rt.models.model(llm_service.spec_of(row=self.inputs.model_row, box=self.rt.box))
+            self._bare = Agent(model, output_type=str)
+        await self._events(self._bare.run_stream_events(f"go {chunks}"), mark)
+
     async def pydantic_ai(self, chunks: int, mark: Mark | None = None) -> None:
+        await self._events(self._runner(chunks), mark)
+
+    async def _events(self, runner: Any, mark: Mark | None) -> None:
         from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 
         fire = _once(mark)
-        async with self._runner(chunks) as events:
+        async with runner as events:
             async for event in events:
                 if fire is not None and (
                         (isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content)
@@ -275,8 +291,9 @@ async def _measure(app: Any, args: argparse.Namespace) -> None:
         inputs = await engine.load_inputs(db, rt, agent=agent, user_id=1, user_role="admin")
     layers = Layers(rt, agent, inputs, user_id=1)
     await layers.prepare()
-    named: dict[str, Layer] = {"http": layers.http, "pydantic-ai": layers.pydantic_ai,
-                               "+ ui stream": layers.ui_stream, "engine": layers.engine}
+    named: dict[str, Layer] = {"http": layers.http, "pydantic-ai bare": layers.bare,
+                               "pydantic-ai": layers.pydantic_ai, "+ ui stream": layers.ui_stream,
+                               "engine": layers.engine}
     if args.profile:
         name, _, path = args.profile.partition(":")
         await _profile(layers, named[name], args.turns, path)
@@ -299,13 +316,13 @@ async def _cpu(layers: Layers, named: dict[str, Layer], args: argparse.Namespace
                 turns = args.turns if chunks == 10 else max(3, args.turns // 6)
                 samples[name, chunks].append(await _block(layers, layer, chunks, turns))
     print("cpu: CPU seconds of the process per turn and per chunk (fitted from 10- and 2,000-chunk replies)")
-    print(f"  {'layer':14} {'per turn':>9} {'per chunk':>10}")
+    print(f"  {'layer':16} {'per turn':>9} {'per chunk':>10}")
     below = 0.0
     for name in named:
         small, big = (statistics.median(samples[name, c]) for c in SIZES)
         per_chunk = (big - small) / (SIZES[1] - SIZES[0])
         per_turn = small - SIZES[0] * per_chunk
-        print(f"  {name:14} {per_turn * 1e3:7.2f}ms {per_chunk * 1e6:8.2f}us   (+{(per_turn - below) * 1e3:.2f} ms)")
+        print(f"  {name:16} {per_turn * 1e3:7.2f}ms {per_chunk * 1e6:8.2f}us   (+{(per_turn - below) * 1e3:.2f} ms)")
         below = per_turn
 
 
@@ -323,7 +340,7 @@ async def _first(layers: Layers, named: dict[str, Layer], args: argparse.Namespa
     print(f"first: time to the first text of a 2,000-chunk reply, median of {args.first_runs}")
     for name in named:
         value = statistics.median(times[name])
-        print(f"  {name:14} {value * 1e3:7.1f} ms  (+{(value - floor) * 1e3:.1f} ms over http)")
+        print(f"  {name:16} {value * 1e3:7.1f} ms  (+{(value - floor) * 1e3:.1f} ms over http)")
 
 
 async def _concurrent(layers: Layers, named: dict[str, Layer], args: argparse.Namespace) -> None:
@@ -341,7 +358,7 @@ async def _concurrent(layers: Layers, named: dict[str, Layer], args: argparse.Na
     print(f"concurrent: {n} turns of {chunks} chunks at once, wall time, medians of {args.rounds} rounds")
     for name in named:
         value = statistics.median(walls[name])
-        print(f"  {name:14} {value:6.2f} s  ({value / floor:.2f}x http)")
+        print(f"  {name:16} {value:6.2f} s  ({value / floor:.2f}x http)")
 
 
 def _args() -> argparse.Namespace:
