@@ -34,6 +34,17 @@ def test_login_never_follows_an_offsite_next(anon: ApiClient, admin: ApiClient) 
     assert admin.get("/login?next=https://evil.example", follow_redirects=False).headers["location"] == "/"
 
 
+def test_login_never_follows_a_next_that_a_browser_reads_as_offsite(anon: ApiClient) -> None:
+    """Browsers drop tabs and newlines from a URL before parsing it: ``/<tab>/evil.example`` is
+    ``//evil.example``, another site. Such a ``next`` must not reach the sign-in form or a redirect."""
+    for raw in ["/%09/evil.example/x", "/%0a/evil.example/x", "/%0d/evil.example/x", "/%0D%0A/evil.example",
+                "/%00/evil.example", "/%7f/evil.example"]:
+        page = anon.get(f"/login?next={raw}").text
+        assert 'data-next="/"' in page, raw
+        r = anon.get(f"/lang/en?next={raw}", follow_redirects=False)
+        assert r.headers["location"] == "/", raw
+
+
 def test_admin_sees_every_page_with_admin_nav(admin: ApiClient, model_id: int) -> None:
     for path in PAGES:
         r = admin.get(path)

@@ -26,8 +26,14 @@ class SignInRequired(Exception):
 
 
 def safe_next(target: str | None, default: str = "/") -> str:
-    """Only same-site paths are followed after sign-in (no ``//evil`` or absolute URLs)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Only same-site paths are followed after sign-in (no ``//evil`` or absolute URLs).
+
+    Control characters are refused too: browsers drop tabs and newlines from a URL before reading it,
+    so ``/<tab>/evil.example`` would send the sign-in page's script to ``//evil.example``.
+    """
+    if not target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return default
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
         return default
     return target
 
