@@ -86,8 +86,9 @@ def test_no_serious_violation_on_any_page_in_either_theme(
     expect(page.locator(".message.assistant").last).to_contain_text("Not computed.")
     expect(page.get_by_role("button", name="Send")).to_be_visible()
     page.get_by_test_id("user-menu").click()
-    page.locator(".message.user").first.hover()
-    page.locator(".message.user").first.get_by_role("button", name="Edit").click()
+    # The last message: the open menu covers the top of the conversation.
+    page.locator(".message.user").last.hover()
+    page.locator(".message.user").last.get_by_role("button", name="Edit").click()
     if bad := violations(page):
         found["dark chat, menu open, editing"] = bad
     assert not found, found

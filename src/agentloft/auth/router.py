@@ -11,6 +11,7 @@ from agentloft.auth.schemas import (
     Credentials,
     LoginInput,
     Me,
+    PasswordChange,
     TokenCreate,
     TokenCreated,
     TokenRead,
@@ -59,8 +60,17 @@ async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -
 async def login(body: LoginInput, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
     """Sign in. Every attempt is counted by the throttle before the password is checked (``auth.throttle``);
     a refused one is 429 ``login_throttled`` with ``Retry-After``."""
+    await _count_attempt(request, rt, body.username)
+    user = await service.authenticate(db=db, username=body.username, password=body.password)
+    await rt.throttle.succeeded(username=body.username)
+    await _sign_in(response, rt, db, user)
+    return _me(user)
+
+
+async def _count_attempt(request: Request, rt: Rt, username: str) -> None:
+    """Count one password guess for ``username`` with the sign-in throttle; 429 when it says no."""
     address = request.client.host if request.client else "unknown"
-    decision = await rt.throttle.attempt(username=body.username, address=address)
+    decision = await rt.throttle.attempt(username=username, address=address)
     if not decision.allowed:
         wait = decision.retry_after
         raise TooMany(
@@ -68,10 +78,21 @@ async def login(body: LoginInput, request: Request, response: Response, rt: Rt, 
             code="login_throttled",
             headers={"Retry-After": str(wait)},
         )
-    user = await service.authenticate(db=db, username=body.username, password=body.password)
-    await rt.throttle.succeeded(username=body.username)
-    await _sign_in(response, rt, db, user)
-    return _me(user)
+
+
+@router.post("/password", status_code=204)
+async def change_password(
+    body: PasswordChange, request: Request, user: CurrentUser, rt: Rt, db: DbSession
+) -> Response:
+    """Change one's own password. The current one is checked and counted like a sign-in attempt; every
+    other browser signed in to the account is signed out (API tokens stay)."""
+    await _count_attempt(request, rt, user.username)
+    await service.change_own_password(
+        db=db, user_id=user.id, current=body.current_password, new=body.new_password,
+        keep_session=request.cookies.get(SESSION_COOKIE),
+    )
+    await rt.throttle.succeeded(username=user.username)
+    return Response(status_code=204)
 
 
 @router.post("/logout", status_code=204)

@@ -41,6 +41,14 @@ class UserCreate(ApiModel):
 class UserUpdate(ApiModel):
     role: Role | None = None
     disabled: StrictBool | None = None
+    password: Password | None = Field(
+        default=None, description="A new password for the account; its browsers are signed out."
+    )
+
+
+class PasswordChange(ApiModel):
+    current_password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    new_password: Password
 
 
 class UserRead(ApiModel):

@@ -21,7 +21,7 @@ from agentloft.auth.models import ApiToken, AuthSession, User
 from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
 from agentloft.core.crypto import new_token, token_hash
 from agentloft.core.db import one_or_404, rows_matched, utcnow
-from agentloft.core.errors import AppError, Conflict, Forbidden, NotFound, Unauthorized
+from agentloft.core.errors import AppError, Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from agentloft.core.schemas import PageParams
 from agentloft.system.models import AppSetting
 
@@ -243,5 +243,31 @@ async def update_user(*, db: AsyncSession, user_id: int, data: UserUpdate) -> Us
         user.disabled = data.disabled
         if data.disabled:
             await db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
+    if data.password is not None:
+        await set_password(db=db, user_id=user.id, password=data.password)
     await db.flush()
     return user
+
+
+async def set_password(*, db: AsyncSession, user_id: int, password: str, keep_session: str | None = None) -> None:
+    """Give the account a new password and sign out its browsers, all but ``keep_session`` (the cookie of
+    the person who changed it): whoever knew the old password must not stay signed in with it. API tokens
+    stay; they are revoked one by one on the tokens page."""
+    password_hash = await hash_password(password=password)
+    await db.execute(update(User).where(User.id == user_id).values(password_hash=password_hash))
+    others = delete(AuthSession).where(AuthSession.user_id == user_id)
+    if keep_session is not None:
+        others = others.where(AuthSession.token_hash != token_hash(keep_session))
+    await db.execute(others)
+
+
+async def change_own_password(
+    *, db: AsyncSession, user_id: int, current: str, new: str, keep_session: str | None
+) -> None:
+    """A signed-in person's own change: the current password first, as a borrowed session must not be
+    enough to lock the owner out."""
+    user = await get_user(db=db, user_id=user_id)
+    if not await verify_password(password_hash=user.password_hash, password=current):
+        raise Invalid("the current password is wrong", code="wrong_password",
+                      fields={"currentPassword": "the current password is wrong"})
+    await set_password(db=db, user_id=user_id, password=new, keep_session=keep_session)

@@ -1,4 +1,4 @@
-// Admin: create users, change roles, disable and enable accounts.
+// Admin: create users, change roles, set a password, disable and enable accounts.
 import { api } from '../api.js';
 import { badge, busy, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
@@ -8,6 +8,7 @@ const form = document.getElementById('user-form');
 const errorBox = document.querySelector('.form-error');
 const tbody = document.querySelector('#users-table tbody');
 const me = JSON.parse(document.getElementById('current-user').textContent);
+const status = document.getElementById('users-status');
 
 function roleSelect(user) {
   const select = h('select', { 'aria-label': t('field.role'), dataset: { role: user.username } },
@@ -22,11 +23,41 @@ function row(user) {
     h('td', {}, roleSelect(user)),
     h('td', {}, user.disabled ? badge(t('status.disabled'), 'danger') : badge(t('status.active'), 'ok')),
     h('td', { text: formatDate(user.createdAt) }),
-    h('td', { class: 'actions' }, h('button', {
-      type: 'button', class: user.disabled ? 'small' : 'small danger',
-      text: user.disabled ? t('action.enable') : t('action.disable'),
-      onclick: (e) => update(e.currentTarget, user, { disabled: !user.disabled }),
-    })));
+    h('td', { class: 'actions' },
+      h('button', { type: 'button', class: 'small', text: t('admin.users.setPassword'),
+        onclick: (e) => askPassword(e.currentTarget.closest('td'), user) }),
+      h('button', {
+        type: 'button', class: user.disabled ? 'small' : 'small danger',
+        text: user.disabled ? t('action.enable') : t('action.disable'),
+        onclick: (e) => update(e.currentTarget, user, { disabled: !user.disabled }),
+      })));
+}
+
+/** A new password for the account, typed into the row itself; the server signs its browsers out. */
+function askPassword(cell, user) {
+  const before = [...cell.childNodes];
+  const input = h('input', { type: 'password', autocomplete: 'new-password', minlength: 8, maxlength: 256,
+    'aria-label': t('admin.users.newPassword', { name: user.username }) });
+  const save = h('button', { type: 'submit', class: 'small primary', text: t('action.save') });
+  const cancel = h('button', { type: 'button', class: 'small', text: t('action.cancel'),
+    onclick: () => cell.replaceChildren(...before) });
+  const form = h('form', { class: 'inline-form' }, input, save, cancel);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    showError(errorBox, null);
+    await busy(save, async () => {
+      try {
+        await api('PATCH', `/api/admin/users/${user.id}`, { password: input.value });
+        cell.replaceChildren(...before);
+        status.textContent = t('admin.users.passwordSet', { name: user.username });
+        status.hidden = false;
+      } catch (error) {
+        showError(errorBox, error);
+      }
+    });
+  });
+  cell.replaceChildren(form);
+  input.focus();
 }
 
 const refresh = tableRefresher({ url: '/api/admin/users', tbody, row });

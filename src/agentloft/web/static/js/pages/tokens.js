@@ -53,3 +53,22 @@ document.getElementById('copy-secret').addEventListener('click', async (event) =
 });
 
 refresh().catch((e) => showError(errorBox, e));
+
+// The password card: the current password and a new one; other browsers are signed out by the server.
+const passwordForm = document.getElementById('password-form');
+const passwordChanged = passwordForm.querySelector('[data-testid="password-changed"]');
+passwordForm.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  resetFormErrors(passwordForm);
+  passwordChanged.hidden = true;
+  const { currentPassword, newPassword } = readForm(passwordForm);
+  await busy(passwordForm.querySelector('button[type=submit]'), async () => {
+    try {
+      await api('POST', '/api/auth/password', { currentPassword, newPassword });
+      passwordForm.reset();
+      passwordChanged.hidden = false;
+    } catch (error) {
+      showFormError(passwordForm, error);
+    }
+  });
+});
