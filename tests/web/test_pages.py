@@ -142,3 +142,15 @@ def test_no_form_can_put_what_was_typed_in_the_address() -> None:
             if not method or (method.group(1) == "get" and 'role="search"' not in tag):
                 unsafe.append((path.name, tag))
     assert not unsafe, unsafe
+
+
+def test_head_answers_like_get_without_a_body(anon: ApiClient, user: ApiClient) -> None:
+    """Uptime checks and link checkers ask with HEAD (``curl -I``): pages and the health check answer as
+    GET would, without the body, instead of 405."""
+    for client, path, status in [(anon, "/", 303), (anon, "/login", 200), (anon, "/chat", 303),
+                                 (user, "/chat", 200), (user, "/admin/users", 403), (anon, "/api/health", 200)]:
+        r = client.head(path, follow_redirects=False)
+        assert r.status_code == status, (path, r.status_code)
+        assert r.content == b"", path
+        get = client.get(path, follow_redirects=False)
+        assert r.headers.get("content-type") == get.headers.get("content-type"), path

@@ -14,8 +14,11 @@ router = APIRouter(tags=["system"])
 
 @router.get("/api/health")
 async def health() -> dict[str, str]:
-    """Liveness probe; also hands a browser its CSRF cookie."""
+    """Liveness probe (HEAD too, as uptime checks ask); also hands a browser its CSRF cookie."""
     return {"status": "ok"}
+
+
+router.add_api_route("/api/health", health, methods=["HEAD"], include_in_schema=False)
 
 
 @router.get("/api/admin/settings", response_model=InstanceSettings)

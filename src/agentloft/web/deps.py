@@ -45,7 +45,13 @@ def error_page(request: Request, err: AppError) -> Response:
 
 
 class PageRoute(APIRoute):
-    """Turns page-level refusals into a redirect or an error page instead of JSON."""
+    """Turns page-level refusals into a redirect or an error page instead of JSON, and answers HEAD like
+    GET (the server sends no body): uptime checks and link checkers ask with HEAD."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        if self.methods is not None and "GET" in self.methods:
+            self.methods.add("HEAD")
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
