@@ -154,3 +154,14 @@ def test_head_answers_like_get_without_a_body(anon: ApiClient, user: ApiClient) 
         assert r.content == b"", path
         get = client.get(path, follow_redirects=False)
         assert r.headers.get("content-type") == get.headers.get("content-type"), path
+
+
+def test_a_page_address_with_a_bad_query_gets_the_error_page(user: ApiClient) -> None:
+    """A mistyped or stale link (``?page=-1``) to a page shows the error page, like every other refusal a
+    page makes, not the API's JSON."""
+    for path in ("/agent-documents?page=-1", "/agent-documents?page=abc", "/agent-documents?type=bogus"):
+        r = user.get(path)
+        assert r.status_code == 422, path
+        assert r.headers["content-type"].startswith("text/html"), path
+        assert "validation_error" in r.text, path
+    assert user.get("/api/agent-documents?page=-1").headers["content-type"] == "application/json"

@@ -187,6 +187,13 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
     )
 
 
+def invalid_request(exc: RequestValidationError) -> Invalid:
+    """FastAPI's validation failure as our 422: the first problem in the message, every one in fields."""
+    fields = field_errors(list(exc.errors()))
+    first = next(iter(fields.items()), ("body", "invalid"))
+    return Invalid(f"{first[0]}: {first[1]}", fields=fields)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
@@ -194,9 +201,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        fields = field_errors(list(exc.errors()))
-        first = next(iter(fields.items()), ("body", "invalid"))
-        return error_response(Invalid(f"{first[0]}: {first[1]}", fields=fields))
+        return error_response(invalid_request(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

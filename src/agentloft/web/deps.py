@@ -12,12 +12,13 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 
 from agentloft.auth.dependencies import OptionalUser
 from agentloft.auth.models import User
-from agentloft.core.errors import AppError, Forbidden
+from agentloft.core.errors import AppError, Forbidden, invalid_request
 from agentloft.web.templating import render_page
 
 
@@ -64,6 +65,8 @@ class PageRoute(APIRoute):
                 return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
             except AppError as err:
                 return error_page(request, err)
+            except RequestValidationError as exc:  # a page address with a bad query, e.g. ?page=-1
+                return error_page(request, invalid_request(exc))
 
         return page_handler
 
