@@ -1,4 +1,4 @@
-"""``agentloft serve [--workers N] | db upgrade | doctor | user create``."""
+"""``agentloft serve [--workers N] | db upgrade | doctor | user create | user password``."""
 
 from __future__ import annotations
 
@@ -120,12 +120,25 @@ async def _create_user(settings: Settings, username: str, password: str, role: R
         await db.dispose()
 
 
+def _read_password(args: argparse.Namespace) -> str | None:
+    """``--password``, else a prompt on a terminal, else the first line of stdin (``echo … | agentloft``):
+    a script without a terminal got a traceback from ``getpass`` instead."""
+    if args.password:
+        return str(args.password)
+    if sys.stdin.isatty():
+        return getpass.getpass("Password: ") or None
+    return sys.stdin.readline().rstrip("\r\n") or None
+
+
 def _user_create(settings: Settings, args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from agentloft.core.errors import AppError
 
-    password = args.password or getpass.getpass("Password: ")
+    password = _read_password(args)
+    if password is None:
+        print("error: no password given (--password, a terminal, or one line on stdin)", file=sys.stderr)
+        return 1
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url)
     role: Role = "admin" if args.admin else "user"
@@ -135,6 +148,44 @@ def _user_create(settings: Settings, args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"created {role} '{args.username}'")
+    return 0
+
+
+async def _set_password(settings: Settings, username: str, password: str) -> None:
+    from agentloft.auth import service
+    from agentloft.auth.schemas import PasswordChange
+    from agentloft.core.db import Database
+    from agentloft.core.errors import NotFound
+
+    PasswordChange(current_password="-", new_password=password)  # the rules a new password meets
+    db = Database(settings.resolved_database_url)
+    try:
+        async with db.session() as session:
+            user = await service.get_user_by_username(db=session, username=username)
+            if user is None:
+                raise NotFound(f"no account named '{username}'", code="user_not_found")
+            await service.set_password(db=session, user_id=user.id, password=password)
+    finally:
+        await db.dispose()
+
+
+def _user_password(settings: Settings, args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from agentloft.core.errors import AppError
+
+    password = _read_password(args)
+    if password is None:
+        print("error: no password given (--password, a terminal, or one line on stdin)", file=sys.stderr)
+        return 1
+    migrate.upgrade(settings.resolved_database_url)
+    try:
+        asyncio.run(_set_password(settings, args.username, password))
+    except (AppError, ValidationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"password set for '{args.username}'; browsers signed in with the old one are signed out "
+          "(a server running on SQLite notices after its restart)")
     return 0
 
 
@@ -166,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--password", default=None, help="prompted for when omitted")
     create.add_argument("--admin", action="store_true", help="give the account the admin role")
     create.set_defaults(func=_user_create)
+    password = user_sub.add_parser(
+        "password", help="set an account's password and sign out its browsers (e.g. a locked-out admin; "
+        "a server running on SQLite notices the sign-outs after its restart)"
+    )
+    password.add_argument("username")
+    password.add_argument("--password", default=None, help="prompted for when omitted")
+    password.set_defaults(func=_user_password)
     return parser
 
 

@@ -79,12 +79,12 @@ def test_sqlite_runs_in_wal_mode(app: LiveApp, admin: ApiClient) -> None:
     assert app.sql("PRAGMA journal_mode")[0][0] == "wal"
 
 
-def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, data_dir: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENTLOFT_DATA_DIR": str(data_dir)}
     if pg.current is not None:  # PostgreSQL pass: the same database a server on this data dir will use
         env["AGENTLOFT_DATABASE_URL"] = pg.current.for_dir(data_dir, empty=True)
     return subprocess.run([sys.executable, "-m", "agentloft.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, input=stdin)
 
 
 def test_cli_db_upgrade_and_user_create(tmp_path: Path) -> None:
@@ -99,6 +99,41 @@ def test_cli_db_upgrade_and_user_create(tmp_path: Path) -> None:
     try:
         with live.client() as c:
             assert login(c, "boss")["role"] == "admin"
+    finally:
+        live.stop()
+
+
+def test_cli_reads_a_password_from_stdin_and_resets_one(tmp_path: Path) -> None:
+    """Without a terminal the password is stdin's first line (a script got getpass's traceback), and
+    ``user password`` is the way back in for an admin who forgot theirs."""
+    data = tmp_path / "data"
+    r = _cli("user", "create", "boss", "--admin", data_dir=data)
+    assert r.returncode == 1 and "no password given" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("user", "create", "boss", "--admin", data_dir=data, stdin="password123\n")
+    assert r.returncode == 0, r.stderr
+    r = _cli("user", "password", "boss", data_dir=data, stdin="short\n")
+    assert r.returncode == 1 and "at least 8" in r.stderr
+    r = _cli("user", "password", "nobody", "--password", "new-password", data_dir=data)
+    assert r.returncode == 1 and "no account named 'nobody'" in r.stderr
+    live = start_app(data)
+    try:
+        with live.client() as old, live.client() as new:
+            login(old, "boss")
+            assert old.get("/api/auth/me").status_code == 200
+            r = _cli("user", "password", "BOSS", data_dir=data, stdin="new-password\n")
+            assert r.returncode == 0, r.stderr
+            assert new.post("/api/auth/login", json={"username": "boss", "password": "password123"}).status_code == 401
+            assert login(new, "boss", "new-password")["role"] == "admin"
+            session = old.cookies.get("agentloft_session")
+    finally:
+        live.stop()
+    # A SQLite server keeps who a cookie belongs to in memory and does not see another process's writes:
+    # the old browser is out once the server has restarted (at once on PostgreSQL).
+    live = start_app(data)
+    try:
+        with live.client() as old:
+            old.cookies.set("agentloft_session", session)
+            assert old.get("/api/auth/me").status_code == 401
     finally:
         live.stop()
 
