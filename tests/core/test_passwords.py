@@ -59,3 +59,12 @@ def test_an_admin_resets_a_password_and_signs_the_account_out(app: LiveApp, admi
         assert login(c, "bob", "reset-by-admin")["username"] == "bob"
     assert admin.patch(f"/api/admin/users/{bob_id}", json={"password": "short"}).status_code == 422
     assert bob.patch(f"/api/admin/users/{bob_id}", json={"password": "reset-by-bob1"}).status_code in (401, 403)
+
+
+def test_an_admin_setting_their_own_password_stays_signed_in(app: LiveApp, admin: ApiClient) -> None:
+    me = admin.ok("GET", "/api/auth/me")
+    with app.client() as elsewhere:
+        login(elsewhere, me["username"])
+        admin.ok("PATCH", f"/api/admin/users/{me['id']}", json={"password": "a-new-secret"})
+        assert admin.get("/api/auth/me").status_code == 200
+        assert elsewhere.get("/api/auth/me").status_code == 401

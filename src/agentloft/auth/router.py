@@ -137,5 +137,9 @@ async def admin_list_users(_: AdminUser, db: DbSession, paging: Paging) -> Page[
 
 
 @admin_router.patch("/{user_id}", response_model=UserRead)
-async def admin_update_user(user_id: DbInt, body: UserUpdate, _: AdminUser, db: DbSession) -> UserRead:
-    return UserRead.model_validate(await service.update_user(db=db, user_id=user_id, data=body))
+async def admin_update_user(
+    user_id: DbInt, body: UserUpdate, request: Request, admin: AdminUser, db: DbSession
+) -> UserRead:
+    """A new ``password`` signs the account's browsers out; an admin setting their own keeps this one."""
+    own = request.cookies.get(SESSION_COOKIE) if user_id == admin.id else None
+    return UserRead.model_validate(await service.update_user(db=db, user_id=user_id, data=body, keep_session=own))

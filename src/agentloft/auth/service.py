@@ -229,8 +229,9 @@ async def _active_admins(*, db: AsyncSession) -> int:
     return int((await db.execute(stmt)).scalar_one())
 
 
-async def update_user(*, db: AsyncSession, user_id: int, data: UserUpdate) -> User:
-    """Change a role or disable an account, but never leave the instance without an active admin."""
+async def update_user(*, db: AsyncSession, user_id: int, data: UserUpdate, keep_session: str | None = None) -> User:
+    """Change a role, a password (signing out every browser but ``keep_session``) or disable an account,
+    but never leave the instance without an active admin."""
     user = await get_user(db=db, user_id=user_id)
     loses_admin = user.is_admin and not user.disabled and (
         (data.role is not None and data.role != "admin") or data.disabled is True
@@ -244,7 +245,7 @@ async def update_user(*, db: AsyncSession, user_id: int, data: UserUpdate) -> Us
         if data.disabled:
             await db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
     if data.password is not None:
-        await set_password(db=db, user_id=user.id, password=data.password)
+        await set_password(db=db, user_id=user.id, password=data.password, keep_session=keep_session)
     await db.flush()
     return user
 
