@@ -46,6 +46,7 @@ def test_ids_in_the_path(admin: ApiClient, n: int) -> None:
 @pytest.mark.parametrize("n", TOO_BIG)
 def test_ids_in_the_query_and_in_bodies(admin: ApiClient, n: int) -> None:
     _refused(admin.get("/api/agent-sessions", params={"agentId": n}))
+    _refused(admin.get("/api/agent-sessions/search", params={"q": "a", "agentId": n}))
     _refused(admin.post("/api/admin/agents", json={"slug": "big", "name": "Big", "modelId": n}))
     target = admin.ok("POST", "/api/admin/agents", json={"slug": "small", "name": "Small"}, status=201)["id"]
     _refused(admin.put(f"/api/admin/agents/{target}", json={"modelId": n}))
@@ -76,3 +77,21 @@ def test_bad_page_numbers(admin: ApiClient) -> None:
     for params in [{"page": v} for v in (*bad, "100001")] + [{"pageSize": v} for v in (*bad, "101")]:
         _refused(admin.get("/api/agent-sessions", params=params))
         _refused(admin.get("/api/admin/agents", params=params))
+
+
+def _integer_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in [schema, *schema.get("anyOf", ())] if s.get("type") == "integer"]
+
+
+def test_every_integer_in_a_path_or_query_is_bounded(admin: ApiClient) -> None:
+    """So a new route cannot take a plain ``int`` again (``DbInt`` sets the bound): the search's
+    ``agentId`` did, and a number past 2**63 was a 500."""
+    unbounded = [
+        f"{method.upper()} {path} {param['name']}"
+        for path, methods in admin.get("/openapi.json").json()["paths"].items()
+        for method, operation in methods.items()
+        for param in operation.get("parameters", ())
+        for schema in _integer_schemas(param.get("schema", {}))
+        if "maximum" not in schema and "exclusiveMaximum" not in schema
+    ]
+    assert unbounded == []

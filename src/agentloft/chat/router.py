@@ -124,7 +124,7 @@ async def search_sessions(
     paging: Paging,
     q: Annotated[str, Query(min_length=1, max_length=500, description="Words to find (all must match).")],
     kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
-    agent_id: Annotated[int | None, Query(alias="agentId")] = None,
+    agent_id: Annotated[DbInt | None, Query(alias="agentId")] = None,
 ) -> Page[SessionSearchHit]:
     hits = await service.search_sessions(db=db, user_id=user.id, q=q, page=paging, kind=kind, agent_id=agent_id)
     names = await service.agent_names(db=db, agent_ids=[h.session.agent_id for h in hits.items])
