@@ -212,7 +212,8 @@ async def check_target(
 ) -> IPAddress:
     """Refuse the target or return the address to connect to. Nothing is sent before this returns."""
     if scheme not in ("http", "https"):
-        raise Blocked(f"blocked: only http and https URLs are allowed, not {scheme or 'no scheme'}")
+        given = f"not {scheme}" if scheme else "and this address names no scheme"
+        raise Blocked(f"blocked: only http and https URLs are allowed, {given}")
     host = host.strip("[]")
     if not host:
         raise Blocked("blocked: the URL has no host")
