@@ -23,6 +23,7 @@ from agentloft.chat.checkpoint import CheckpointWriter
 from agentloft.chat.leases import Leases, MemoryLeases, RedisLeases
 from agentloft.chat.runs import RunRegistry
 from agentloft.core import migrate
+from agentloft.core.body_limit import BodyLimit
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
@@ -158,9 +159,10 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
             if rt.redis is not None:
                 await rt.redis.aclose()
 
-    app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan, max_body_size=MAX_BODY_BYTES)
+    app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     app.add_middleware(CompressPages)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # before anything that reads the body
     app.add_middleware(SecurityHeaders, allow_remote_images=settings.allow_remote_images)
     install_error_handlers(app)
     web_errors.install_page_errors(app)
