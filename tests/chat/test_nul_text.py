@@ -86,3 +86,18 @@ def test_a_generated_title_holding_nul_is_saved(
     sid = chat(user, "helper", "hello").session_id
     named = user.ok("POST", f"/api/agent-sessions/{sid}/title")
     assert (named["title"], named["titleSource"]) == (f"Nul{STANDIN}title", "generated")
+
+
+def test_a_reply_holding_a_lone_surrogate_is_saved(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    """A model cut off between the two halves of an emoji sends half a UTF-16 pair (JSON ``"\\ud83d"``);
+    it cannot be encoded as UTF-8, and the reply was lost (neither streamed nor saved). It arrives, and is
+    stored, as U+FFFD."""
+    fake_model.push(Step(text="cut\ud83d off, \udfff", chunks=2))
+    res = chat(user, "helper", "hi")
+    assert "error" not in res.types and res.types[-1] == "[DONE]", res.body
+    assert res.text == f"cut{STANDIN} off, {STANDIN}"
+    reply = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]
+    assert (reply["status"], reply["content"]) == ("complete", f"cut{STANDIN} off, {STANDIN}")
+    assert session_status(app, res.session_id) == "idle"
