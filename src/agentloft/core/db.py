@@ -10,7 +10,8 @@ concurrent writers wait instead of failing.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -98,6 +99,9 @@ class UTCDateTime(TypeDecorator[datetime]):
 # stands for one that cannot be shown. On SQLite too, so a message reads back the same on both databases.
 NUL = "\x00"
 NUL_STANDIN = "\ufffd"
+# What no database stores: U+0000 (PostgreSQL) and a lone UTF-16 surrogate (neither driver encodes one; a
+# str never holds a valid pair, JSON's pair decodes to the one code point it stands for).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def storable(value: Any) -> Any:
@@ -156,6 +160,33 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     register_sqlite_functions(dbapi_conn)  # the search index triggers call them
 
 
+class NulRefused(ValueError):
+    """SQLite's answer to a value holding U+0000, made PostgreSQL's: it refuses such text in any parameter
+    (SQLSTATE 22021), where SQLite stored it. The error handlers answer it as they answer PostgreSQL (a
+    422), so a client's text is refused, and nothing written, on both databases alike."""
+
+    sqlstate = "22021"
+
+
+def _bound_values(parameters: Any) -> Iterator[Any]:
+    """Every value of a statement's parameters: one row (a tuple or a dict) or many (a list of them)."""
+    for item in parameters.values() if isinstance(parameters, dict) else parameters or ():
+        if isinstance(item, tuple | list):
+            yield from item
+        elif isinstance(item, dict):
+            yield from cast("dict[str, Any]", item).values()
+        else:
+            yield item
+
+
+def _refuse_nul(_conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+    """Refuse a statement with U+0000 in a text parameter. Text that may hold it (a model's, a tool's) is
+    made ``storable`` before it gets here; what still holds it is a client's."""
+    for value in _bound_values(parameters):
+        if isinstance(value, str) and NUL in value:
+            raise NulRefused("the NUL character (\\u0000) cannot be stored")
+
+
 def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run on a worker thread (``db_sqlite``)
@@ -181,6 +212,7 @@ def make_engine(url: str) -> AsyncEngine:
         engine = create_async_engine(url, pool_pre_ping=True, pool_timeout=POOL_TIMEOUT_S)
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "before_cursor_execute", _refuse_nul)
     if file_backed:
         event.listen(engine.sync_engine, "connect", _no_autocheckpoint)
     return engine

@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentloft.core.db import NulRefused
 from agentloft.core.redis import UNREACHABLE
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     @app.exception_handler(UnicodeEncodeError)
+    @app.exception_handler(NulRefused)
     async def _database(request: Request, exc: Exception) -> JSONResponse:
         if _is_bad_text(exc):
             return error_response(Invalid(_BAD_TEXT_MESSAGE))
