@@ -287,3 +287,15 @@ def test_description_is_built_from_config(call_tool: ToolCaller) -> None:
     assert "500 tokens" in text and "at most 7" in text and "1234 characters" in text
     assert "approval: update, delete" in text
     assert "approval: none" in call_tool.tool(approvalRequiredActions=[]).description
+
+
+def test_nul_from_the_model_is_stored_as_a_standin(app: LiveApp, call_tool: ToolCaller, alice_id: int) -> None:
+    """U+0000 in what the model writes (text from a binary page, a program's output) is no reason to lose
+    the document, as the API's 422 would lose it: it is stored as U+FFFD, on both databases."""
+    data = call_tool.ok(alice_id, {"action": "create", "title": "T\x00", "content": "a\x00b", "summary": "s\x00",
+                                   "tags": "x\x00"})
+    call_tool.ok(alice_id, {"action": "update", "id": data["id"], "content": "c\x00d"})
+    found = call_tool.ok(alice_id, {"action": "list", "q": "c\x00d"})
+    assert [d["id"] for d in found["items"]] == [data["id"]], found
+    assert app.sql("SELECT title, content, tags FROM agent_documents") == [("T\ufffd", "c\ufffdd", "x\ufffd")]
+    assert app.sql("SELECT content, summary FROM agent_document_versions") == [("a\ufffdb", "s\ufffd")]

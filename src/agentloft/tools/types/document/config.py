@@ -7,6 +7,7 @@ from typing import Any, Literal, LiteralString
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from agentloft.core.db import storable
 from agentloft.core.schemas import ApiModel
 from agentloft.documents.service import HARD_MAX_CONTENT_LENGTH
 
@@ -73,6 +74,14 @@ class Input(ApiModel):
         if isinstance(data, dict):
             data = {k: v for k, v in data.items() if k not in ("sessionId", "session_id")}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """U+0000 in what the model writes (a binary page's text, a program's output) becomes U+FFFD, as in
+        the chat's own text (``core.db.storable``): no database refuses it and the document is kept. The
+        API refuses it instead: there a person can fix what they send."""
+        return storable(data)
 
     @model_validator(mode="after")
     def _action_rules(self) -> Input:
