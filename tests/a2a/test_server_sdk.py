@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from a2a.client import A2AClientError
 from a2a.types import TaskState
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
 from tests.a2a import a2a_client as ac
 from tests.a2a.conftest import CALLEE_PROMPT, callee_step
@@ -104,3 +104,24 @@ def test_subscribe_and_cancel(app: LiveApp, coder: dict[str, Any], token: str, f
     # The run stopped: far fewer words than scripted were stored, and nothing is still streaming.
     (content, status), = app.sql("SELECT content, status FROM agent_messages WHERE role = 'assistant'")
     assert status != "streaming" and len(content.split()) < 60
+
+
+def test_text_no_database_can_store_is_refused(
+    app: LiveApp, anon: ApiClient, coder: dict[str, Any], token: str, fake_model: FakeModel
+) -> None:
+    """U+0000 or half a surrogate pair in the client's message: refused as invalid params, with nothing
+    created, on both databases (PostgreSQL refused U+0000 in a task's history, SQLite kept it)."""
+    with pytest.raises(InvalidParamsError):
+        ac.run(ac.stream(app.url, "coder", token, "a\x00b"))
+    with pytest.raises(InvalidParamsError):
+        ac.run(ac.send(app.url, "coder", token, "a\x00b"))
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    for text in ("a\\u0000b", "a\\udfffb"):
+        params = f'{{"message": {{"role": "ROLE_USER", "messageId": "m1", "parts": [{{"text": "{text}"}}]}}}}'
+        body = f'{{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {params}}}'
+        r = anon.post("/a2a/coder/", content=body.encode(), headers=headers)
+        assert r.status_code == 200 and r.json()["error"]["code"] == -32602, (text, r.text)
+        rest = anon.post("/a2a/coder/rest/message:send", content=params.encode(), headers=headers)
+        assert rest.status_code in (400, 422), (text, rest.status_code, rest.text)
+    assert app.sql("SELECT count(*) FROM a2a_task_sessions") == [(0,)]
+    assert fake_model.requests == []

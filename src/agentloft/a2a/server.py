@@ -30,7 +30,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from a2a.auth.user import User as A2AUserBase
-from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.agent_execution import AgentExecutor, RequestContext, SimpleRequestContextBuilder
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
     StoredTask,
@@ -58,6 +58,7 @@ from a2a.types import (
     Part,
     SecurityRequirement,
     SecurityScheme,
+    SendMessageRequest,
     StreamResponse,
     StringList,
     Task,
@@ -66,7 +67,7 @@ from a2a.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, ParseDict
 from sqlalchemy import select, update
@@ -78,7 +79,7 @@ from agentloft.a2a import service
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
 from agentloft.chat.leases import task_lease
-from agentloft.core.db import rows_matched
+from agentloft.core.db import UNSTORABLE, rows_matched
 from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -328,6 +329,20 @@ def _text_deltas(frames: str) -> list[str]:
     return out
 
 
+class CheckedContextBuilder(SimpleRequestContextBuilder):
+    """The SDK's request context, built only for a message whose text a database can store: U+0000 or
+    half a UTF-16 surrogate pair is refused as invalid params before any task exists. The client can
+    fix what it sends; PostgreSQL refused such text in a task's history where SQLite kept it."""
+
+    async def build(self, context: ServerCallContext, params: SendMessageRequest | None = None,
+                    task_id: str | None = None, context_id: str | None = None, task: Task | None = None
+                    ) -> RequestContext:
+        if params is not None and any(UNSTORABLE.search(part.text) for part in params.message.parts):
+            raise InvalidParamsError(message="the message's text may not contain the NUL character (\\u0000) "
+                                             "or a lone surrogate (\\ud800-\\udfff)")
+        return await super().build(context, params, task_id, context_id, task)
+
+
 class AgentloftExecutor(AgentExecutor):
     """Runs one A2A request as a task of our service, streaming the reply as one text artifact."""
 
@@ -461,6 +476,7 @@ class A2AServers:
                 task_store=RowTaskStore(self.rt, agent.id),
                 agent_card=card,
                 event_stream=self._events,
+                request_context_builder=CheckedContextBuilder(),
             )
             self._handlers[agent.id] = handler
             self._cards[agent.id] = card
