@@ -44,7 +44,10 @@ class RunRegistry:
     shutting_down: bool = False
     # Session runs leased here but not entered yet (prepared, the background task not started).
     _claimed: dict[str, asyncio.Event] = field(default_factory=dict)
-    _early_stops: set[str] = field(default_factory=set)
+    # Stops that came in while a run was being prepared: session id by its lease's name. Cleared when the
+    # run enters (and is cancelled) or its lease is released without it entering (the preparing failed),
+    # so a stop never outlives the run it was meant for.
+    _early_stops: dict[str, str] = field(default_factory=dict)
     _lost_handlers: dict[str, LostHandler] = field(default_factory=dict)
     _suspects: dict[str, float] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
@@ -62,6 +65,9 @@ class RunRegistry:
         self._claimed[name] = asyncio.Event()
 
     async def release(self, name: str) -> None:
+        stopped = self._early_stops.pop(name, None)
+        if stopped is not None:
+            self.reasons.pop(stopped, None)
         released = self._claimed.pop(name, None)
         if released is not None:
             released.set()
@@ -96,14 +102,13 @@ class RunRegistry:
         task = asyncio.current_task()
         if task is not None:
             self.tasks[session_id] = task
-            if session_id in self._early_stops:  # a stop came in while the run was starting
-                self._early_stops.discard(session_id)
+            if self._early_stops.pop(session_lease(session_id), None):  # a stop came in while it started
                 task.cancel()
 
     def leave(self, session_id: str) -> None:
         self.tasks.pop(session_id, None)
         self.reasons.pop(session_id, None)
-        self._early_stops.discard(session_id)
+        self._early_stops.pop(session_lease(session_id), None)
 
     def is_running(self, session_id: str) -> bool:
         return session_id in self.tasks
@@ -124,7 +129,7 @@ class RunRegistry:
         if released is None:
             return False
         self.reasons[session_id] = "stopped"
-        self._early_stops.add(session_id)
+        self._early_stops[session_lease(session_id)] = session_id
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(released.wait(), wait_s)
         return True
