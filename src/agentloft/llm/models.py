@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sqlalchemy import Boolean, Integer, String, Text
+from sqlalchemy import Boolean, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, TimestampMixin
@@ -23,3 +23,6 @@ class ModelConfig(TimestampMixin, Base):
     api_key_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     is_default: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+    # Names are unique: the pickers show a model by its name (migration 0013, which says why an index).
+    __table_args__ = (Index("uq_model_configs_name", "name", unique=True),)

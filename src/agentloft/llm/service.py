@@ -7,11 +7,12 @@ import time
 from pydantic_ai import Agent
 from pydantic_ai.settings import ModelSettings
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404
-from agentloft.core.errors import NotFound
+from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
 from agentloft.llm.clients import ModelClients
@@ -48,7 +49,28 @@ async def _first_becomes_default(db: AsyncSession, row: ModelConfig) -> None:
         row.is_default = True
 
 
+async def _name_taken(db: AsyncSession, name: str, except_id: int | None = None) -> bool:
+    stmt = select(ModelConfig.id).where(ModelConfig.name == name)
+    if except_id is not None:
+        stmt = stmt.where(ModelConfig.id != except_id)
+    return (await db.execute(stmt)).first() is not None
+
+
+def _name_conflict(name: str) -> Conflict:
+    return Conflict(f"a model named '{name}' exists", code="model_name_taken")
+
+
+async def _flush_name(db: AsyncSession, name: str) -> None:
+    """Write pending changes; a name another request took meanwhile is the same 409 (the unique index)."""
+    try:
+        await db.flush()
+    except IntegrityError as exc:
+        raise _name_conflict(name) from exc
+
+
 async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCreate) -> ModelConfig:
+    if await _name_taken(db, data.name):
+        raise _name_conflict(data.name)
     row = ModelConfig(
         name=data.name,
         provider=data.provider,
@@ -59,7 +81,7 @@ async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCre
         is_default=data.is_default,
     )
     db.add(row)
-    await db.flush()
+    await _flush_name(db, row.name)
     if row.is_default:
         await _clear_default(db, row.id)
     await _first_becomes_default(db, row)
@@ -83,13 +105,15 @@ async def update_model(
 ) -> ModelConfig:
     row = await get_model(db=db, model_id=model_id)
     changes = data.model_dump(exclude_unset=True)
+    if changes.get("name") and await _name_taken(db, changes["name"], except_id=row.id):
+        raise _name_conflict(changes["name"])
     if "api_key" in changes:
         key = changes.pop("api_key")
         row.api_key_enc = box.encrypt(key) if key else None
     for field, value in changes.items():
         if value is not None or field == "base_url":
             setattr(row, field, value)
-    await db.flush()
+    await _flush_name(db, row.name)
     if row.is_default:
         await _clear_default(db, row.id)
     return row

@@ -46,6 +46,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.agent_slug_taken": "An agent with this slug exists already: choose another slug.",
         "apiError.tool_slug_taken": "A tool with this slug exists already: choose another slug.",
         "apiError.mcp_server_slug_taken": "An MCP server with this slug exists already: choose another slug.",
+        "apiError.model_name_taken": "A model with this name exists already: choose another name.",
         "apiError.not_a_remote_agent": "Only a remote agent has an agent card to fetch.",
         "apiError.csrf_failed": "This page is out of date (its security token is missing). Reload it and try "
         "again.",
@@ -165,6 +166,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.agent_slug_taken": "已有使用该标识的智能体，请换一个标识。",
         "apiError.tool_slug_taken": "已有使用该标识的工具，请换一个标识。",
         "apiError.mcp_server_slug_taken": "已有使用该标识的 MCP 服务器，请换一个标识。",
+        "apiError.model_name_taken": "已有同名的模型，请换一个名称。",
         "apiError.not_a_remote_agent": "只有远程智能体才有可获取的智能体卡片。",
         "apiError.csrf_failed": "页面已过期（缺少安全令牌）。请刷新页面后重试。",
         "apiError.invalid_token": "API 令牌无效。",
