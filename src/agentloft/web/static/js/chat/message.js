@@ -201,11 +201,15 @@ function toolCard(part, actions) {
   return card;
 }
 
-/** A tool's failure in the reader's language when its code is known; the model's wording otherwise. */
+/** A tool's failure in the reader's language when its code is known, with the tool's own words beneath
+ * (they name what failed: a path, a status); the tool's words alone otherwise. Shown, not in a tooltip:
+ * a phone has no hover. */
 function toolError(part) {
   const key = part.errorCode ? `toolError.${part.errorCode}` : '';
-  const known = key && t(key) !== key;
-  return h('p', { class: 'tool-error', title: known ? part.errorText || '' : null, text: known ? t(key) : part.errorText || '' });
+  const detail = part.errorText || '';
+  if (!key || t(key) === key) return h('p', { class: 'tool-error', text: detail });
+  return [h('p', { class: 'tool-error', text: t(key) }),
+    detail && detail !== t(key) ? h('p', { class: 'tool-error-detail', dataset: { testid: 'tool-error-detail' }, text: detail }) : null];
 }
 
 /** Why a reply failed, in words, with what to check: the server sends a `data-error` part with a code. */
