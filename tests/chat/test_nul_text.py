@@ -1,5 +1,6 @@
-"""U+0000 from a model, a tool or a user is saved as U+FFFD (``core.db.storable``): PostgreSQL's text cannot
-hold it, and a reply must read back the same on SQLite as on PostgreSQL."""
+"""U+0000 from a model or a tool is saved as U+FFFD (``core.db.storable``): PostgreSQL's text cannot hold it,
+and a reply must read back the same on SQLite as on PostgreSQL. From a user it is refused (a 422 naming
+the field), as everywhere else in the API: they can send it again without it."""
 
 from __future__ import annotations
 
@@ -25,14 +26,12 @@ def test_a_reply_and_tool_call_holding_nul_are_saved(
     _wire(admin, agent, "echo", "test-echo")
     fake_model.push(Step(text=f"Before{NUL}.", tool_calls=[ToolCall("echo", {"text": f"x{NUL}y"}, id="n1")]),
                     text(f"After{NUL}end."))
-    res = chat(user, "helper", f"say{NUL}it")
+    res = chat(user, "helper", "say it")
     assert "error" not in res.types and res.types[-1] == "[DONE]", res.body
     assert res.text == f"Before{NUL}.After{NUL}end."  # the live stream carries what the model sent
 
     detail = user.ok("GET", f"/api/agent-sessions/{res.session_id}")
-    assert detail["title"] == f"say{STANDIN}it"
-    question, reply = detail["messages"]
-    assert question["content"] == f"say{STANDIN}it" and question["parts"][0]["text"] == f"say{STANDIN}it"
+    _question, reply = detail["messages"]
     assert reply["status"] == "complete" and reply["error"] is None
     assert reply["content"] == f"Before{STANDIN}.\n\nAfter{STANDIN}end."
     tool = next(p for p in reply["parts"] if p.get("toolCallId") == "n1")
@@ -57,11 +56,11 @@ def test_an_approval_holding_nul_is_saved_and_answered(
     assert pending[0]["input"] == {"action": f"wipe{STANDIN}", f"note{STANDIN}": STANDIN}
     fake_model.push(text("fine"))
     resumed = post_stream(user, f"/api/agent-sessions/{res.session_id}/approvals",
-                          {"toolCallId": "g1", "approved": False, "reason": f"no{NUL}pe"})
+                          {"toolCallId": "g1", "approved": False, "reason": "nope"})
     assert resumed.text == "fine" and "error" not in resumed.types, resumed.body
     reply = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]
     part = next(p for p in reply["parts"] if p.get("toolCallId") == "g1")
-    assert part["approval"]["reason"] == f"no{STANDIN}pe"
+    assert part["approval"]["reason"] == "nope"
 
 
 def test_a_checkpoint_holding_nul_is_saved(
@@ -101,3 +100,31 @@ def test_a_reply_holding_a_lone_surrogate_is_saved(
     reply = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]
     assert (reply["status"], reply["content"]) == ("complete", f"cut{STANDIN} off, {STANDIN}")
     assert session_status(app, res.session_id) == "idle"
+
+
+def _refused(response: Any, field: str) -> None:
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] == "validation_error" and field in error["fields"], error
+
+
+def test_nul_or_a_lone_surrogate_from_the_user_is_refused(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    """The message, a session's new title, an approval's reason: a 422 naming the field, nothing written,
+    on both databases (it was stored as U+FFFD, the user's text changed without a word)."""
+    headers = {"content-type": "application/json"}
+    for bad in (f"say{NUL}it", "say\\udfffit"):
+        body = f'{{"message": "{bad}"}}'.replace(NUL, "\\u0000").encode()
+        _refused(user.post("/api/agents/helper/chat", content=body, headers=headers), "message")
+    assert app.sql("SELECT count(*) FROM agent_messages") == [(0,)] and fake_model.requests == []
+
+    _wire(admin, agent, "guard", "test-guarded", needsApproval=True)
+    fake_model.push(Step(tool_calls=[ToolCall("guard", {"action": "wipe"}, id="g1")]))
+    sid = chat(user, "helper", "please act").session_id
+    _refused(user.patch(f"/api/agent-sessions/{sid}", json={"title": f"new{NUL}"}), "title")
+    answer = {"toolCallId": "g1", "approved": False, "reason": f"no{NUL}pe"}
+    _refused(user.post(f"/api/agent-sessions/{sid}/approvals", json=answer), "reason")
+    assert user.ok("GET", f"/api/agent-sessions/{sid}")["pendingApprovals"][0]["toolCallId"] == "g1"
+    assert user.ok("GET", f"/api/agent-sessions/{sid}")["title"] == "please act"

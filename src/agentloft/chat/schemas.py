@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StringConstraints
 
-from agentloft.core.schemas import ApiModel
+from agentloft.core.schemas import ApiModel, ClientText
 
-Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100_000)]
-Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100_000), ClientText]
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), ClientText]
 
 
 class ChatRequest(ApiModel):
@@ -27,7 +27,7 @@ class ResendRequest(ApiModel):
 class ApprovalAnswer(ApiModel):
     tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     approved: StrictBool
-    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] | None = None
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000), ClientText] | None = None
 
 
 class SessionUpdate(ApiModel):

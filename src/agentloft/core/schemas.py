@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Annotated, Generic, TypeVar
 
 from annotated_types import Interval
-from pydantic import BaseModel, ConfigDict, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
+
+from agentloft.core.db import UNSTORABLE
 
 T = TypeVar("T")
 
@@ -26,6 +28,20 @@ DbInt = Annotated[int, Interval(ge=-DB_INT_MAX - 1, le=DB_INT_MAX)]
 BodyId = Annotated[DbInt, Strict()]
 # Booleans in request bodies are pydantic's ``StrictBool`` for the same reason: a lax parse takes "yes",
 # "on", "1" and 1 as true, "no", "off" and 0 as false (a checkbox's value or a number sent by mistake).
+
+
+
+
+def _storable_only(value: str) -> str:
+    if UNSTORABLE.search(value):
+        raise ValueError("may not contain the NUL character (\\u0000) or a lone surrogate (\\ud800-\\udfff)")
+    return value
+
+
+# A client's text bound for a column that would quietly store U+0000 as U+FFFD (``core.db.Storable*``, made
+# for a model's and a tool's text): refused with a 422 naming the field instead, as every other column's
+# database refuses it. The client can fix what it sends; a model's reply cannot be sent again.
+ClientText = AfterValidator(_storable_only)
 
 
 class ApiModel(BaseModel):
