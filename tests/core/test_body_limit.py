@@ -54,6 +54,7 @@ def test_a_declared_length_past_the_limit_is_refused_before_anything_runs(app: L
         status, _, rest = reply.partition(b"\r\n")
         assert status.split()[1] == b"413", (path, reply[:300])
         assert b"content-type: application/json" in rest.lower(), (path, reply[:300])
+        assert b"x-content-type-options: nosniff" in rest.lower(), "the security headers are on it too"
         assert json.loads(rest.partition(b"\r\n\r\n")[2])["error"]["code"] == "payload_too_large", path
 
 
