@@ -192,33 +192,57 @@ def pg_url(server: str) -> str:
         hide_password=False)
 
 
-async def build_postgres(server: str, total: int, mine: int) -> None:
-    """The data at ``BASE_REVISION`` in a new database: loaded with COPY without the trigram index, which
-    is then built once, as 0004 defines it."""
+async def _pg_load(conn: asyncpg.Connection, total: int, mine: int) -> None:
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    await conn.copy_records_to_table(
+        "users", columns=["id", "username", "password_hash", "role", "disabled", "created_at", "updated_at"],
+        records=[(u, f"bench{u}", "x", "user", False, now, now) for u in range(1, 1001)])
+    await conn.copy_records_to_table(
+        "agent_documents", columns=["id", "user_id", "type", "title", "content", "summary", "tags",
+                                    "created_at", "updated_at"],
+        records=_rows(total, mine, random.Random(SEED)))
+    await conn.execute("SELECT setval(pg_get_serial_sequence('users', 'id'), 1000)")
+
+
+async def build_postgres(server: str, total: int, mine: int, at_head: bool = False) -> None:
+    """The data in a new database, loaded with COPY without the search indexes, which are then built
+    once: at ``BASE_REVISION`` the trigram index as 0004 defines it; ``at_head`` the search indexes exactly
+    as the migrations to head made them (their definitions and statistics targets are read back from the
+    catalog before they are dropped), which skips the backfill of upgrading a loaded table. Only
+    ``ANALYZE`` follows the load: the visibility map stays as a bulk insert leaves it (empty) until a
+    vacuum, which is what a busy production table looks like before autovacuum reaches it."""
     await _pg_admin(server, f'CREATE DATABASE "{PG_DATABASE}"',
                     f"ALTER DATABASE \"{PG_DATABASE}\" SET maintenance_work_mem = '512MB'")
     url = pg_url(server)
-    await asyncio.to_thread(migrate.upgrade, url, BASE_REVISION)
+    await asyncio.to_thread(migrate.upgrade, url, "head" if at_head else BASE_REVISION)
     started = time.perf_counter()
     conn = await asyncpg.connect(**_pg_connect_args(server, PG_DATABASE))
     try:
-        await conn.execute("DROP INDEX idx_agent_doc_search_trgm")
-        now = datetime(2025, 1, 1, tzinfo=UTC)
-        await conn.copy_records_to_table(
-            "users", columns=["id", "username", "password_hash", "role", "disabled", "created_at", "updated_at"],
-            records=[(u, f"bench{u}", "x", "user", False, now, now) for u in range(1, 1001)])
-        await conn.copy_records_to_table(
-            "agent_documents", columns=["id", "user_id", "type", "title", "content", "summary", "tags",
-                                        "created_at", "updated_at"],
-            records=_rows(total, mine, random.Random(SEED)))
-        await conn.execute("SELECT setval(pg_get_serial_sequence('users', 'id'), 1000)")
+        indexes = [PG_TRGM_0004]
+        if at_head:
+            indexes = [r["def"] for r in await conn.fetch(
+                "SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index JOIN pg_class c ON c.oid = indexrelid "
+                "WHERE indrelid = 'agent_documents'::regclass AND c.relname LIKE 'idx_agent_doc_search%'")]
+            indexes += [f"ALTER INDEX {r['idx']} ALTER COLUMN {r['attnum']} SET STATISTICS {r['target']}"
+                        for r in await conn.fetch(
+                            "SELECT c.relname AS idx, a.attnum, a.attstattarget AS target FROM pg_attribute a "
+                            "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_index i ON i.indexrelid = c.oid "
+                            "WHERE i.indrelid = 'agent_documents'::regclass "
+                            "AND c.relname LIKE 'idx_agent_doc_search%' AND a.attstattarget > 0")]
+        for name in await conn.fetch("SELECT relname FROM pg_class WHERE relname LIKE 'idx_agent_doc_search%' "
+                                     "AND relkind = 'i'"):
+            await conn.execute(f"DROP INDEX {name['relname']}")
+        if at_head:  # kept off until the next run's VACUUM (``upgrade``): measured first as loaded
+            await conn.execute("ALTER TABLE agent_documents SET (autovacuum_enabled = false)")
+        await _pg_load(conn, total, mine)
         loaded = time.perf_counter()
-        await conn.execute(PG_TRGM_0004)
-        await conn.execute("VACUUM ANALYZE agent_documents")
+        for statement in indexes:
+            await conn.execute(statement)
+        await conn.execute("ANALYZE agent_documents" if at_head else "VACUUM ANALYZE agent_documents")
     finally:
         await conn.close()
-    print(f"PostgreSQL: loaded {total} rows in {loaded - started:.1f} s, trigram-indexed in "
-          f"{time.perf_counter() - loaded:.1f} s")
+    print(f"PostgreSQL: loaded {total} rows in {loaded - started:.1f} s, search-indexed in "
+          f"{time.perf_counter() - loaded:.1f} s ({'head' if at_head else BASE_REVISION})")
 
 
 async def upgrade(url: str) -> float:
@@ -231,7 +255,8 @@ async def upgrade(url: str) -> float:
         con.execute("ANALYZE")
         con.close()
     else:  # the migration rewrote the table (generated column): the visibility map starts empty
-        await _pg_admin(url, "VACUUM ANALYZE agent_documents")
+        await _pg_admin(url, "VACUUM ANALYZE agent_documents",
+                        "ALTER TABLE agent_documents RESET (autovacuum_enabled)")
     return took
 
 
@@ -325,6 +350,22 @@ async def compare_states(base_url: str, head_url: str, writes: int, rounds: int 
     finally:
         await base.dispose()
         await head.dispose()
+
+
+async def head_writes(url: str, writes: int) -> None:
+    """Index sizes and write times of one database at head (no "before" state to alternate with)."""
+    db = Database(url)
+    try:
+        _report_sizes("head", await index_sizes(db))
+        if not writes:
+            return
+        got = await write_times(db, writes)
+        for name in ("create", "update", "delete"):
+            t = getattr(got, name)
+            print(f"{name} a document ({len(t)} writes): p50 {pct(t, 50):.2f} p95 {pct(t, 95):.2f} "
+                  f"max {max(t):.2f} ms")
+    finally:
+        await db.dispose()
 
 
 # --- searching ---------------------------------------------------------------------------------------
@@ -446,6 +487,7 @@ async def prepare(url: str, build: Callable[[], Awaitable[None]] | None,
     if build is None:
         took = await upgrade(url)
         print(f"upgraded to head in {took:.1f} s (reused database)")
+        await head_writes(url, writes)
         return
     await build()
     base_url = await snapshot()
@@ -498,6 +540,9 @@ def main() -> None:
     ap.add_argument("--db", type=Path, help="keep the generated SQLite file here and reuse it when it exists")
     ap.add_argument("--postgres", help="an admin URL of a PostgreSQL server: benchmark there instead")
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL database (reused next time)")
+    ap.add_argument("--at-head", action="store_true",
+                    help="PostgreSQL: load a new database at the current schema directly (no before/after "
+                         "comparison, no backfill)")
     args = ap.parse_args()
     load_terms()
     if args.postgres:
@@ -506,7 +551,11 @@ def main() -> None:
         fresh = not asyncio.run(_pg_exists(admin))
         build = (lambda: build_postgres(admin, args.total, args.mine)) if fresh else None
         try:
-            asyncio.run(prepare(url, build, *_pg_snapshot(admin), args.writes))
+            if fresh and args.at_head:
+                asyncio.run(build_postgres(admin, args.total, args.mine, at_head=True))
+                asyncio.run(head_writes(url, args.writes))
+            else:
+                asyncio.run(prepare(url, build, *_pg_snapshot(admin), args.writes))
             report(asyncio.run(run(url, args.runs, args.only)))
         finally:
             if not args.keep:
