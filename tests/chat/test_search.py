@@ -94,6 +94,27 @@ def test_ranking_title_terms_then_hits_then_recent(
     assert found(user, "kiwi plum") == ["Kiwi plum tart", "Kiwi jam", "Newest notes", "Old notes"]
 
 
+def test_the_match_is_the_message_with_most_terms_then_the_newest(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    sid = start(user, "茶 and 咖啡 together", "only 茶 here", fake_model, title="饮料")
+    fake_model.push(text("茶 again, newest"))
+    chat(user, "helper", "咖啡 alone", session_id=sid)
+    messages = {m["content"]: m["id"] for m in user.ok("GET", f"/api/agent-sessions/{sid}")["messages"]}
+
+    def match(q: str) -> dict[str, Any]:
+        page = user.ok("GET", SEARCH, params={"q": q})
+        assert [h["id"] for h in page["items"]] == [sid] and page["total"] == 1
+        return page["items"][0]["match"]
+
+    assert match("茶 咖啡")["messageId"] == messages["茶 and 咖啡 together"]  # both terms, though oldest
+    assert match("茶")["messageId"] == messages["茶 again, newest"]  # one term each: the newest
+    assert match("咖啡")["messageId"] == messages["咖啡 alone"]
+    assert match("饮料") == {"field": "title", "messageId": None, "role": None, "snippet": "饮料",
+                             "parts": [{"text": "饮料", "hit": True}]}
+    assert match("饮料 咖啡")["messageId"] == messages["咖啡 alone"]  # title and messages together
+
+
 def test_paging_filters_and_bad_queries(
     user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel
 ) -> None:

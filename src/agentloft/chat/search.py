@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from sqlalchemy import (
     CTE,
-    Float,
     Integer,
     Select,
     String,
@@ -31,6 +31,8 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
+    or_,
     select,
     text,
     union_all,
@@ -67,33 +69,55 @@ class Hits:
 
 # --- where each term is found: one row per (session, term, title or message) ------------------------
 #
-# Columns: sid (session id), t (term number), in_title (1 for the title), mid (message id or NULL),
-# newness (larger is newer; compares messages of one session).
+# Columns: sid (session id), t (term number), in_title (1 for the title); PostgreSQL's also mid (message
+# id or NULL) and newness (larger is newer; compares messages of one session). With each, how to pick a
+# session's best message (``BestMessage``).
+
+BestMessage = Callable[[Any], Any]
 
 
-def _sqlite_hits(query: Query, user_id: int) -> CTE:
-    arms: list[str] = []
-    params: dict[str, Any] = {}
+def _sqlite_rowids(index: textsearch.FtsIndex, query: Query, user_id: int, tag: str) -> CTE:
+    """The table rowids of the user's rows that the index finds for ``query``, as a CTE ``r``."""
+    m = textsearch.fts_match(index, query, user_id, tag=tag)
+    sql = f"SELECT {textsearch.table_rowid_sql(m.rowid)} AS r FROM {m.table} WHERE {m.where}"
+    return text(sql).bindparams(**m.params).columns(column("r", Integer)).cte(f"r{tag}")
+
+
+def _sqlite_hits(query: Query, user_id: int) -> tuple[CTE, BestMessage]:
+    """Each term's matching messages once, as a list of rowids (a common character is in thousands of
+    messages): the sessions that hold the term are the DISTINCT sessions of that list, and the page's
+    best messages are picked from the page sessions' own messages by looking their rowids up in the lists
+    (listing every hit with its message id and grouping it twice cost more than the LIKE scan)."""
+    messages: list[CTE] = []
+    arms: list[Select[Any]] = []
+    msg_rowid = literal_column("agent_messages.rowid")
     for i, term in enumerate(query.terms):
         one = query.only(term)
-        m = textsearch.fts_match(MESSAGES, one, user_id, tag=f"{i}m")
-        s = textsearch.fts_match(TITLES, one, user_id, tag=f"{i}t")
-        params |= m.params | s.params
-        arms.append(
-            f"SELECT msg.session_id AS sid, {i} AS t, 0 AS in_title, msg.id AS mid, -{m.rowid} AS newness "
-            f"FROM {m.table} JOIN agent_messages msg ON msg.rowid = {textsearch.table_rowid_sql(m.rowid)} "
-            f"WHERE {m.where}"
-        )
-        arms.append(
-            f"SELECT ses.id, {i}, 1, NULL, 0 FROM {s.table} "
-            f"JOIN agent_sessions ses ON ses.rowid = {textsearch.table_rowid_sql(s.rowid)} WHERE {s.where}"
-        )
-    columns = (column("sid", String), column("t", Integer), column("in_title", Integer),
-               column("mid", String), column("newness", Float))
-    return text(" UNION ALL ".join(arms)).bindparams(**params).columns(*columns).cte("hits")
+        found, titled = _sqlite_rowids(MESSAGES, one, user_id, f"{i}m"), _sqlite_rowids(TITLES, one, user_id, f"{i}t")
+        messages.append(found)
+        arms.append(select(AgentMessage.session_id.label("sid"), literal(i).label("t"), literal(0).label("in_title"))
+                    .select_from(found).join(AgentMessage, msg_rowid == found.c.r).distinct())
+        arms.append(select(AgentSession.id, literal(i), literal(1))
+                    .select_from(titled).join(AgentSession, literal_column("agent_sessions.rowid") == titled.c.r))
+    return union_all(*arms).cte("hits"), partial(_sqlite_best_message, messages)
 
 
-def _pg_hits(query: Query, user_id: int) -> CTE:
+def _sqlite_best_message(messages: list[CTE], session_id: Any) -> Any:
+    """The message of one session holding the most terms, newest first among equals."""
+    best = aliased(AgentMessage, name="best")
+    rowid = literal_column("best.rowid")
+    held = [rowid.in_(select(found.c.r)) for found in messages]
+    n_held = sum((case((h, 1), else_=0) for h in held[1:]), case((held[0], 1), else_=0))
+    return (
+        select(best.id)
+        .where(best.session_id == session_id, or_(*held))
+        .order_by(n_held.desc(), rowid.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _pg_hits(query: Query, user_id: int) -> tuple[CTE, BestMessage]:
     m, s = AgentMessage, AgentSession
     arms: list[Select[Any, Any, Any, Any, Any]] = []
     for i, term in enumerate(query.terms):
@@ -108,7 +132,8 @@ def _pg_hits(query: Query, user_id: int) -> CTE:
             select(s.id.label("sid"), literal(i), literal(1), literal(None, String), literal(0.0))
             .where(s.user_id == user_id, *textsearch.pg_match(*PG_TITLE, one, f"t{i}"))
         )
-    return union_all(*arms).cte("hits")
+    hits = union_all(*arms).cte("hits")
+    return hits, partial(_best_message, hits)
 
 
 # --- sessions from hits ------------------------------------------------------------------------------
@@ -145,9 +170,9 @@ def _ranking(in_title: Any, in_messages: Any, updated_at: Any, session_id: Any) 
 
 
 def _best_message(hits: CTE, session_id: Any) -> Any:
-    """The message of one session holding the most terms, newest first among equals, as a correlated
-    subquery: evaluated for the page's sessions only (over every matching session it cost a scan of
-    all hits per session)."""
+    """PostgreSQL's best message: the message of one session holding the most terms, newest first among
+    equals, as a correlated subquery: evaluated for the page's sessions only (over every matching session
+    it cost a scan of all hits per session)."""
     return (
         select(hits.c.mid)
         .where(hits.c.sid == session_id, hits.c.in_title == 0)
@@ -178,7 +203,7 @@ async def search_sessions(
     pg = db.get_bind().dialect.name == "postgresql"
     if pg:
         await textsearch.pg_custom_plans(db)
-    hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
+    hits, best_message = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
     agg = _per_session(hits, len(query.terms))
     sessions = select(AgentSession).join(agg, agg.c.sid == AgentSession.id)
     sessions = _visible(sessions if narrow is None else narrow(sessions), user_id, filters or [])
@@ -187,7 +212,7 @@ async def search_sessions(
     inner = _ranking(agg.c.tt, agg.c.mt, AgentSession.updated_at, AgentSession.id)
     page = matching.order_by(*inner).offset(offset).limit(limit).subquery("page")
     session = aliased(AgentSession, page)
-    stmt = (select(session, _best_message(hits, page.c.id), page.c.total)
+    stmt = (select(session, best_message(page.c.id), page.c.total)
             .order_by(*_ranking(page.c.tt, page.c.mt, page.c.updated_at, page.c.id)))
     rows = (await db.execute(stmt)).all()
     if rows:
