@@ -41,7 +41,7 @@ from sqlalchemy.engine import make_url
 
 from agentloft.core import migrate
 from agentloft.core.db import Database
-from agentloft.documents import service
+from agentloft.documents import search, service
 from agentloft.documents.models import AgentDocument
 
 PAGE = 20
@@ -128,10 +128,11 @@ def _sqlite_stamp(value: datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S.000000")
 
 
-def build_sqlite(path: Path, total: int, mine: int) -> None:
+def build_sqlite(path: Path, total: int, mine: int, at_head: bool = False) -> None:
     """The data at ``BASE_REVISION``: bulk-loaded without the per-row index trigger, then indexed in one
-    pass with the trigger's exact rows."""
-    migrate.upgrade(f"sqlite+aiosqlite:///{path}", BASE_REVISION)
+    pass with the trigger's exact rows. ``at_head``: at the current schema, loaded without the insert
+    trigger too; ``build_sqlite_at_head`` then indexes it."""
+    migrate.upgrade(f"sqlite+aiosqlite:///{path}", "head" if at_head else BASE_REVISION)
     started = time.perf_counter()
     con = sqlite3.connect(path)
     con.execute("PRAGMA journal_mode=WAL")
@@ -152,6 +153,12 @@ def build_sqlite(path: Path, total: int, mine: int) -> None:
     )
     con.commit()
     loaded = time.perf_counter()
+    if at_head:
+        con.execute(trigger_sql)
+        con.commit()
+        con.close()
+        print(f"SQLite: loaded {total} rows in {loaded - started:.1f} s")
+        return
     con.execute(
         "INSERT INTO agent_documents_fts(rowid, title, summary, tags, content) "
         "SELECT (user_id << 32) + (4294967295 - rowid), title, summary, tags, content FROM agent_documents"
@@ -162,6 +169,23 @@ def build_sqlite(path: Path, total: int, mine: int) -> None:
     con.close()
     print(f"SQLite: loaded {total} rows in {loaded - started:.1f} s, trigram-indexed in "
           f"{time.perf_counter() - loaded:.1f} s")
+
+
+async def build_sqlite_at_head(path: Path, total: int, mine: int) -> None:
+    """The data at the current schema: bulk-loaded, then indexed in one pass by the app's own rebuild
+    (``documents.search.rebuild_index``, the triggers' exact rows), which skips the migrations' backfill."""
+    await asyncio.to_thread(build_sqlite, path, total, mine, True)
+    started = time.perf_counter()
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with db.session() as s:
+            await search.rebuild_index(db=s)
+            await s.commit()
+        async with db.session() as s:
+            await s.execute(text("ANALYZE"))
+    finally:
+        await db.dispose()
+    print(f"SQLite: indexed at head in {time.perf_counter() - started:.1f} s")
 
 
 def _pg_connect_args(url: str, database: str | None = None) -> dict[str, object]:
@@ -541,7 +565,7 @@ def main() -> None:
     ap.add_argument("--postgres", help="an admin URL of a PostgreSQL server: benchmark there instead")
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL database (reused next time)")
     ap.add_argument("--at-head", action="store_true",
-                    help="PostgreSQL: load a new database at the current schema directly (no before/after "
+                    help="load a new database at the current schema directly (no before/after "
                          "comparison, no backfill)")
     args = ap.parse_args()
     load_terms()
@@ -569,7 +593,11 @@ def main() -> None:
         async def build() -> None:
             await asyncio.to_thread(build_sqlite, path, args.total, args.mine)
 
-        asyncio.run(prepare(url, build if fresh else None, *_sqlite_snapshot(path), args.writes))
+        if fresh and args.at_head:
+            asyncio.run(build_sqlite_at_head(path, args.total, args.mine))
+            asyncio.run(head_writes(url, args.writes))
+        else:
+            asyncio.run(prepare(url, build if fresh else None, *_sqlite_snapshot(path), args.writes))
         size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
         print(f"database file(s): {size:.0f} MB")
         report(asyncio.run(run(url, args.runs, args.only)))
