@@ -113,6 +113,12 @@ def test_the_match_is_the_message_with_most_terms_then_the_newest(
     assert match("饮料") == {"field": "title", "messageId": None, "role": None, "snippet": "饮料",
                              "parts": [{"text": "饮料", "hit": True}]}
     assert match("饮料 咖啡")["messageId"] == messages["咖啡 alone"]  # title and messages together
+    fake_model.push(text("ＣＯＦＦＥＥ notes"))
+    chat(user, "helper", "coffee, typed plainly", session_id=sid)
+    messages = {m["content"]: m["id"] for m in user.ok("GET", f"/api/agent-sessions/{sid}")["messages"]}
+    assert match("ｃｏｆｆｅｅ")["messageId"] == messages["ＣＯＦＦＥＥ notes"]  # folded, and the newer of two
+    assert match("coffee 茶")["messageId"] == messages["ＣＯＦＦＥＥ notes"]  # none holds both: the newest
+    assert match("plainly 茶 咖啡")["messageId"] == messages["茶 and 咖啡 together"]  # two of three terms
 
 
 def test_paging_filters_and_bad_queries(

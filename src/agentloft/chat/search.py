@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from sqlalchemy import (
@@ -32,7 +31,6 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
-    or_,
     select,
     text,
     union_all,
@@ -70,10 +68,9 @@ class Hits:
 # --- where each term is found: one row per (session, term, title or message) ------------------------
 #
 # Columns: sid (session id), t (term number), in_title (1 for the title); PostgreSQL's also mid (message
-# id or NULL) and newness (larger is newer; compares messages of one session). With each, how to pick a
-# session's best message (``BestMessage``).
-
-BestMessage = Callable[[Any], Any]
+# id or NULL) and newness (its place in the session: the two messages of one exchange share a creation
+# time), from which the statement picks each page session's best message. SQLite picks them in a second
+# statement (``_sqlite_best``).
 
 
 def _sqlite_rowids(index: textsearch.FtsIndex, query: Query, user_id: int, tag: str) -> CTE:
@@ -83,48 +80,53 @@ def _sqlite_rowids(index: textsearch.FtsIndex, query: Query, user_id: int, tag: 
     return text(sql).bindparams(**m.params).columns(column("r", Integer)).cte(f"r{tag}")
 
 
-def _sqlite_hits(query: Query, user_id: int) -> tuple[CTE, BestMessage]:
+def _sqlite_hits(query: Query, user_id: int) -> CTE:
     """Each term's matching messages once, as a list of rowids (a common character is in thousands of
-    messages): the sessions that hold the term are the DISTINCT sessions of that list, and the page's
-    best messages are picked from the page sessions' own messages by looking their rowids up in the lists
-    (listing every hit with its message id and grouping it twice cost more than the LIKE scan)."""
-    messages: list[CTE] = []
+    messages), and the sessions that hold the term as the DISTINCT sessions of that list: listing every
+    hit with its message id, grouping it twice and scanning it again per page session for the best
+    message cost more than the LIKE scan."""
     arms: list[Select[Any]] = []
     msg_rowid = literal_column("agent_messages.rowid")
     for i, term in enumerate(query.terms):
         one = query.only(term)
         found, titled = _sqlite_rowids(MESSAGES, one, user_id, f"{i}m"), _sqlite_rowids(TITLES, one, user_id, f"{i}t")
-        messages.append(found)
         arms.append(select(AgentMessage.session_id.label("sid"), literal(i).label("t"), literal(0).label("in_title"))
                     .select_from(found).join(AgentMessage, msg_rowid == found.c.r).distinct())
         arms.append(select(AgentSession.id, literal(i), literal(1))
                     .select_from(titled).join(AgentSession, literal_column("agent_sessions.rowid") == titled.c.r))
-    return union_all(*arms).cte("hits"), partial(_sqlite_best_message, messages)
+    return union_all(*arms).cte("hits")
 
 
-def _sqlite_best_message(messages: list[CTE], session_id: Any) -> Any:
-    """The message of one session holding the most terms, newest first among equals."""
-    best = aliased(AgentMessage, name="best")
-    rowid = literal_column("best.rowid")
-    held = [rowid.in_(select(found.c.r)) for found in messages]
-    n_held = sum((case((h, 1), else_=0) for h in held[1:]), case((held[0], 1), else_=0))
-    return (
-        select(best.id)
-        .where(best.session_id == session_id, or_(*held))
-        .order_by(n_held.desc(), rowid.desc())
-        .limit(1)
-        .scalar_subquery()
+async def _sqlite_best(db: AsyncSession, query: Query, user_id: int, session_ids: list[str]) -> dict[str, str]:
+    """The best message of each of the page's sessions (most terms, newest first among equals), found by
+    folding their indexed messages here as the index does (``textsearch.fold``): a few hundred short
+    texts cost less than looking each message up in the terms' match lists, which for a common
+    character hold thousands of rows (building them again took longer than the rest of the search)."""
+    if not session_ids:
+        return {}
+    m = AgentMessage
+    rows = await db.execute(
+        select(m.session_id, m.id, literal_column("agent_messages.rowid"), m.content)
+        .join(AgentSession, AgentSession.id == m.session_id)
+        .where(m.session_id.in_(session_ids), m.source != A2A, AgentSession.user_id == user_id)
     )
+    best: dict[str, tuple[int, int, str]] = {}
+    for sid, mid, rowid, content in rows.all():
+        folded = textsearch.fold(content or "")
+        held = sum(1 for t in query.terms if t.key in folded)
+        if held:
+            best[sid] = max(best.get(sid, (0, 0, "")), (held, rowid, mid))
+    return {sid: mid for sid, (_, _, mid) in best.items()}
 
 
-def _pg_hits(query: Query, user_id: int) -> tuple[CTE, BestMessage]:
+def _pg_hits(query: Query, user_id: int) -> CTE:
     m, s = AgentMessage, AgentSession
     arms: list[Select[Any, Any, Any, Any, Any]] = []
     for i, term in enumerate(query.terms):
         one = query.only(term)
         arms.append(
             select(m.session_id.label("sid"), literal(i).label("t"), literal(0).label("in_title"),
-                   m.id.label("mid"), func.extract("epoch", m.created_at).label("newness"))
+                   m.id.label("mid"), m.sort_order.label("newness"))
             .join(s, s.id == m.session_id)
             .where(s.user_id == user_id, m.source != A2A, *textsearch.pg_match(*PG_MESSAGE, one, f"m{i}"))
         )
@@ -132,8 +134,7 @@ def _pg_hits(query: Query, user_id: int) -> tuple[CTE, BestMessage]:
             select(s.id.label("sid"), literal(i), literal(1), literal(None, String), literal(0.0))
             .where(s.user_id == user_id, *textsearch.pg_match(*PG_TITLE, one, f"t{i}"))
         )
-    hits = union_all(*arms).cte("hits")
-    return hits, partial(_best_message, hits)
+    return union_all(*arms).cte("hits")
 
 
 # --- sessions from hits ------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ async def search_sessions(
     pg = db.get_bind().dialect.name == "postgresql"
     if pg:
         await textsearch.pg_custom_plans(db)
-    hits, best_message = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
+    hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
     agg = _per_session(hits, len(query.terms))
     sessions = select(AgentSession).join(agg, agg.c.sid == AgentSession.id)
     sessions = _visible(sessions if narrow is None else narrow(sessions), user_id, filters or [])
@@ -212,14 +213,19 @@ async def search_sessions(
     inner = _ranking(agg.c.tt, agg.c.mt, AgentSession.updated_at, AgentSession.id)
     page = matching.order_by(*inner).offset(offset).limit(limit).subquery("page")
     session = aliased(AgentSession, page)
-    stmt = (select(session, best_message(page.c.id), page.c.total)
+    best = _best_message(hits, page.c.id) if pg else literal(None, String)
+    stmt = (select(session, best, page.c.total)
             .order_by(*_ranking(page.c.tt, page.c.mt, page.c.updated_at, page.c.id)))
     rows = (await db.execute(stmt)).all()
     if rows:
         total = int(rows[0].total)
     else:
         total = int((await db.execute(select(func.count()).select_from(matching.subquery()))).scalar_one())
-    return Hits(await _with_snippets(db, query, [(r[0], r[1]) for r in rows]), total)
+    found = [(r[0], r[1]) for r in rows]
+    if not pg:
+        picked = await _sqlite_best(db, query, user_id, [s.id for s, _ in found])
+        found = [(s, picked.get(s.id)) for s, _ in found]
+    return Hits(await _with_snippets(db, query, found), total)
 
 
 async def _with_snippets(
