@@ -4,6 +4,8 @@ step with updates and deletes, scoped to the user."""
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from agentloft.documents import search
 from tests.documents.conftest import create_doc
@@ -259,3 +261,31 @@ def test_window_finds_the_newest_matches_when_they_are_old(user: ApiClient, monk
     assert [d["title"] for d in got["items"]] == ["旧 7", "旧 6", "旧 5", "旧 4"]  # newest 3 ranked, then older
     got = user.ok("GET", BASE, params={"q": "咖啡 标题"})
     assert [d["title"] for d in got["items"]] == ["旧 标题 1"]
+
+
+def test_window_reads_every_match_rather_than_a_wide_date_range(
+    app: LiveApp, user: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL: when the next look would cover more dates per match than reading every match costs,
+    # it reads every match at once (the gram index scans each date key of a range). Here 8 old matches
+    # sit behind 40 newer documents; at one date per match the first look (12 newest) is already too wide.
+    monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    monkeypatch.setattr(search, "PG_DATES_PER_MATCH", 1)
+    for i in range(8):
+        create_doc(user, title=f"旧 {i}", content="咖啡")
+    for i in range(40):
+        create_doc(user, title=f"new {i}", content="tea")
+    windows: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "WITH w AS" in statement:
+            windows.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        got = user.ok("GET", BASE, params={"q": "咖啡", "pageSize": 4})
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert got["total"] == 8 and [d["title"] for d in got["items"]] == ["旧 7", "旧 6", "旧 5", "旧 4"]
+    if app.database_url:  # the window query is PostgreSQL's
+        assert len(windows) == 1 and "OFFSET" not in windows[0].split("SELECT agent_documents.id,")[0]
