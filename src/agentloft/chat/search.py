@@ -85,7 +85,7 @@ def _sqlite_hits(query: Query, user_id: int) -> CTE:
     messages), and the sessions that hold the term as the DISTINCT sessions of that list: listing every
     hit with its message id, grouping it twice and scanning it again per page session for the best
     message cost more than the LIKE scan."""
-    arms: list[Select[Any]] = []
+    arms: list[Select[str, int, int]] = []
     msg_rowid = literal_column("agent_messages.rowid")
     for i, term in enumerate(query.terms):
         one = query.only(term)
@@ -221,7 +221,7 @@ async def search_sessions(
         total = int(rows[0].total)
     else:
         total = int((await db.execute(select(func.count()).select_from(matching.subquery()))).scalar_one())
-    found = [(r[0], r[1]) for r in rows]
+    found: list[tuple[AgentSession, str | None]] = [(r[0], r[1]) for r in rows]
     if not pg:
         picked = await _sqlite_best(db, query, user_id, [s.id for s, _ in found])
         found = [(s, picked.get(s.id)) for s, _ in found]
