@@ -74,6 +74,14 @@ def csrf_headers(page: Page) -> dict[str, str]:
     return {"X-CSRF-Token": cookies.get("agentloft_csrf", "")}
 
 
+def sign_in(page: Page, username: str, password: str) -> None:
+    """Sign in through the sign-in form, as a person would."""
+    page.goto("/login")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
 def api(page: Page, method: str, url: str, body: Any = None) -> Any:
     """Call the JSON API as the page's signed-in user (shares the context's cookies)."""
     page.goto("/login") if not page.url.startswith("http") else None

@@ -9,16 +9,9 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import api, sign_in
 
 pytestmark = pytest.mark.e2e
-
-
-def sign_in(page: Page, username: str, password: str) -> None:
-    page.goto("/login")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_change_own_password_from_the_menu(admin_page: Page, new_page: Callable[..., Page]) -> None:

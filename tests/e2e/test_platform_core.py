@@ -9,17 +9,11 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import sign_in
 from tests.fakes.openai_server import FakeModel, FakeModelServer, text
 from tests.support import LiveApp
 
 pytestmark = pytest.mark.e2e
-
-
-def sign_in(page: Page, username: str, password: str) -> None:
-    page.goto("/login")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_first_admin_sets_up_a_model_and_an_agent(

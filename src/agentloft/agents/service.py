@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.agents.schemas import AgentCreate, AgentUpdate
 from agentloft.core.crypto import SecretBox
-from agentloft.core.db import one_or_404, utcnow
+from agentloft.core.db import one_or_404, utcnow, value_taken
 from agentloft.core.errors import Conflict, Invalid, NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.llm import service as llm_service
@@ -36,10 +36,7 @@ async def _check_model(db: AsyncSession, model_id: int | None) -> None:
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: int | None = None) -> bool:
-    stmt = select(Agent.id).where(Agent.slug == slug)
-    if except_id is not None:
-        stmt = stmt.where(Agent.id != except_id)
-    return (await db.execute(stmt)).first() is not None
+    return await value_taken(db, Agent.slug, slug, id_column=Agent.id, except_id=except_id)
 
 
 def _conflict(slug: str) -> Conflict:

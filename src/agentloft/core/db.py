@@ -16,9 +16,22 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sqlalchemy import JSON, CursorResult, DateTime, Executable, MetaData, Select, String, Table, Text, event, make_url
+from sqlalchemy import (
+    JSON,
+    CursorResult,
+    DateTime,
+    Executable,
+    MetaData,
+    Select,
+    String,
+    Table,
+    Text,
+    event,
+    make_url,
+    select,
+)
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, InstrumentedAttribute, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from agentloft.core.db_sqlite import BUSY_TIMEOUT_S, JOURNAL_SIZE_LIMIT, inline_reads, loop_connection_factory
@@ -62,6 +75,16 @@ async def rows_matched(db: AsyncSession, stmt: Executable) -> int:
     which alone carries ``rowcount``."""
     result = cast("CursorResult[Any]", await db.execute(stmt))
     return result.rowcount
+
+
+async def value_taken(db: AsyncSession, column: InstrumentedAttribute[Any], value: Any, *,
+                      id_column: InstrumentedAttribute[Any], except_id: Any = None) -> bool:
+    """Whether another row than ``except_id`` holds ``value`` in ``column``: the check behind every 409
+    for a taken slug or name (a unique index still stops a concurrent one)."""
+    stmt = select(id_column).where(column == value)
+    if except_id is not None:
+        stmt = stmt.where(id_column != except_id)
+    return (await db.execute(stmt)).first() is not None
 
 
 def table_of(model: type[Base]) -> Table:

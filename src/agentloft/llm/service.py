@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
-from agentloft.core.db import one_or_404
+from agentloft.core.db import one_or_404, value_taken
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
@@ -50,10 +50,7 @@ async def _first_becomes_default(db: AsyncSession, row: ModelConfig) -> None:
 
 
 async def _name_taken(db: AsyncSession, name: str, except_id: int | None = None) -> bool:
-    stmt = select(ModelConfig.id).where(ModelConfig.name == name)
-    if except_id is not None:
-        stmt = stmt.where(ModelConfig.id != except_id)
-    return (await db.execute(stmt)).first() is not None
+    return await value_taken(db, ModelConfig.name, name, id_column=ModelConfig.id, except_id=except_id)
 
 
 def _name_conflict(name: str) -> Conflict:

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents import service as agents_service
 from agentloft.core.crypto import SecretBox
-from agentloft.core.db import one_or_404
+from agentloft.core.db import one_or_404, value_taken
 from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_from_pydantic
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
@@ -239,10 +239,7 @@ def _slug_conflict(slug: str) -> Conflict:
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: str | None = None) -> bool:
-    stmt = select(AgentTool.id).where(AgentTool.slug == slug)
-    if except_id is not None:
-        stmt = stmt.where(AgentTool.id != except_id)
-    return (await db.execute(stmt)).first() is not None
+    return await value_taken(db, AgentTool.slug, slug, id_column=AgentTool.id, except_id=except_id)
 
 
 async def _flush_unique(db: AsyncSession, slug: str) -> None:

@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
-from agentloft.core.db import one_or_404, utcnow
+from agentloft.core.db import one_or_404, utcnow, value_taken
 from agentloft.core.errors import AppError, Conflict, Invalid, NotFound
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
@@ -193,10 +193,7 @@ async def _flush(db: AsyncSession, slug: str) -> None:
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: str | None = None) -> bool:
-    stmt = select(McpServer.id).where(McpServer.slug == slug)
-    if except_id is not None:
-        stmt = stmt.where(McpServer.id != except_id)
-    return (await db.execute(stmt)).first() is not None
+    return await value_taken(db, McpServer.slug, slug, id_column=McpServer.id, except_id=except_id)
 
 
 async def create_server(*, db: AsyncSession, rt: Runtime, data: McpServerCreate) -> McpServer:
