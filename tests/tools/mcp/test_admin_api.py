@@ -115,3 +115,14 @@ def test_a_server_without_its_endpoint_names_the_missing_field(
     assert list(r.json()["error"]["fields"]) == [field]
     assert r.json()["error"]["message"].startswith(f"{field}: ")
     assert admin.ok("GET", "/api/admin/mcp-servers")["items"] == []
+
+
+def test_a_taken_slug_is_409(admin: ApiClient, mcp_http: HttpPeer, allow_local: None, add_server: Add) -> None:
+    add_server(transport="http", url=mcp_http.url)
+    other = add_server("other", transport="http", url=mcp_http.url)
+    again = admin.post("/api/admin/mcp-servers", json={"slug": "testing", "name": "Again", "transport": "http",
+                                                       "url": mcp_http.url})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "mcp_server_slug_taken"
+    renamed = admin.put(f"/api/admin/mcp-servers/{other['id']}", json={"slug": "testing"})
+    assert renamed.status_code == 409 and renamed.json()["error"]["code"] == "mcp_server_slug_taken"
+    assert admin.ok("PUT", f"/api/admin/mcp-servers/{other['id']}", json={"slug": "other"})["slug"] == "other"
