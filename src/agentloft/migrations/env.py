@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from agentloft.core.db import Base, make_engine
 from agentloft.core.metadata import import_all_models
+from agentloft.core.migrate import run_blocking
 
 import_all_models()
 target_metadata = Base.metadata
@@ -48,26 +47,7 @@ async def _run_async() -> None:
 def run() -> None:
     if context.is_offline_mode():
         raise RuntimeError("offline migrations are not supported")
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(_run_async())
-    else:  # called from inside a running loop: do the work in a fresh thread's loop
-        import threading
-
-        errors: list[BaseException] = []
-
-        def target() -> None:
-            try:
-                asyncio.run(_run_async())
-            except BaseException as exc:
-                errors.append(exc)
-
-        t = threading.Thread(target=target)
-        t.start()
-        t.join()
-        if errors:
-            raise errors[0]
+    run_blocking(_run_async)  # also from inside a running loop (the app's start-up)
 
 
 run()
