@@ -100,6 +100,21 @@ def _redis_prefix() -> Iterator[None]:
         redis_db.delete_prefix(url, prefix)
 
 
+@pytest.fixture
+def blank_database_url(tmp_path: Path) -> Iterator[str]:
+    """An empty database of the kind this pass runs on (PostgreSQL in the PostgreSQL pass, else a SQLite
+    file), for tests that migrate it themselves."""
+    if not pg.server_url():
+        yield f"sqlite+aiosqlite:///{tmp_path / 'blank.db'}"
+        return
+    name = pg.new_name("blank")
+    url = pg.create_database(name)
+    try:
+        yield url
+    finally:
+        pg.drop_database(name)
+
+
 @pytest.fixture(scope="session")
 def fake_model_server() -> Iterator[FakeModelServer]:
     server = FakeModelServer()

@@ -5,12 +5,9 @@ it goes down to the revision before and up again. On SQLite, or on PostgreSQL in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import Table, column, insert, table, text
@@ -23,7 +20,6 @@ from agentloft.core import migrate
 from agentloft.core.db import Database
 from agentloft.documents import service as documents
 from agentloft.documents.models import AgentDocument
-from tests.pg import database as pg
 
 
 def _before() -> str:
@@ -35,20 +31,6 @@ def _before() -> str:
 
 BEFORE = _before()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def blank_url(tmp_path: Path) -> Iterator[str]:
-    """An empty database of the kind this pass runs on."""
-    if not pg.server_url():
-        yield f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
-        return
-    name = pg.new_name("mig")
-    url = pg.create_database(name)
-    try:
-        yield url
-    finally:
-        pg.drop_database(name)
 
 
 def _at(minutes: int) -> dict[str, datetime]:
@@ -140,5 +122,5 @@ def _downgrade(url: str) -> None:
     command.downgrade(migrate.alembic_config(url), BEFORE)
 
 
-def test_upgrade_indexes_existing_rows_and_goes_down_again(blank_url: str) -> None:
-    asyncio.run(_check(blank_url))
+def test_upgrade_indexes_existing_rows_and_goes_down_again(blank_database_url: str) -> None:
+    asyncio.run(_check(blank_database_url))

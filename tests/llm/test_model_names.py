@@ -5,9 +5,7 @@ unique index decides); migration 0013 renames the duplicates an older install ma
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,7 +16,6 @@ from sqlalchemy.exc import IntegrityError
 from agentloft.core import migrate
 from agentloft.core.db import Database
 from agentloft.llm.models import ModelConfig
-from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp
 
 BODY = {"provider": "openai", "baseUrl": "http://127.0.0.1:9/v1", "model": "m"}
@@ -68,20 +65,6 @@ AFTER = [(1, "GPT"), (2, "Claude"), (3, "GPT (3-2)"), (4, "GPT (3)"), (5, "GPT (
          (7, "x" * 100), (8, "x" * 96 + " (8)")]
 
 
-@pytest.fixture
-def database_url(tmp_path: Path) -> Iterator[str]:
-    """An empty database of its own, on PostgreSQL in the PostgreSQL pass, else a SQLite file."""
-    if not pg.server_url():
-        yield f"sqlite+aiosqlite:///{tmp_path / 'models.db'}"
-        return
-    name = pg.new_name("models")
-    url = pg.create_database(name)
-    try:
-        yield url
-    finally:
-        pg.drop_database(name)
-
-
 async def _fill_and_read(url: str) -> list[Any]:
     db = Database(url)
     try:
@@ -104,8 +87,8 @@ async def _fill_and_read(url: str) -> list[Any]:
         await db.dispose()
 
 
-def test_the_migration_renames_duplicates(database_url: str) -> None:
+def test_the_migration_renames_duplicates(blank_database_url: str) -> None:
     """The oldest of each name keeps it; the others get their id appended, cut to fit the column, and never
     a name another row has; then the unique index holds."""
-    migrate.upgrade(database_url, BEFORE)
-    assert asyncio.run(_fill_and_read(database_url)) == AFTER
+    migrate.upgrade(blank_database_url, BEFORE)
+    assert asyncio.run(_fill_and_read(blank_database_url)) == AFTER
