@@ -122,12 +122,14 @@ async def _create_user(settings: Settings, username: str, password: str, role: R
 
 def _read_password(args: argparse.Namespace) -> str | None:
     """``--password``, else a prompt on a terminal, else the first line of stdin (``echo … | agentloft``):
-    a script without a terminal got a traceback from ``getpass`` instead."""
+    a script without a terminal got a traceback from ``getpass`` instead. None (said on stderr) when
+    there is none."""
     if args.password:
         return str(args.password)
-    if sys.stdin.isatty():
-        return getpass.getpass("Password: ") or None
-    return sys.stdin.readline().rstrip("\r\n") or None
+    given = getpass.getpass("Password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
+    if not given:
+        print("error: no password given (--password, a terminal, or one line on stdin)", file=sys.stderr)
+    return given or None
 
 
 def _user_create(settings: Settings, args: argparse.Namespace) -> int:
@@ -137,7 +139,6 @@ def _user_create(settings: Settings, args: argparse.Namespace) -> int:
 
     password = _read_password(args)
     if password is None:
-        print("error: no password given (--password, a terminal, or one line on stdin)", file=sys.stderr)
         return 1
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url)
@@ -152,12 +153,14 @@ def _user_create(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _set_password(settings: Settings, username: str, password: str) -> None:
+    from pydantic import TypeAdapter
+
     from agentloft.auth import service
-    from agentloft.auth.schemas import PasswordChange
+    from agentloft.auth.schemas import Password
     from agentloft.core.db import Database
     from agentloft.core.errors import NotFound
 
-    PasswordChange(current_password="-", new_password=password)  # the rules a new password meets
+    TypeAdapter(Password).validate_python(password)  # the rules every new password meets
     db = Database(settings.resolved_database_url)
     try:
         async with db.session() as session:
@@ -176,7 +179,6 @@ def _user_password(settings: Settings, args: argparse.Namespace) -> int:
 
     password = _read_password(args)
     if password is None:
-        print("error: no password given (--password, a terminal, or one line on stdin)", file=sys.stderr)
         return 1
     migrate.upgrade(settings.resolved_database_url)
     try:
