@@ -43,6 +43,7 @@ from sqlalchemy.engine import make_url
 
 from agentloft.core import migrate
 from agentloft.core.db import Database
+from agentloft.core.metadata import import_all_models
 from agentloft.documents import search, service
 from agentloft.documents.models import AgentDocument
 
@@ -325,6 +326,7 @@ class WriteTimes:
 async def write_times(db: Database, n: int) -> WriteTimes:
     """Create, update (new content) and delete ``n`` generated documents of the big user, each in its own
     transaction through the service, as the API does; milliseconds."""
+    import_all_models()  # the ORM resolves the documents' foreign keys on the first flush
     docs = list(_rows(n, n, random.Random(99), prefix="ad_w"))
     times = WriteTimes()
     ids: list[str] = []
