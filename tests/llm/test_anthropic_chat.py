@@ -121,3 +121,18 @@ def test_the_test_button_on_anthropic_models(
     assert res == {**res, "ok": False,
                    "error": "The model cannot be set up: this Anthropic model has no API key; an administrator "
                             "has to add one"}
+
+
+def test_an_anthropic_reply_holding_a_lone_surrogate_is_streamed_and_saved(
+    app: LiveApp, user: ApiClient, claude: dict[str, Any], fake_anthropic: FakeAnthropic
+) -> None:
+    """Half a UTF-16 pair (JSON ``"\\ud83d"``, a reply cut between the halves of an emoji) cannot be encoded
+    as UTF-8: it arrives, and is stored, as U+FFFD, as from an OpenAI-compatible model."""
+    fake_anthropic.push(Reply(blocks=[Thinking("hmm\udfff"), Text("cut\ud83d off")], input_tokens=3, output_tokens=2))
+    res = chat(user, "claude", "Hi")
+    assert res.status == 200 and not res.of("error"), res.body
+    assert res.text == "cut\ufffd off"
+    assert "".join(c["delta"] for c in res.of("reasoning-delta")) == "hmm\ufffd"
+    assert _reply(app, res.session_id)[:3] == ("complete", "cut\ufffd off", None)
+    assert session_status(app, res.session_id) == "idle"
+

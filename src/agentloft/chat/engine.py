@@ -47,6 +47,7 @@ The engine never imports a tool type nor ``a2a``; tools come from ``tools.servic
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -55,8 +56,16 @@ from typing import Any
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.ui.vercel_ai.response_types import AbortChunk, DoneChunk, ErrorChunk, FinishChunk, TextDeltaChunk
+from pydantic_ai.ui.vercel_ai.response_types import (
+    AbortChunk,
+    BaseChunk,
+    DoneChunk,
+    ErrorChunk,
+    FinishChunk,
+    TextDeltaChunk,
+)
 from pydantic_ai.usage import UsageLimits
+from pydantic_core import PydanticSerializationError
 
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
@@ -67,6 +76,7 @@ from agentloft.chat.parts import PartsCollector
 from agentloft.chat.runs import current_stop_reason
 from agentloft.chat.stream import EngineEventStream
 from agentloft.chat.toolset import RunScope, RunToolset
+from agentloft.core.db import whole_characters
 from agentloft.core.errors import AppError, Conflict, NotFound
 from agentloft.core.runtime import Runtime
 from agentloft.llm import service as llm_service
@@ -412,9 +422,9 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
     first_text = True
     source = _agent_events(rt, turn, outcome)
     try:
-        async for chunk in stream.transform_stream(source):
+        async for raw in stream.transform_stream(source):
+            frame, chunk = _encoded(stream, raw)
             collector.feed(chunk)
-            frame = stream.encode_event(chunk)
             if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
                 outcome.closing.append(frame)
                 continue
@@ -429,6 +439,26 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
         await source.aclose()  # ends the run (and its model stream) when this loop ended first
         if outcome.run is not None:
             _capture(outcome.run, outcome)
+
+
+def _encoded(stream: EngineEventStream, chunk: BaseChunk) -> tuple[str, BaseChunk]:
+    """The chunk's SSE frame, and the chunk as framed: with any lone surrogate (half an emoji from a model
+    or a tool, which UTF-8 cannot encode) replaced by U+FFFD, so that the reply streams and saves as
+    shown. Checked only when encoding fails: the common case pays nothing."""
+    try:
+        return stream.encode_event(chunk), chunk
+    except PydanticSerializationError:
+        whole = type(chunk).model_validate(whole_characters(chunk.model_dump()))
+        return stream.encode_event(whole), whole
+
+
+def _history_json(messages: list[ModelMessage]) -> str:
+    """The model history as saved; a lone surrogate in it becomes U+FFFD (``_encoded``)."""
+    try:
+        return ModelMessagesTypeAdapter.dump_json(messages).decode()
+    except PydanticSerializationError:
+        plain = whole_characters(ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
+        return json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
 
 
 def _capture(events: Any, outcome: _Outcome) -> None:
@@ -554,7 +584,7 @@ def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsColle
         error=_INTERRUPTED_NOTE if status == INTERRUPTED else stream.failure_text,
         pending=pending,
     )
-    history = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
+    history = _history_json(outcome.messages) if outcome.messages else None
     return result, history
 
 

@@ -125,17 +125,31 @@ NUL_STANDIN = "\ufffd"
 # What no database stores: U+0000 (PostgreSQL) and a lone UTF-16 surrogate (neither driver encodes one; a
 # str never holds a valid pair, JSON's pair decodes to the one code point it stands for).
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replaced(value: Any, pattern: re.Pattern[str]) -> Any:
+    """``value`` with every match of ``pattern`` replaced by U+FFFD in every string, dict keys included,
+    at any depth (tuples become lists, as JSON has them)."""
+    if isinstance(value, str):
+        return pattern.sub(NUL_STANDIN, value) if pattern.search(value) else value
+    if isinstance(value, dict):
+        return {_replaced(k, pattern): _replaced(v, pattern) for k, v in cast("dict[Any, Any]", value).items()}
+    if isinstance(value, list | tuple):
+        return [_replaced(v, pattern) for v in cast("list[Any]", value)]
+    return value
 
 
 def storable(value: Any) -> Any:
-    """``value`` with U+0000 replaced by U+FFFD in every string, dict keys included, at any depth."""
-    if isinstance(value, str):
-        return value.replace(NUL, NUL_STANDIN) if NUL in value else value
-    if isinstance(value, dict):
-        return {storable(k): storable(v) for k, v in cast("dict[Any, Any]", value).items()}
-    if isinstance(value, list | tuple):
-        return [storable(v) for v in cast("list[Any]", value)]
-    return value
+    """``value`` with U+0000 and every lone surrogate replaced by U+FFFD (``UNSTORABLE``), at any depth."""
+    return _replaced(value, UNSTORABLE)
+
+
+def whole_characters(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate replaced by U+FFFD, at any depth. A model cut off between
+    the halves of an emoji sends one (JSON ``"\\ud83d"``), and so may a tool; it cannot be encoded as
+    UTF-8, so a reply holding one could be neither streamed nor saved. U+0000 is left: JSON carries it."""
+    return _replaced(value, LONE_SURROGATE)
 
 
 class StorableString(TypeDecorator[str]):

@@ -31,7 +31,7 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
 import httpx2
 import orjson
@@ -43,6 +43,7 @@ from pydantic import ValidationError
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
 
+from agentloft.core.db import whole_characters
 from agentloft.llm.tool_schemas import ToolSchemaCache
 
 MERGE_LIMIT = 128  # events decoded and merged per chunk handed on, so the pipeline keeps moving
@@ -170,23 +171,6 @@ def _decode(data: bytes) -> Any:
     except orjson.JSONDecodeError:
         # what the SDK does: its error (or its leniency: NaN, big integers, half a surrogate pair)
         return whole_characters(json.loads(data))
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def whole_characters(value: Any) -> Any:
-    """``value`` with every lone UTF-16 surrogate replaced by U+FFFD, at any depth. A model cut off between
-    the halves of an emoji sends one (JSON ``"\\ud83d"``); it cannot be encoded as UTF-8, so the reply
-    could be neither streamed nor saved. A str never holds a valid pair: JSON's pair decodes to one
-    code point."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {whole_characters(k): whole_characters(v) for k, v in cast("dict[Any, Any]", value).items()}
-    if isinstance(value, list):
-        return [whole_characters(v) for v in cast("list[Any]", value)]
-    return value
 
 
 # --- the stream ---------------------------------------------------------------------------------------
