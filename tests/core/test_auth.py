@@ -78,13 +78,13 @@ def test_csrf_required_for_cookie_writes(app: LiveApp, admin: ApiClient) -> None
             "/api/auth/tokens", json={"name": "x"}, headers={"X-CSRF-Token": admin.cookies["agentloft_csrf"]}
         )
         assert good.status_code == 201
-    assert admin.ok("GET", "/api/auth/tokens")[0]["name"] == "x"
+    assert admin.ok("GET", "/api/auth/tokens")["items"][0]["name"] == "x"
 
 
 def test_api_tokens_authenticate_without_csrf(app: LiveApp, admin: ApiClient) -> None:
     created = admin.ok("POST", "/api/auth/tokens", json={"name": "cli"})
     assert created["token"].startswith("alt_") and created["name"] == "cli"
-    listed = admin.ok("GET", "/api/auth/tokens")
+    listed = admin.ok("GET", "/api/auth/tokens")["items"]
     assert listed[0]["id"] == created["id"] and "token" not in listed[0]
     # the secret is stored hashed
     stored = app.sql("SELECT token_hash FROM api_tokens")
@@ -102,7 +102,7 @@ def test_api_tokens_authenticate_without_csrf(app: LiveApp, admin: ApiClient) ->
 def test_tokens_are_per_user(make_user, admin: ApiClient) -> None:
     token = admin.ok("POST", "/api/auth/tokens", json={"name": "mine"})
     bob = make_user("bob")
-    assert bob.ok("GET", "/api/auth/tokens") == []
+    assert bob.ok("GET", "/api/auth/tokens")["items"] == []
     assert bob.delete(f"/api/auth/tokens/{token['id']}").status_code == 404
 
 

@@ -90,7 +90,7 @@ def test_bootstrap_model_from_environment(tmp_path: Path, template_db: Path) -> 
 
 
 def test_presets_and_setup_status(admin: ApiClient, user: ApiClient) -> None:
-    presets = {p["id"]: p for p in admin.ok("GET", "/api/admin/models/presets")}
+    presets = {p["id"]: p for p in admin.ok("GET", "/api/admin/models/presets")["items"]}
     assert set(presets) == {"openai", "anthropic", "ollama", "vllm", "lmstudio", "openrouter", "deepseek"}
     assert presets["ollama"]["baseUrl"] == "http://127.0.0.1:11434/v1" and presets["ollama"]["needsApiKey"] is False
     assert presets["anthropic"]["provider"] == "anthropic" and presets["openai"]["needsApiKey"] is True

@@ -43,7 +43,7 @@ def test_token_use_is_recorded_once_a_minute(app: LiveApp, admin: ApiClient) -> 
         assert _last_used(app, created["id"]) == first  # no write per request
         if _cache(app).enabled:
             assert _cache(app).get("tokens", token_hash(created["token"])) is not None
-    listed = admin.ok("GET", "/api/auth/tokens")
+    listed = admin.ok("GET", "/api/auth/tokens")["items"]
     assert listed[0]["lastUsedAt"] is not None
 
 

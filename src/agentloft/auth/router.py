@@ -114,9 +114,11 @@ async def create_token(body: TokenCreate, user: CurrentUser, db: DbSession) -> T
     return await service.create_api_token(db=db, user_id=user.id, name=body.name)
 
 
-@router.get("/tokens", response_model=list[TokenRead])
-async def list_tokens(user: CurrentUser, db: DbSession) -> list[TokenRead]:
-    return [TokenRead.model_validate(t) for t in await service.list_api_tokens(db=db, user_id=user.id)]
+@router.get("/tokens", response_model=Page[TokenRead])
+async def list_tokens(user: CurrentUser, db: DbSession) -> Page[TokenRead]:
+    """Every token of the caller, as one page of the seeds' list shape (a person keeps a handful)."""
+    tokens = await service.list_api_tokens(db=db, user_id=user.id)
+    return Page[TokenRead].whole([TokenRead.model_validate(t) for t in tokens])
 
 
 @router.delete("/tokens/{token_id}", status_code=204)

@@ -28,9 +28,10 @@ async def setup_status(_: CurrentUser, db: DbSession) -> SetupStatus:
     return SetupStatus(has_model=await service.has_enabled_model(db=db))
 
 
-@admin_router.get("/presets", response_model=list[ModelPreset])
-async def list_presets(_: AdminUser) -> list[ModelPreset]:
-    return list(PRESETS)
+@admin_router.get("/presets", response_model=Page[ModelPreset])
+async def list_presets(_: AdminUser) -> Page[ModelPreset]:
+    """Every preset, as one page of the seeds' list shape."""
+    return Page[ModelPreset].whole(PRESETS)
 
 
 @admin_router.get("", response_model=Page[ModelConfigRead])

@@ -55,7 +55,7 @@ const refresh = tableRefresher({ url: '/api/admin/models', tbody, row, empty });
 
 // Presets fill the provider and base URL, suggest a model name, and hide the key field when none is needed.
 async function loadPresets() {
-  presets = await api('GET', '/api/admin/models/presets');
+  presets = (await api('GET', '/api/admin/models/presets')).items;
   presetSelect.append(...presets.map((p) => h('option', { value: p.id, text: p.label })));
 }
 

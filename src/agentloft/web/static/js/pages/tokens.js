@@ -10,7 +10,7 @@ const empty = document.querySelector('.empty');
 const secretBox = document.getElementById('token-secret');
 
 async function refresh() {
-  const tokens = await api('GET', '/api/auth/tokens');
+  const tokens = (await api('GET', '/api/auth/tokens')).items;
   tbody.replaceChildren(...tokens.map((token) => h('tr', { dataset: { id: token.id } },
     h('td', { text: token.name }),
     h('td', { text: formatDate(token.createdAt) }),
