@@ -72,10 +72,11 @@ def serve_app(port: int, data_dir: str, redis_url: str, per_frame: bool) -> None
     import uvicorn
 
     from agentloft.app import create_app
-    from agentloft.chat.buffers import RedisStreamBuffers
     from agentloft.core.settings import load_settings
 
-    if per_frame:
+    if per_frame:  # imported only then: a worker without Redis leaves the client library unimported
+        from agentloft.chat.buffers_redis import RedisStreamBuffers
+
         RedisStreamBuffers.JOIN_FRAMES = False
     settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False,
                              redis_url=redis_url or None, redis_prefix=f"bench-{secrets.token_hex(4)}")

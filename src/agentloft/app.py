@@ -11,16 +11,17 @@ import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
 from agentloft import __version__
 from agentloft.a2a.server import A2AServers
 from agentloft.auth.csrf import CSRFMiddleware
-from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters, RedisCounters
-from agentloft.chat.buffers import MemoryStreamBuffers, RedisStreamBuffers, StreamBuffers
+from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters
+from agentloft.chat.buffers import MemoryStreamBuffers, StreamBuffers
 from agentloft.chat.checkpoint import CheckpointWriter
-from agentloft.chat.leases import Leases, MemoryLeases, RedisLeases
+from agentloft.chat.leases import Leases, MemoryLeases
 from agentloft.chat.runs import RunRegistry
 from agentloft.core import migrate
 from agentloft.core.body_limit import BodyLimit
@@ -28,7 +29,6 @@ from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
 from agentloft.core.memory import MemoryReleaser
-from agentloft.core.redis import SharedRedis, connect
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
 from agentloft.llm.clients import ModelClients
@@ -37,6 +37,9 @@ from agentloft.web import errors as web_errors
 from agentloft.web import router as web_router
 from agentloft.web.security_headers import SecurityHeaders
 from agentloft.web.static_files import CompressPages
+
+if TYPE_CHECKING:
+    from agentloft.core.redis import SharedRedis
 
 log = logging.getLogger(__name__)
 
@@ -78,20 +81,39 @@ def _hooks(attr: str) -> list[Callable[[Runtime], Awaitable[None]]]:
     return [getattr(m, attr) for m in mods if hasattr(m, attr)]
 
 
-def _shared_parts(settings: Settings, redis: SharedRedis | None) -> tuple[StreamBuffers, Leases, CounterStore]:
-    """Stream buffers, run leases and sign-in counters: in this process, or in the Redis several workers
-    share."""
-    if redis is None:
-        return (MemoryStreamBuffers(settings.stream_grace_seconds), MemoryLeases(settings.worker_lease_seconds),
-                MemoryCounters())
-    return (RedisStreamBuffers(redis, settings.stream_grace_seconds),
+def _shared_parts(settings: Settings) -> tuple[SharedRedis | None, StreamBuffers, Leases, CounterStore]:
+    """The Redis client (if any), stream buffers, run leases and sign-in counters: in this process, or in
+    the Redis several workers share.
+
+    The Redis-backed modules are imported here, only when ``AGENTLOFT_REDIS_URL`` is set: the client
+    library costs about 6 MB resident and 50 ms of start-up that one process on its own never uses."""
+    if not settings.redis_url:
+        return (None, MemoryStreamBuffers(settings.stream_grace_seconds),
+                MemoryLeases(settings.worker_lease_seconds), MemoryCounters())
+    from agentloft.auth.throttle_redis import RedisCounters
+    from agentloft.chat.buffers_redis import RedisStreamBuffers
+    from agentloft.chat.leases_redis import RedisLeases
+    from agentloft.core.redis import connect
+
+    redis = connect(settings.redis_url, settings.redis_prefix)
+    return (redis, RedisStreamBuffers(redis, settings.stream_grace_seconds),
             RedisLeases(redis, settings.worker_lease_seconds), RedisCounters(redis))
+
+
+def _install_error_handlers(app: FastAPI, settings: Settings) -> None:
+    """The API's error handlers, and the pages'; with a Redis, its ``503 redis_unavailable`` too (imported
+    only then, as in ``_shared_parts``)."""
+    install_error_handlers(app)
+    web_errors.install_page_errors(app)
+    if settings.redis_url:
+        from agentloft.core import redis
+
+        redis.install_error_handler(app)
 
 
 def build_runtime(settings: Settings) -> Runtime:
     """The runtime with every shared service built, before any start-up hook runs."""
-    redis = connect(settings.redis_url, settings.redis_prefix) if settings.redis_url else None
-    buffers, leases, counters = _shared_parts(settings, redis)
+    redis, buffers, leases, counters = _shared_parts(settings)
     db = Database(settings.resolved_database_url)
     rt = Runtime(
         settings=settings,
@@ -164,8 +186,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_middleware(CompressPages)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # before anything that reads the body
     app.add_middleware(SecurityHeaders, allow_remote_images=settings.allow_remote_images)
-    install_error_handlers(app)
-    web_errors.install_page_errors(app)
+    _install_error_handlers(app, settings)
     for name in ROUTER_MODULES:
         mod = importlib.import_module(name)
         for attr in ("router", "admin_router"):

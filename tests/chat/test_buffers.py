@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agentloft.chat.buffers import MemoryStreamBuffers, RedisStreamBuffers, StreamBuffers
+from agentloft.chat.buffers import MemoryStreamBuffers, StreamBuffers
+from agentloft.chat.buffers_redis import RedisStreamBuffers
 from agentloft.core.redis import SharedRedis, connect
 from tests import redis_db
 from tests.support import wait_until

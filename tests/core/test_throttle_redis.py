@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agentloft.auth.throttle import RedisCounters
+from agentloft.auth.throttle_redis import RedisCounters
 from agentloft.core.redis import SharedRedis, connect
 from tests import redis_db
 

@@ -22,8 +22,10 @@ counts. An attempt is counted in each limit in turn and stops at the first one i
 attempt is counted only up to the tier that refused it (whose window does not move): hammering during a
 wait never reaches the longer tiers.
 
-The stores: ``MemoryCounters`` in the one process of the embedded default; ``RedisCounters`` when
-several workers share a Redis (``AGENTLOFT_REDIS_URL``), so an attempt counts the same on every worker.
+The stores: ``MemoryCounters`` in the one process of the embedded default; ``RedisCounters``
+(``auth.throttle_redis``, a module of its own so that a process without Redis never imports the client
+library) when several workers share a Redis (``AGENTLOFT_REDIS_URL``), so an attempt counts the same on
+every worker.
 
 The address a request comes from is the socket's, or, behind a reverse proxy named in
 ``AGENTLOFT_FORWARDED_ALLOW_IPS``, the one that proxy puts in ``X-Forwarded-For`` (``agentloft serve``
@@ -40,7 +42,6 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Protocol
 
-from agentloft.core.redis import SharedRedis
 from agentloft.core.settings import Settings
 
 
@@ -101,40 +102,6 @@ class MemoryCounters:
         if len(self._counts) >= self._max_keys:
             for key in list(islice(self._counts, max(1, self._max_keys // 10))):
                 del self._counts[key]
-
-
-# One hit: INCR, and on the window's first hit its expiry (never extended after); the count and the time
-# left come back together. Redis runs a script alone, so concurrent hits from any worker are distinct.
-_HIT = """
-local value = redis.call('INCR', KEYS[1])
-local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  left = tonumber(ARGV[1])
-end
-return {value, left}
-"""
-
-
-class RedisCounters:
-    """The counters in Redis, shared by every worker (``AGENTLOFT_REDIS_URL``): one key per counter,
-    dropped by Redis when its window ends. A Redis that cannot be reached makes the sign-in answer 503
-    (``core.errors``) rather than let attempts through uncounted."""
-
-    def __init__(self, redis: SharedRedis) -> None:
-        self.redis = redis
-        self._hit = redis.client.register_script(_HIT)
-
-    def _key(self, key: str) -> str:
-        return self.redis.key("throttle", key)
-
-    async def hit(self, key: str, window: float) -> Count:
-        value, left_ms = await self._hit(keys=[self._key(key)], args=[max(1, math.ceil(window * 1000))])
-        return Count(int(value), int(left_ms) / 1000)
-
-    async def clear(self, *keys: str) -> None:
-        if keys:
-            await self.redis.client.delete(*(self._key(k) for k in keys))
 
 
 @dataclass(frozen=True)

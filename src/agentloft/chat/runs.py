@@ -23,7 +23,6 @@ from typing import Any
 
 from agentloft.chat.leases import Leases, MemoryLeases, NoReply, session_lease
 from agentloft.core.errors import Conflict
-from agentloft.core.redis import UNREACHABLE
 from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -187,8 +186,8 @@ class RunRegistry:
             await asyncio.sleep(self.leases.ttl_s / 3)
             try:
                 await self.sweep()
-            except UNREACHABLE as exc:
-                log.debug("sweep skipped, Redis unreachable: %s", exc)
+            except self.leases.unreachable as exc:
+                log.debug("sweep skipped, the shared store is unreachable: %s", exc)
             except Exception:
                 log.exception("sweeping the runs of dead workers failed")
 

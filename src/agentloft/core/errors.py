@@ -19,7 +19,6 @@ from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentloft.core.db import NulRefused
-from agentloft.core.redis import UNREACHABLE
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +89,6 @@ class Unavailable(AppError):
 
     status = 503
     code = "service_unavailable"
-
-
-REDIS_DOWN = "the shared store (Redis) cannot be reached; try again in a moment"
 
 
 def _loc_to_path(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -207,13 +203,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return http_error_response(exc)
-
-    async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
-        log.warning("%s %s: Redis unreachable: %s", request.method, request.url.path, exc)
-        return error_response(Unavailable(REDIS_DOWN, code="redis_unavailable"))
-
-    for redis_error in UNREACHABLE:
-        app.add_exception_handler(redis_error, _redis_down)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -2,8 +2,8 @@
 
 Why one client: redis-py's asyncio client keeps a pool of connections and reconnects by itself, so a
 worker whose Redis went away recovers on its own once Redis answers again; until then the calls that
-need it raise ``redis.exceptions.ConnectionError`` / ``TimeoutError``, which the error handlers turn
-into ``503 redis_unavailable`` (``core.errors``). Blocking reads (``XREAD BLOCK``) hold a connection
+need it raise ``redis.exceptions.ConnectionError`` / ``TimeoutError``, which the handler installed by
+``install_error_handler`` turns into ``503 redis_unavailable``. Blocking reads (``XREAD BLOCK``) hold a connection
 each while they wait, so the pool is not capped.
 
 Every key and channel starts with ``AGENTLOFT_REDIS_PREFIX`` so several instances (or test runs) can
@@ -11,18 +11,31 @@ share one Redis without seeing each other.
 
 URLs: ``redis://[:password@]host:port/db``, ``rediss://…`` for TLS (the certificate is checked against
 the system's CAs; ``?ssl_cert_reqs=none`` turns that off for a self-signed test server), ``unix://…``.
+
+Only a process with ``AGENTLOFT_REDIS_URL`` set imports this module (and the Redis-backed stores:
+``chat.buffers_redis``, ``chat.leases_redis``, ``auth.throttle_redis``); ``app`` picks them at start-up.
+The client library costs about 6 MB resident and 50 ms of start-up (measured on top of what the app
+imports anyway) that one process on its own never uses.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from agentloft.core.errors import Unavailable, error_response
+
+log = logging.getLogger(__name__)
+
 # The errors that mean "Redis cannot be reached now" (as opposed to a bad command, which is a bug).
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
+REDIS_DOWN = "the shared store (Redis) cannot be reached; try again in a moment"
 
 # A blocking read waits at most this long per call; the socket timeout must be longer.
 BLOCK_MS = 5_000
@@ -59,3 +72,15 @@ def connect(url: str, prefix: str) -> SharedRedis:
         max_connections=10_000,  # one per reader blocked in XREAD; redis-py refuses beyond the cap
     )
     return SharedRedis(client=client, prefix=prefix, url=url)
+
+
+def install_error_handler(app: FastAPI) -> None:
+    """Answer ``503 redis_unavailable`` (in the one error shape) when a request needs Redis and cannot
+    reach it, rather than a 500: the same request works again once Redis is back."""
+
+    async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("%s %s: Redis unreachable: %s", request.method, request.url.path, exc)
+        return error_response(Unavailable(REDIS_DOWN, code="redis_unavailable"))
+
+    for redis_error in UNREACHABLE:
+        app.add_exception_handler(redis_error, _redis_down)

@@ -6,7 +6,8 @@ runs, A2A tasks) carries it explicitly, since it outlives the request. Nothing h
 global, so several apps (tests) can live in one process.
 
 The field types come from the domains that own them; they are imported for the type checker only, so
-``core`` stays below every domain at run time.
+``core`` stays below every domain at run time; the Redis client's type too, so a process without
+``AGENTLOFT_REDIS_URL`` never imports the client library (``core.redis``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
-from agentloft.core.redis import SharedRedis
 from agentloft.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentloft.chat.buffers import StreamBuffers
     from agentloft.chat.checkpoint import CheckpointWriter
     from agentloft.chat.runs import RunRegistry
+    from agentloft.core.redis import SharedRedis
     from agentloft.llm.clients import ModelClients
     from agentloft.tools.mcp.connections import McpConnections
     from agentloft.tools.registry import ToolRegistry

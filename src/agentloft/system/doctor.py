@@ -19,7 +19,6 @@ from sqlalchemy.engine import Connection, make_url
 from agentloft.core import migrate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
-from agentloft.core.redis import connect
 from agentloft.core.settings import Settings
 from agentloft.llm import service as llm_service
 from agentloft.llm.clients import ModelClients
@@ -65,6 +64,8 @@ async def _database(db: Database, settings: Settings) -> list[Check]:
 async def _redis(settings: Settings) -> Check:
     if not settings.redis_url:
         return Check("redis", True, "not configured: one server process, buffers in memory")
+    from agentloft.core.redis import connect  # only when one is set, as the app does (``app._shared_parts``)
+
     shared = connect(settings.redis_url, settings.redis_prefix)
     parts = urlsplit(settings.redis_url)
     where = f"{parts.scheme}://{parts.hostname or ''}:{parts.port or 6379}{parts.path}"

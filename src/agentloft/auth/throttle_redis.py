@@ -1,0 +1,46 @@
+"""The sign-in counters in the Redis several workers share (``AGENTLOFT_REDIS_URL``), so an attempt
+counts the same on every worker; the rules and the in-process counters are in ``auth.throttle``.
+
+A module of its own, imported by ``app.build_runtime`` only when a Redis is configured: the Redis client
+library costs about 6 MB resident and 50 ms of start-up that one process on its own never uses.
+"""
+
+from __future__ import annotations
+
+import math
+
+from agentloft.auth.throttle import Count
+from agentloft.core.redis import SharedRedis
+
+# One hit: INCR, and on the window's first hit its expiry (never extended after); the count and the time
+# left come back together. Redis runs a script alone, so concurrent hits from any worker are distinct.
+_HIT = """
+local value = redis.call('INCR', KEYS[1])
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  left = tonumber(ARGV[1])
+end
+return {value, left}
+"""
+
+
+class RedisCounters:
+    """The counters in Redis, shared by every worker (``AGENTLOFT_REDIS_URL``): one key per counter,
+    dropped by Redis when its window ends. A Redis that cannot be reached makes the sign-in answer 503
+    (``core.redis``) rather than let attempts through uncounted."""
+
+    def __init__(self, redis: SharedRedis) -> None:
+        self.redis = redis
+        self._hit = redis.client.register_script(_HIT)
+
+    def _key(self, key: str) -> str:
+        return self.redis.key("throttle", key)
+
+    async def hit(self, key: str, window: float) -> Count:
+        value, left_ms = await self._hit(keys=[self._key(key)], args=[max(1, math.ceil(window * 1000))])
+        return Count(int(value), int(left_ms) / 1000)
+
+    async def clear(self, *keys: str) -> None:
+        if keys:
+            await self.redis.client.delete(*(self._key(k) for k in keys))
