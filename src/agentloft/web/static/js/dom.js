@@ -1,4 +1,4 @@
-// Small DOM helpers shared by the page scripts: element building, forms, errors, dialogs.
+// Small DOM helpers shared by the page scripts: element building, forms, errors, dialogs, text boxes.
 import { t } from './i18n.js';
 
 /** h('button', {class: 'x', onclick: fn, dataset: {id: 1}}, 'text', child) */
@@ -137,4 +137,51 @@ export async function copyText(text) {
   try { ok = document.execCommand('copy'); } catch { ok = false; }
   area.remove();
   return ok;
+}
+
+// --- text boxes ----------------------------------------------------------------------------------
+// What a chat text box does with the keyboard and its size, shared by the composer and the editor of a
+// sent message: Enter sends, Shift+Enter breaks the line, and Enter that confirms an input method's
+// composition (Chinese, Japanese, Korean) only confirms it; the box grows with its text up to its CSS
+// max-height, as the text boxes of everyday chat apps do, so a pasted page can be read before it is sent.
+// On a touch screen (a phone's on-screen keyboard has no Shift) Enter breaks the line and the Send button
+// sends, as in the phone versions of those apps.
+
+const TOUCH = window.matchMedia('(hover: none) and (pointer: coarse)');
+
+/** Whether Enter breaks the line here (a touch screen) rather than sending. */
+export const enterBreaksLines = () => TOUCH.matches;
+
+/** Call `onEnter()` when Enter (without Shift) is pressed in `area` outside an IME composition, unless
+ * the screen is a touch screen.
+ * `event.isComposing` alone misses two cases: Safari ends the composition *before* the Enter that
+ * confirmed it arrives (that keydown has keyCode 229), and a composition some IMEs start without the
+ * flag set; the compositionstart/compositionend pair is tracked as well. */
+export function onEnterKey(area, onEnter) {
+  let composing = false;
+  area.addEventListener('compositionstart', () => { composing = true; });
+  area.addEventListener('compositionend', () => { composing = false; });
+  area.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter' || event.shiftKey || enterBreaksLines()) return;
+    if (composing || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    onEnter();
+  });
+}
+
+/** Fit `area`'s height to its text (the CSS max-height caps it; beyond that it scrolls). Set by CSSOM,
+ * which the content security policy allows (it refuses only style attributes written in markup). */
+export function fitHeight(area) {
+  area.style.height = 'auto';
+  const border = area.offsetHeight - area.clientHeight;
+  area.style.height = `${area.scrollHeight + border}px`;
+}
+
+/** Keep `area` fitted to its text as it is typed, pasted or set by a script (call the returned
+ * function after setting `value`, which fires no input event). */
+export function autoGrow(area) {
+  const fit = () => fitHeight(area);
+  area.addEventListener('input', fit);
+  fit();
+  return fit;
 }

@@ -1,7 +1,7 @@
 // The chat page: agent picker, session sidebar, streaming replies, tool approvals, stop, and resuming a
 // reply that is still running when the page (re)loads.
 import { api, errorFrom, requestHeaders } from '../api.js';
-import { showError } from '../dom.js';
+import { autoGrow, enterBreaksLines, onEnterKey, showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { notifyChunk } from './hooks.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
@@ -41,6 +41,8 @@ sessionDrawer({
   backdrop: document.getElementById('drawer-backdrop'),
 });
 const follower = followBottom(scroller, list, document.getElementById('to-bottom'));
+const fitInput = autoGrow(input);
+if (enterBreaksLines()) input.placeholder = t('chat.placeholderTouch'); // the hint names keys it has not
 
 const actions = {
   answer: (part, approved, reason, buttons) => answerApproval(part, approved, reason, buttons),
@@ -193,6 +195,7 @@ async function send(text) {
     return;
   }
   input.value = '';
+  fitInput();
   addMessage(newMessage(`local-user-${Date.now()}`, 'user', [{ type: 'text', text }]));
   follower.jump();
   const sessionId = response.headers.get('X-Session-Id');
@@ -341,12 +344,7 @@ form.addEventListener('submit', (event) => {
   send(text);
 });
 
-input.addEventListener('keydown', (event) => {
-  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
-    event.preventDefault();
-    form.requestSubmit();
-  }
-});
+onEnterKey(input, () => form.requestSubmit());
 
 stopButton.addEventListener('click', stop);
 

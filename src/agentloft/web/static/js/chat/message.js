@@ -1,6 +1,6 @@
 // A chat message as the Vercel AI SDK's UIMessage ({id, role, parts}) built from stream chunks, and its
 // view. Text is rendered to HTML by the server (POST /api/render/markdown), never parsed here.
-import { copyText, h } from '../dom.js';
+import { autoGrow, copyText, h, onEnterKey } from '../dom.js';
 import { lang, t } from '../i18n.js';
 import { handleData } from './hooks.js';
 import { decorateCodeBlocks, renderMarkdown } from '../markdown.js';
@@ -394,11 +394,12 @@ export class MessageView {
     });
     area.addEventListener('keydown', (event) => {
       if (event.key === 'Escape') { event.preventDefault(); stop(); }
-      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) { event.preventDefault(); save.click(); }
     });
+    onEnterKey(area, () => save.click());
     this.editing = h('div', { class: 'editor' }, area, h('div', { class: 'editor-actions' }, cancel, save));
     this.body.replaceChildren(this.editing);
     this.footer.replaceChildren();
+    autoGrow(area);
     area.focus();
   }
 }

@@ -1,0 +1,95 @@
+"""The message box as people type in it every day: it grows with a long text (a pasted page) and shrinks
+after sending; Enter that confirms a Chinese input method's composition never sends (Chrome's order,
+Safari's order where the composition ends before that Enter, keyCode 229); Shift+Enter breaks the line;
+the same holds in the editor of a sent message; and on a touch screen Enter breaks the line, Send sends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from tests.e2e.conftest import api
+from tests.fakes.openai_server import FakeModel, FakeModelServer
+
+pytestmark = pytest.mark.e2e
+
+# Enter as a script sends it: no default action (no line break), no ``isComposing`` flag.
+ENTER = ("e => e.dispatchEvent(new KeyboardEvent('keydown', "
+         "{key: 'Enter', keyCode: 13, bubbles: true, cancelable: true}))")
+SAFARI_IME_ENTER = ENTER.replace("13", "229")
+
+
+def height(box: Locator) -> float:
+    return box.evaluate("e => e.getBoundingClientRect().height")
+
+
+def compose(page: Page, box: Locator, word: str) -> None:
+    """Type ``word`` as an input method does: a composition, its text, and Enter to confirm it (Chrome
+    sends that Enter with ``isComposing``; some input methods do not, so the page must know from the
+    composition events)."""
+    box.dispatch_event("compositionstart", {"data": ""})
+    page.keyboard.insert_text(word)
+    box.evaluate(ENTER)
+    box.dispatch_event("compositionend", {"data": word})
+
+
+def test_the_box_grows_waits_for_an_input_method_and_breaks_lines_on_a_phone(
+    admin_page: Page, new_page: Callable[..., Page], fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
+                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    page.goto("/chat")
+    box = page.get_by_label("Message")
+    empty = height(box)
+    box.fill("\n".join(f"line {i}" for i in range(8)))
+    grown = height(box)
+    assert grown > empty * 2, (empty, grown)
+    box.fill("\n".join(f"line {i}" for i in range(200)))  # capped (40% of the window), then it scrolls
+    assert grown < height(box) <= 860 * 0.4 + 1
+    box.fill("")
+    assert height(box) == empty
+
+    box.focus()
+    compose(page, box, "你好")
+    page.keyboard.insert_text("世界")
+    box.evaluate(SAFARI_IME_ENTER)  # Safari: compositionend came first, then Enter with keyCode 229
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.insert_text("！")
+    expect(box).to_have_value("你好世界\n！")
+    expect(page.locator(".message")).to_have_count(0)
+    page.keyboard.press("Enter")
+    expect(page.locator(".message.user .bubble")).to_have_text("你好世界\n！")
+    expect(page.locator(".message.assistant")).to_contain_text("echo: 你好世界")
+    expect(box).to_have_value("")
+    assert height(box) == empty
+
+    # The editor of a sent message: the same rules.
+    sent = page.locator(".message.user").first
+    sent.hover()
+    sent.get_by_role("button", name="Edit").click()
+    editor = sent.get_by_label("Edited text")
+    editor.press("End")
+    compose(page, editor, "吗")
+    expect(editor).to_be_visible()
+    expect(editor).to_have_value("你好世界\n！吗")
+    page.keyboard.press("Enter")
+    expect(sent.locator(".bubble")).to_have_text("你好世界\n！吗")
+
+    # A phone's keyboard has no Shift: Enter breaks the line, the Send button sends.
+    phone = new_page(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    phone.context.add_cookies(page.context.cookies())
+    phone.goto("/chat")
+    phone_box = phone.get_by_label("Message")
+    expect(phone_box).to_have_attribute("placeholder", "Message…")
+    phone_box.tap()
+    phone.keyboard.insert_text("first line")
+    phone.keyboard.press("Enter")
+    phone.keyboard.insert_text("second line")
+    expect(phone_box).to_have_value("first line\nsecond line")
+    expect(phone.locator(".message")).to_have_count(0)
+    phone.get_by_role("button", name="Send").tap()
+    expect(phone.locator(".message.user .bubble")).to_have_text("first line\nsecond line")
