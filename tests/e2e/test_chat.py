@@ -123,6 +123,34 @@ def test_reload_mid_reply_resumes_the_stream(
     status, content = saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: row[0] != "streaming")
     assert status == "complete" and content.endswith("END")
 
+    # The network goes away mid-reply: the page says so at once (a dead connection may hang for minutes)
+    # and follows the reply again, without a reload, when the network is back.
+    fake_model.push(text(words + " AGAIN", delay=0.1))
+    send(page, "Once more")
+    answer = page.locator(".message.assistant .md").last
+    expect(answer).to_contain_text("word3")
+    page.context.set_offline(True)
+    expect(page.locator(".chat-error")).to_contain_text("You are offline.")
+    cut = page.locator(".message.assistant").last
+    expect(cut.get_by_test_id("message-error")).to_contain_text("Press Reconnect")
+    expect(cut.get_by_test_id("retry")).to_have_count(0)  # starting over would be refused: it still runs
+    page.context.set_offline(False)
+    expect(page.locator(".chat-error")).to_be_hidden()
+    expect(answer).to_contain_text("word39 AGAIN", timeout=15_000)
+    expect(page.locator(".message-error")).to_have_count(0)
+    assert answer.inner_text().count("word10 ") == 1
+
+    # A stream cut for another reason: Reconnect picks the reply up where it is.
+    fake_model.push(text(words + " THIRD", delay=0.1))
+    send(page, "And again")
+    answer = page.locator(".message.assistant .md").last
+    expect(answer).to_contain_text("word3")
+    page.evaluate("window.dispatchEvent(new Event('offline'))")  # the browser thought so; it was wrong
+    page.get_by_test_id("reconnect").click()
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    expect(answer).to_contain_text("word39 THIRD", timeout=15_000)
+    expect(page.locator(".message.user")).to_have_count(3)
+
 
 def test_stop_ends_a_reply_and_keeps_what_came(
     admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel

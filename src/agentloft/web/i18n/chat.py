@@ -110,8 +110,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_unexpected": "The model answered in a way that could not be used.",
         "chat.error.model_unexpected.hint": "Retry, or say it differently.",
         "chat.error.connection_lost": "The connection dropped while the reply was being written.",
-        "chat.error.connection_lost.hint": "Reload the page: a reply that is still being written is picked up "
+        "chat.error.connection_lost.hint": "Press Reconnect: a reply that is still being written is picked up "
         "where it is.",
+        "chat.action.reconnect": "Reconnect",
+        "chat.offline": "You are offline. The reply goes on being written and shows here when the connection "
+        "is back.",
         "chat.notice.max_steps": "Stopped after {steps} steps, the most this agent may take for one reply. "
         "Send a message to let it continue.",
     },
@@ -220,7 +223,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_unexpected": "模型的回答无法使用。",
         "chat.error.model_unexpected.hint": "请重试，或换个说法。",
         "chat.error.connection_lost": "生成回复时连接中断了。",
-        "chat.error.connection_lost.hint": "请刷新页面：仍在生成的回复会从当前进度继续显示。",
+        "chat.error.connection_lost.hint": "请点“重新连接”：仍在生成的回复会从当前进度继续显示。",
+        "chat.action.reconnect": "重新连接",
+        "chat.offline": "网络已断开。回复仍在生成，连接恢复后会在这里显示。",
         "chat.notice.max_steps": "已执行 {steps} 步，达到该智能体单次回复的步数上限，因此停止。"
         "发送一条消息即可让它继续。",
     },

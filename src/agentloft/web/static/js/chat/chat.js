@@ -47,6 +47,7 @@ if (enterBreaksLines()) input.placeholder = t('chat.placeholderTouch'); // the h
 const actions = {
   answer: (part, approved, reason, buttons) => answerApproval(part, approved, reason, buttons),
   regenerate: () => regenerate(),
+  reconnect: () => reconnect(),
   resend: (view, text) => resend(view, text),
   isLast: (view) => list.lastElementChild === view.el,
   isAdmin: currentUser.role === 'admin',
@@ -143,6 +144,8 @@ async function follow(response) {
     if (!view) return;
     view.update();
   };
+  const link = new AbortController();
+  state.link = link;
   try {
     await readUIStream(response, (chunk) => {
       if (chunk.type === 'start' || !view) {
@@ -152,18 +155,19 @@ async function follow(response) {
       applyChunk(view.message, chunk);
       notifyChunk(chunk, { panel: sidePanel, sessionId: state.sessionId, live: true, messageId: view.message.id });
       if (!frame) frame = requestAnimationFrame(repaint);
-    });
+    }, link.signal);
     if (view && view.message.status === 'streaming') view.message.status = 'complete';
   } catch (error) {
     // The stream broke (network, server gone); the run may go on: a reload picks it up.
     if (view) { view.message.failure = { code: 'connection_lost' }; view.message.status = 'failed'; }
   } finally {
+    if (state.link === link) state.link = null;
     if (frame) cancelAnimationFrame(frame);
     repaint();
     setStreaming(false);
     refreshSessions();
   }
-  await syncFromServer();
+  if (!link.signal.aborted) await syncFromServer(); // cut off: what the server saved comes on reconnecting
 }
 
 // The server stores a run's end (pending approvals, the idle session) before it sends the last chunk,
@@ -281,6 +285,30 @@ async function stop() {
   try { await api('POST', `/api/agent-sessions/${state.sessionId}/stop`); } catch (error) { showError(errorBox, error); }
   input.focus(); // the Stop button goes away: the keyboard goes on where the next message is written
 }
+
+/** Show the open chat as the server has it now and follow its reply if one is still being written: what
+ * a reload does, without one. */
+async function reconnect() {
+  if (!state.sessionId || state.streaming) return;
+  showError(errorBox, null);
+  try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
+}
+
+// The browser knows when the network went away: stop waiting on a stream that cannot deliver (the reply
+// goes on on the server), say so, and pick the reply up again as soon as the network is back.
+let offlineCut = false;
+window.addEventListener('offline', () => {
+  showError(errorBox, new Error(t('chat.offline')));
+  if (!state.link) return;
+  offlineCut = true;
+  state.link.abort(new Error('offline'));
+});
+window.addEventListener('online', () => {
+  showError(errorBox, null);
+  if (!offlineCut) return;
+  offlineCut = false;
+  reconnect();
+});
 
 // --- sessions --------------------------------------------------------------------------------------
 

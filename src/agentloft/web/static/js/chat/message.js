@@ -370,6 +370,11 @@ export class MessageView {
     if (m.role === 'user' && a.resend && !m.id.startsWith('local-')) {
       bar.append(button(t('action.edit'), () => this.startEdit(), { class: 'linklike small needs-idle' }));
     }
+    if (failed && m.failure?.code === 'connection_lost' && a.reconnect) {
+      // The reply may still be being written on the server: follow it again rather than start over.
+      bar.append(button(t('chat.action.reconnect'), () => a.reconnect(), { class: 'primary small needs-idle', dataset: { testid: 'reconnect' } }));
+      return bar;
+    }
     if (m.role === 'assistant' && m.status !== 'awaiting_approval' && a.regenerate && a.isLast && a.isLast(this)) {
       const label = failed ? t('chat.action.retry') : t('chat.action.regenerate');
       bar.append(button(label, () => a.regenerate(), { class: `${failed ? 'primary' : 'linklike'} small needs-idle`, dataset: { testid: failed ? 'retry' : 'regenerate' } }));

@@ -1,8 +1,20 @@
 // Read a Vercel AI UI Message Stream (v1, SSE) from a fetch() Response: one JSON chunk per `data:` event.
 
-/** Call onChunk(chunk) for every chunk until `[DONE]` or the end of the body. */
-export async function readUIStream(response, onChunk) {
+/** Call onChunk(chunk) for every chunk until `[DONE]` or the end of the body. Aborting `signal` stops
+ * reading at once (a dead connection may otherwise hang for minutes) and rejects with its reason. */
+export async function readUIStream(response, onChunk, signal = null) {
   const reader = response.body.getReader();
+  const abandon = () => { reader.cancel().catch(() => {}); };
+  signal?.addEventListener('abort', abandon, { once: true });
+  try {
+    await readAll(reader, onChunk);
+  } finally {
+    signal?.removeEventListener('abort', abandon);
+  }
+  if (signal?.aborted) throw signal.reason;
+}
+
+async function readAll(reader, onChunk) {
   const decoder = new TextDecoder();
   let buffer = '';
   const dispatch = (event) => {
