@@ -102,3 +102,25 @@ def test_every_page_fits_a_phone(
     sent = touch.locator(".message.user").first
     for part in (sent.get_by_test_id("message-meta"), sent.locator(".msg-actions")):
         expect(part).to_have_css("opacity", "1")
+
+    # Every control a finger presses is at least 40 px each way (a link inside text is read, not aimed at).
+    expect(touch.locator(".code-head button.copy-code").first).to_be_visible()
+    touch.get_by_test_id("user-menu").click()
+    expect(touch.get_by_role("button", name="Sign out")).to_be_visible()
+    assert small_targets(touch) == []
+    touch.screenshot(path="/tmp/shots/phone-touch-chat.png")
+    touch.keyboard.press("Escape")
+    touch.get_by_role("button", name="Show the chat list").tap()
+    expect(touch.locator("#chat-sidebar")).to_be_in_viewport()
+    assert small_targets(touch) == []
+
+
+def small_targets(page: Page) -> list[str]:
+    """The visible controls smaller than 40 px across or high, named and measured."""
+    return page.evaluate("""() => [...document.querySelectorAll('button, a, select, summary, input, textarea')]
+      .filter((e) => !e.closest('p, li.message, td') || e.tagName !== 'A')
+      .filter((e) => { const r = e.getBoundingClientRect();
+        return r.width && r.height && r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth
+          && getComputedStyle(e).visibility !== 'hidden' && (r.width < 40 || r.height < 40); })
+      .map((e) => `${e.tagName} ${e.className} "${e.textContent.trim().slice(0, 20)}" `
+        + `${Math.round(e.getBoundingClientRect().width)}x${Math.round(e.getBoundingClientRect().height)}`)""")
