@@ -59,10 +59,14 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
     expect(card.get_by_test_id("tool-state")).to_have_text("Waiting for approval")
     expect(card).to_contain_text("6*7")
     expect(page).to_have_url(re.compile(r"/chat/as_"))
+    expect(page.get_by_label("Message")).to_be_focused()  # Send hid under the pointer: focus is not lost
     page.screenshot(path="/tmp/agentloft-chat-approval.png")
 
-    # Answered at once, before the server has finished storing the pause: the page copes.
-    card.get_by_role("button", name="Approve").click()
+    # Answered at once, before the server has finished storing the pause: the page copes. From the
+    # keyboard, the focus then goes on in the message box (the pressed button is gone).
+    card.get_by_role("button", name="Approve").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Message")).to_be_focused()
     expect(card.get_by_test_id("tool-state")).to_have_text("Done")
     expect(card.get_by_test_id("tool-output")).to_contain_text("42")
     answer = page.locator(".message.assistant .md").last
@@ -93,8 +97,9 @@ def test_reject_a_tool_call_with_a_reason(
     expect(edit).to_have_count(1)
     expect(edit).to_be_hidden()
     card.get_by_label("Reason").fill("not now")
-    card.get_by_role("button", name="Reject").click()
+    card.get_by_label("Reason").press("Enter")  # a reason is given to say no: Enter rejects with it
     expect(card.get_by_test_id("tool-state")).to_have_text("Rejected")
+    expect(page.get_by_label("Message")).to_be_focused()
     expect(page.locator(".message.assistant .md").last).to_contain_text("Fine, I will not compute it.")
     expect(edit).to_be_visible()
     sent = fake_model.requests[-1]["messages"]

@@ -153,16 +153,16 @@ const TOUCH = window.matchMedia('(hover: none) and (pointer: coarse)');
 export const enterBreaksLines = () => TOUCH.matches;
 
 /** Call `onEnter()` when Enter (without Shift) is pressed in `area` outside an IME composition, unless
- * the screen is a touch screen.
+ * the screen is a touch screen and the box has more than one line (`singleLine`: an <input>).
  * `event.isComposing` alone misses two cases: Safari ends the composition *before* the Enter that
  * confirmed it arrives (that keydown has keyCode 229), and a composition some IMEs start without the
  * flag set; the compositionstart/compositionend pair is tracked as well. */
-export function onEnterKey(area, onEnter) {
+export function onEnterKey(area, onEnter, { singleLine = false } = {}) {
   let composing = false;
   area.addEventListener('compositionstart', () => { composing = true; });
   area.addEventListener('compositionend', () => { composing = false; });
   area.addEventListener('keydown', (event) => {
-    if (event.key !== 'Enter' || event.shiftKey || enterBreaksLines()) return;
+    if (event.key !== 'Enter' || event.shiftKey || (!singleLine && enterBreaksLines())) return;
     if (composing || event.isComposing || event.keyCode === 229) return;
     event.preventDefault();
     onEnter();

@@ -117,7 +117,20 @@ function renderMessages(messages) {
   for (const m of messages) addMessage(fromApi(m));
 }
 
+/** When the control that had the focus (`from`) went away (Send or Stop hid, an answered approval card
+ * was rebuilt), put the focus where the reader goes next: the next tool call waiting for an answer, or
+ * the message box. Focus anywhere else stays put (on a phone, focusing the box would raise the keyboard
+ * over the reply). */
+function keepFocus(from) {
+  if (!from || from === document.body) return;
+  const active = document.activeElement;
+  if (active && active !== document.body && active.isConnected && !active.disabled && !active.hidden) return;
+  const waiting = list.querySelector('.tool-card.state-approval-requested .approval button.primary');
+  (waiting || input).focus();
+}
+
 function setStreaming(on) {
+  const from = document.activeElement;
   state.streaming = on;
   if (!on) state.stopWanted = false;
   sendButton.hidden = on;
@@ -125,6 +138,7 @@ function setStreaming(on) {
   stopButton.disabled = false;
   input.disabled = false;
   root.dataset.streaming = on ? 'true' : 'false';
+  keepFocus(from);
 }
 
 function setHeader(title, agentName) {
@@ -253,6 +267,7 @@ function resend(view, text) {
 }
 
 async function answerApproval(part, approved, reason, buttons) {
+  const from = document.activeElement;
   showError(errorBox, null);
   buttons.forEach((b) => { b.disabled = true; });
   const body = { toolCallId: part.toolCallId, approved };
@@ -273,6 +288,7 @@ async function answerApproval(part, approved, reason, buttons) {
   part.state = 'approval-responded';
   part.approval = { ...(part.approval || {}), approved, ...(reason ? { reason } : {}) };
   for (const view of state.views.values()) if (view.message.parts.includes(part)) view.update();
+  keepFocus(from);
   if (response.status === 202) return; // other calls of this step still wait for an answer
   await follow(response);
 }

@@ -196,6 +196,7 @@ function toolCard(part, actions) {
     const reject = h('button', { type: 'button', class: 'danger small', text: t('chat.tool.reject') });
     approve.addEventListener('click', () => actions.answer(part, true, '', [approve, reject]));
     reject.addEventListener('click', () => actions.answer(part, false, reason.value.trim(), [approve, reject]));
+    onEnterKey(reason, () => reject.click(), { singleLine: true }); // a reason is given to say no
     card.append(h('div', { class: 'approval' }, h('span', { text: t('chat.tool.needsApproval') }), reason, approve, reject));
   }
   return card;
