@@ -188,3 +188,41 @@ def test_a_model_failure_shows_a_readable_error_and_chat_goes_on(
     send(page, "Try again")
     expect(page.locator(".message.assistant .md").last).to_have_text("Back again.")
     expect(page.locator(".message.user")).to_have_count(2)
+
+
+def test_a_second_tab_behind_the_chat_catches_up_when_refused(
+    admin_page: Page, new_page: Callable[..., Page], fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    setup_agent(page, fake_model_server)
+    page.goto("/chat")
+    send(page, "first")
+    expect(page.locator(".message.assistant")).to_contain_text("echo: first")
+    other = new_page()
+    other.context.add_cookies(page.context.cookies())
+    other.goto(page.url)
+    expect(other.locator(".message")).to_have_count(2)
+
+    # A reply starts in the first tab; the second, behind, is refused: it says why and shows that reply
+    # (with Stop, which the refusal names), and what was typed stays.
+    fake_model.push(text(" ".join(f"w{i}" for i in range(40)) + " END", delay=0.05))
+    send(page, "slow")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    other.get_by_label("Message").fill("from the other tab")
+    other.get_by_label("Message").press("Enter")
+    expect(other.locator(".chat-error")).to_contain_text("A reply is still being written here.")
+    expect(other.locator(".message.user .bubble").last).to_have_text("slow")
+    expect(other.get_by_role("button", name="Stop")).to_be_visible()
+    expect(other.locator(".message.assistant .md").last).to_contain_text("w39 END", timeout=15_000)
+    expect(other.get_by_label("Message")).to_have_value("from the other tab")
+
+    # A tool call waits for an answer in the first tab: the second shows the card and can answer it.
+    fake_model.push(call("calc", {"expression": "3*3"}), text("Nine."))
+    send(page, "3*3?")
+    expect(page.locator(".tool-card[data-tool='calc']").get_by_test_id("tool-state")).to_have_text(
+        "Waiting for approval")
+    other.get_by_label("Message").press("Enter")
+    expect(other.locator(".chat-error")).to_contain_text("A tool call waits for your approval")
+    card = other.locator(".tool-card[data-tool='calc']")
+    card.get_by_role("button", name="Approve").click()
+    expect(other.locator(".message.assistant .md").last).to_have_text("Nine.")

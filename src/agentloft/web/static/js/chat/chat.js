@@ -209,7 +209,7 @@ async function send(text) {
   }
   if (!response.ok) {
     setStreaming(false);
-    showError(errorBox, await errorFrom(response));
+    await refused(response);
     return;
   }
   input.value = '';
@@ -227,6 +227,20 @@ async function send(text) {
   await follow(response);
 }
 
+// Refusals that mean this page is behind the chat: another tab or device started a reply in it, or a
+// tool call there waits for an answer. The page shows the chat as it is now (following the reply, with
+// Stop) so the words of the refusal match what the reader sees; what they typed stays in the box.
+const STALE = new Set(['session_busy', 'approval_pending']);
+
+/** Say why the server refused a turn; catch up with the chat when the page was behind it. */
+async function refused(response) {
+  const error = await errorFrom(response);
+  showError(errorBox, error);
+  if (!STALE.has(error.code) || !state.sessionId) return;
+  if (error.code === 'approval_pending' && root.dataset.approvalPending === 'true') return; // shown here
+  loadSession(state.sessionId).catch((e) => showError(errorBox, e)); // follows the reply: not awaited
+}
+
 /** Start a turn again (regenerate / retry / edit): the page changes only once the server accepted. */
 async function restart(url, body, before) {
   showError(errorBox, null);
@@ -242,7 +256,7 @@ async function restart(url, body, before) {
   }
   if (!response.ok) {
     setStreaming(false);
-    showError(errorBox, await errorFrom(response));
+    await refused(response);
     return false;
   }
   before();
