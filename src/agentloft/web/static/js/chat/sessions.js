@@ -2,7 +2,7 @@
 // by month), a badge where a tool call waits for approval, rename in place, delete from the keyboard, and
 // a search over titles and message text (GET /api/agent-sessions/search?q=, the shared search index).
 import { api, loadAll } from '../api.js';
-import { h } from '../dom.js';
+import { h, onEnterKey } from '../dom.js';
 import { lang, t } from '../i18n.js';
 
 const SEARCH_DELAY_MS = 250;
@@ -120,8 +120,8 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
       li.querySelector('.session-actions button').focus();
       if (deferred) { deferred = false; if (query) search(query); else render(); }
     };
+    onEnterKey(input, () => finish(true), { singleLine: true }); // not the Enter an input method takes
     input.addEventListener('keydown', (event) => {
-      if (event.key === 'Enter') { event.preventDefault(); finish(true); }
       if (event.key === 'Escape') { event.preventDefault(); event.stopPropagation(); finish(false); }
     });
     input.addEventListener('blur', () => finish(true));
