@@ -110,3 +110,23 @@ def test_titles_groups_badges_rename_delete_and_search(
     expect(page.locator(".session-group-title")).to_have_text(["昨天"])
     expect(items.first.get_by_test_id("approval-badge")).to_have_text("待审批")
     expect(page.get_by_label("搜索对话")).to_be_visible()
+
+    # 7. many chats: the newest fifty come first (one request), the next fifty as the end scrolls in
+    uid = app.sql("SELECT id FROM users WHERE username = 'root'")[0][0]
+    app.sql("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 120) "
+            "INSERT INTO agent_sessions (id, user_id, kind, title, status, title_source, created_at, updated_at) "
+            "SELECT 'as_old_' || i, ?, 'llm', 'Old chat ' || i, 'idle', 'user', "
+            "datetime('now', '-' || (40 + i) || ' days'), datetime('now', '-' || (40 + i) || ' days') FROM n",
+            (uid,))
+    lists: list[str] = []
+    page.on("request", lambda r: lists.append(r.url) if "/api/agent-sessions?" in r.url else None)
+    page.reload()
+    expect(items).to_have_count(50)
+    expect(items.nth(1).locator(".session-title")).to_have_text("Old chat 1")
+    assert len(lists) == 1, lists
+    page.get_by_test_id("more-sessions").scroll_into_view_if_needed()
+    expect(items).to_have_count(100)
+    expect(items.nth(99).locator(".session-title")).to_have_text("Old chat 99")
+    page.get_by_test_id("more-sessions").scroll_into_view_if_needed()
+    expect(items).to_have_count(121)
+    expect(page.get_by_test_id("more-sessions")).to_have_count(0)

@@ -1,12 +1,22 @@
 // The conversation list beside the chat: grouped by date (today, yesterday, the last 7 and 30 days, then
 // by month), a badge where a tool call waits for approval, rename in place, delete from the keyboard, and
 // a search over titles and message text (GET /api/agent-sessions/search?q=, the shared search index).
-import { api, loadAll } from '../api.js';
+import { api } from '../api.js';
 import { h, onEnterKey } from '../dom.js';
 import { lang, t } from '../i18n.js';
 
 const SEARCH_DELAY_MS = 250;
+// Chats are listed a page at a time, newest first; the next page loads as the end of the list scrolls
+// into view (someone with a thousand chats waits for fifty, and a finished reply reloads only the pages
+// already shown).
+const PAGE_SIZE = 50;
 const DAY_MS = 86_400_000;
+
+/** `items` without a second copy of any chat (by id), in their order. */
+function unique(items) {
+  const seen = new Set();
+  return items.filter((s) => !seen.has(s.id) && seen.add(s.id));
+}
 
 function startOfDay(date) {
   const d = new Date(date);
@@ -31,9 +41,13 @@ export function dateGroup(iso, now = new Date()) {
  */
 export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitle, onError, onRemovedCurrent }) {
   let sessions = [];
+  let pages = 1; // pages of the list shown
+  let hasMore = false;
+  let loading = false;
   let query = '';
   let timer = null;
   let seq = 0;
+  let loadSeq = 0;
   let renaming = false; // a list refresh waits until the title being typed is saved or dropped
   let deferred = false;
 
@@ -76,14 +90,67 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
         h('h2', { class: 'session-group-title', text: name }),
         h('ul', {}, ...members.map((s) => item(s)))));
     }
+    if (hasMore) nodes.push(moreItem());
     listEl.replaceChildren(...nodes);
   }
 
+  /** The end of the list while there are more chats: a button, pressed by itself once it scrolls into
+   * view (and by hand, from the keyboard or where IntersectionObserver is missing). */
+  function moreItem() {
+    const button = h('button', { type: 'button', class: 'linklike small', dataset: { testid: 'more-sessions' },
+      text: t('chat.moreSessions') });
+    button.addEventListener('click', () => more());
+    if ('IntersectionObserver' in window) {
+      const seen = new IntersectionObserver((entries) => {
+        if (entries.some((e) => e.isIntersecting)) { seen.disconnect(); more(); }
+      });
+      seen.observe(button);
+    }
+    return h('li', { class: 'sessions-more' }, button);
+  }
+
+  async function fetchPage(number) {
+    return api('GET', `/api/agent-sessions?page=${number}&pageSize=${PAGE_SIZE}`);
+  }
+
+  /** Reload the pages shown (a reply moved a chat to the top, a title changed). */
   async function refresh() {
-    try { sessions = await loadAll('/api/agent-sessions', 100); } catch { return; }
+    const mine = ++loadSeq;
+    const items = [];
+    let more = false;
+    try {
+      for (let number = 1; number <= pages; number += 1) {
+        const page = await fetchPage(number);
+        items.push(...page.items);
+        more = page.hasMore;
+        if (!more) break;
+      }
+    } catch { return; }
+    if (mine !== loadSeq) return;
+    sessions = unique(items);
+    hasMore = more;
     const current = sessions.find((s) => s.id === currentId());
     if (current) onTitle(current);
     if (!query) render();
+  }
+
+  /** Add the next page to the list. */
+  async function more() {
+    if (loading || !hasMore) return;
+    loading = true;
+    const mine = loadSeq;
+    try {
+      const page = await fetchPage(pages + 1);
+      if (mine !== loadSeq) return; // a refresh started meanwhile: it has the newer list
+      pages += 1;
+      sessions = unique([...sessions, ...page.items]); // a chat that moved up between pages shows once
+      hasMore = page.hasMore;
+      if (!query) render();
+    } catch (error) {
+      onError(error);
+    } finally {
+      loading = false;
+    }
   }
 
   async function search(text) {
