@@ -122,9 +122,12 @@ def test_keyboard_skip_link_escape_and_focus_after_stop(
     page.keyboard.press("Enter")
     stop = page.get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
+    reply = page.locator(".message.assistant")
+    expect(reply).to_have_attribute("aria-busy", "true")  # read out once whole, not word by word
     stop.focus()
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("message-status")).to_have_text("Stopped")
+    expect(reply).to_have_attribute("aria-busy", "false")
     expect(page.get_by_label("Message")).to_be_focused()
 
 

@@ -331,6 +331,9 @@ export class MessageView {
     const m = this.message;
     this.el.dataset.status = m.status;
     this.el.dataset.messageId = m.id;
+    // The list is a live region: while a reply grows, a screen reader waits for it instead of reading
+    // every few words as they arrive.
+    this.el.setAttribute('aria-busy', m.status === 'streaming' ? 'true' : 'false');
     if (this.editing) return; // the editor stays until sent or cancelled
     this.readDataParts();
     const nodes = m.parts.map((p, i) => this.partNode(p, i)).filter(Boolean);
