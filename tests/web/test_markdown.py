@@ -17,6 +17,7 @@ def test_render_refuses_javascript_links_and_keeps_tables() -> None:
     html = render("[a](javascript:alert(1)) [b](https://example.com)\n\n| x | y |\n|---|---|\n| 1 | 2 |")
     assert 'href="javascript' not in html
     assert 'href="https://example.com"' in html and 'rel="noopener noreferrer nofollow"' in html
+    assert 'target="_blank"' in html  # a link opens beside the chat, not over it
     assert "<table>" in html and "<td>1</td>" in html
 
 

@@ -140,6 +140,9 @@ def sanitize(html: str) -> str:
         allowed_classes=_CLASSES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
+        # A link in a reply or a document opens in a new tab: following it never leaves the chat (nor
+        # cuts the reply still streaming there).
+        set_tag_attribute_values={"a": {"target": "_blank"}},
         filter_style_properties={"text-align"},
     )
 
