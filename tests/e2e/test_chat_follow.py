@@ -3,6 +3,8 @@ tables included, which render late), stays put when the reader scrolls up, and o
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -58,6 +60,16 @@ def test_follow_to_the_end_and_leave_the_reader_alone(
     back.click()
     # A function, not an expression: Playwright evaluates expressions with eval, which the page's
     # content security policy forbids.
-    page.wait_for_function("() => { const s = document.getElementById('chat-scroll');"
-                           " return s.scrollHeight - s.scrollTop - s.clientHeight <= 2; }")
+    at_end = ("() => { const s = document.getElementById('chat-scroll');"
+              " return s.scrollHeight - s.scrollTop - s.clientHeight <= 2; }")
+    page.wait_for_function(at_end)
+    expect(back).to_be_hidden()
+
+    # A phone's keyboard opens: it shrinks the page (the viewport asks for that) rather than covering the
+    # composer, and the view, shorter now, still shows the end of the conversation.
+    expect(page.locator("meta[name=viewport]")).to_have_attribute(
+        "content", re.compile(r"interactive-widget=resizes-content"))
+    page.set_viewport_size({"width": 1000, "height": 420})
+    page.wait_for_function(at_end)
+    expect(page.get_by_label("Message")).to_be_in_viewport()
     expect(back).to_be_hidden()

@@ -1,6 +1,7 @@
 // Following a reply as it grows: the view stays at the bottom unless the reader scrolled up; then a
 // "scroll to bottom" button appears. Growth is noticed by a ResizeObserver on the message list, so text
-// that arrives, markdown that renders late (code blocks, tables, math) and cards that open all count.
+// that arrives, markdown that renders late (code blocks, tables, math) and cards that open all count; and
+// on the view itself, so the end stays in sight when the view gets shorter (a phone's keyboard opens).
 
 const SLACK_PX = 24; // this close to the bottom counts as "at the bottom"
 
@@ -23,10 +24,12 @@ export function followBottom(scroller, content, button) {
     showButton();
   }, { passive: true });
 
-  new ResizeObserver(() => {
+  const resized = new ResizeObserver(() => {
     if (stick) toBottom();
     showButton();
-  }).observe(content);
+  });
+  resized.observe(content);
+  resized.observe(scroller); // the view shrinks too: a phone's keyboard opens, the window is made smaller
 
   button.addEventListener('click', () => {
     stick = true;
