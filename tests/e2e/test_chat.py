@@ -139,6 +139,11 @@ def test_reload_mid_reply_resumes_the_stream(
     cut = page.locator(".message.assistant").last
     expect(cut.get_by_test_id("message-error")).to_contain_text("Press Reconnect")
     expect(cut.get_by_test_id("retry")).to_have_count(0)  # starting over would be refused: it still runs
+    page.get_by_label("Message").fill("while offline")
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator(".chat-error")).to_have_text(
+        "The server could not be reached. Check your connection and try again.")
+    expect(page.get_by_label("Message")).to_have_value("while offline")  # nothing typed is lost
     page.context.set_offline(False)
     expect(page.locator(".chat-error")).to_be_hidden()
     expect(answer).to_contain_text("word39 AGAIN", timeout=15_000)

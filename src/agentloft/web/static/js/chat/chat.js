@@ -1,6 +1,6 @@
 // The chat page: agent picker, session sidebar, streaming replies, tool approvals, stop, and resuming a
 // reply that is still running when the page (re)loads.
-import { api, errorFrom, requestHeaders } from '../api.js';
+import { api, ApiError, errorFrom, requestHeaders } from '../api.js';
 import { autoGrow, enterBreaksLines, onEnterKey, showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { notifyChunk } from './hooks.js';
@@ -187,10 +187,14 @@ async function follow(response) {
 // The server stores a run's end (pending approvals, the idle session) before it sends the last chunk,
 // so an answer or a message sent right after it is accepted; a refusal is real and is shown as is.
 async function post(url, body) {
-  return fetch(url, {
-    method: 'POST', credentials: 'same-origin',
-    headers: requestHeaders('POST', true, { Accept: 'text/event-stream' }), body: JSON.stringify(body),
-  });
+  try {
+    return await fetch(url, {
+      method: 'POST', credentials: 'same-origin',
+      headers: requestHeaders('POST', true, { Accept: 'text/event-stream' }), body: JSON.stringify(body),
+    });
+  } catch (error) {
+    throw new ApiError(0, 'network', error.message); // worded by its code, not the browser's "Failed to fetch"
+  }
 }
 
 async function send(text) {
@@ -378,9 +382,14 @@ async function loadSession(id) {
 
 /** Pick up a reply that is still streaming: replay its run from the start, then follow live. */
 async function resume(id) {
-  const response = await fetch(`/api/agent-sessions/${id}/stream`, {
-    credentials: 'same-origin', headers: { Accept: 'text/event-stream' },
-  });
+  let response;
+  try {
+    response = await fetch(`/api/agent-sessions/${id}/stream`, {
+      credentials: 'same-origin', headers: { Accept: 'text/event-stream' },
+    });
+  } catch (error) {
+    throw new ApiError(0, 'network', error.message);
+  }
   if (!response.ok) { showError(errorBox, await errorFrom(response)); return; }
   if ((response.headers.get('content-type') || '').includes('application/json')) {
     const body = await response.json();
