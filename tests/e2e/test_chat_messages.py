@@ -61,6 +61,7 @@ def test_copy_regenerate_retry_edit_and_reply_details(
     first.get_by_test_id("regenerate").click()
     expect(replies).to_have_count(1)
     expect(replies.nth(0)).to_contain_text("Second answer")
+    expect(page.get_by_label("Message")).to_be_focused()  # the pressed button went with the old reply
     assert fake_model.requests[-1]["messages"][-1]["content"] == "Q1"
 
     # A failure says what happened and what to check, and Retry gets a reply.
@@ -84,10 +85,15 @@ def test_copy_regenerate_retry_edit_and_reply_details(
     user_one.hover()
     user_one.get_by_role("button", name="Edit").click()
     editor = user_one.get_by_label("Edited text")
+    expect(editor).to_be_focused()
+    page.keyboard.press("Escape")  # cancelled: back on the button that opened it
+    expect(user_one.get_by_role("button", name="Edit")).to_be_focused()
+    page.keyboard.press("Enter")
     expect(editor).to_have_value("Q1")
     editor.fill("Q1, better asked")
     user_one.get_by_role("button", name="Send").click()
     expect(page.locator(".message")).to_have_count(2)
+    expect(page.get_by_label("Message")).to_be_focused()
     expect(page.locator(".message.user .bubble")).to_have_text("Q1, better asked")
     expect(replies.nth(0)).to_contain_text("Answer to the edit")
     page.reload()

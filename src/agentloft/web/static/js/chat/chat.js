@@ -124,7 +124,8 @@ function renderMessages(messages) {
 function keepFocus(from) {
   if (!from || from === document.body) return;
   const active = document.activeElement;
-  if (active && active !== document.body && active.isConnected && !active.disabled && !active.hidden) return;
+  const shown = (el) => el.isConnected && !el.disabled && el.getClientRects().length > 0; // not display:none
+  if (active && active !== document.body && shown(active)) return;
   const waiting = list.querySelector('.tool-card.state-approval-requested .approval button.primary');
   (waiting || input).focus();
 }
@@ -247,6 +248,7 @@ async function refused(response) {
 
 /** Start a turn again (regenerate / retry / edit): the page changes only once the server accepted. */
 async function restart(url, body, before) {
+  const from = document.activeElement; // Regenerate, or the editor: both go away once accepted
   showError(errorBox, null);
   if (state.streaming) return false;
   setStreaming(true);
@@ -264,6 +266,7 @@ async function restart(url, body, before) {
     return false;
   }
   before();
+  keepFocus(from);
   follow(response);
   return true;
 }

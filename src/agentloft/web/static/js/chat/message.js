@@ -372,7 +372,7 @@ export class MessageView {
       bar.append(copy);
     }
     if (m.role === 'user' && a.resend && !m.id.startsWith('local-')) {
-      bar.append(button(t('action.edit'), () => this.startEdit(), { class: 'linklike small needs-idle' }));
+      bar.append(button(t('action.edit'), () => this.startEdit(), { class: 'linklike small needs-idle', dataset: { action: 'edit' } }));
     }
     if (failed && m.failure?.code === 'connection_lost' && a.reconnect) {
       // The reply may still be being written on the server: follow it again rather than start over.
@@ -392,7 +392,11 @@ export class MessageView {
     area.value = text;
     const cancel = h('button', { type: 'button', class: 'small', text: t('action.cancel') });
     const save = h('button', { type: 'button', class: 'primary small', text: t('chat.edit.send') });
-    const stop = () => { this.editing = null; this.update(); };
+    const stop = () => { // cancelled: the focus goes back to the Edit button that opened the editor
+      this.editing = null;
+      this.update();
+      this.footer.querySelector('[data-action="edit"]')?.focus();
+    };
     cancel.addEventListener('click', stop);
     save.addEventListener('click', async () => {
       const value = area.value.trim();
