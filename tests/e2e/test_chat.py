@@ -231,3 +231,10 @@ def test_a_second_tab_behind_the_chat_catches_up_when_refused(
     card = other.locator(".tool-card[data-tool='calc']")
     card.get_by_role("button", name="Approve").click()
     expect(other.locator(".message.assistant .md").last).to_have_text("Nine.")
+
+    # Written in the second tab; the first, looked at again, shows it.
+    send(other, "from the other tab")
+    expect(other.locator(".message.assistant .md").last).to_have_text("echo: from the other tab")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # the tab is shown again
+    expect(page.locator(".message.assistant .md").last).to_have_text("echo: from the other tab")
+    expect(page.locator(".message.assistant .md").nth(-2)).to_have_text("Nine.")

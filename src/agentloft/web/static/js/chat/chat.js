@@ -331,6 +331,20 @@ async function reconnect() {
   try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
 }
 
+/** Back on this tab: show what happened in the chat meanwhile (another tab or device wrote in it, a
+ * reply ended or started there) and refresh the list. Nothing is redrawn when nothing changed. */
+async function catchUp() {
+  refreshSessions();
+  if (!state.sessionId || state.streaming) return;
+  let detail;
+  try { detail = await api('GET', `/api/agent-sessions/${state.sessionId}`); } catch { return; }
+  const shown = views().map((v) => `${v.message.id}:${v.message.status}`).join();
+  const saved = detail.messages.map((m) => `${m.id}:${m.status}`).join();
+  if (state.streaming || (!detail.active && shown === saved)) return;
+  try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
+}
+document.addEventListener('visibilitychange', () => { if (!document.hidden) catchUp(); });
+
 // The browser knows when the network went away: stop waiting on a stream that cannot deliver (the reply
 // goes on on the server), say so, and pick the reply up again as soon as the network is back.
 let offlineCut = false;
