@@ -64,7 +64,7 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
 
     # Answered at once, before the server has finished storing the pause: the page copes. From the
     # keyboard, the focus then goes on in the message box (the pressed button is gone).
-    card.get_by_role("button", name="Approve").focus()
+    card.get_by_role("button", name="Approve “calc”", exact=True).focus()  # which call it answers
     page.keyboard.press("Enter")
     expect(page.get_by_label("Message")).to_be_focused()
     expect(card.get_by_test_id("tool-state")).to_have_text("Done")
@@ -96,8 +96,8 @@ def test_reject_a_tool_call_with_a_reason(
     edit = page.locator(".message.user").first.locator(".msg-actions button", has_text="Edit")
     expect(edit).to_have_count(1)
     expect(edit).to_be_hidden()
-    card.get_by_label("Reason").fill("not now")
-    card.get_by_label("Reason").press("Enter")  # a reason is given to say no: Enter rejects with it
+    card.get_by_label("Reason for rejecting “calc”", exact=True).fill("not now")
+    card.get_by_label("Reason for rejecting “calc”").press("Enter")  # a reason says why not: Enter rejects
     expect(card.get_by_test_id("tool-state")).to_have_text("Rejected")
     expect(page.get_by_label("Message")).to_be_focused()
     expect(page.locator(".message.assistant .md").last).to_contain_text("Fine, I will not compute it.")

@@ -191,9 +191,13 @@ function toolCard(part, actions) {
     part.state === 'output-error' ? toolError(part) : null,
     part.approval && part.approval.reason ? h('p', { class: 'muted small-text', text: `${t('chat.tool.reason')}: ${part.approval.reason}` }) : null);
   if (part.state === 'approval-requested' && actions) {
-    const reason = h('input', { type: 'text', class: 'reason', placeholder: t('chat.tool.reasonPlaceholder'), 'aria-label': t('chat.tool.reason') });
-    const approve = h('button', { type: 'button', class: 'primary small', text: t('chat.tool.approve') });
-    const reject = h('button', { type: 'button', class: 'danger small', text: t('chat.tool.reject') });
+    // Named by the tool: with two calls waiting, a screen reader says which one a button answers.
+    const reason = h('input', { type: 'text', class: 'reason', placeholder: t('chat.tool.reasonPlaceholder'),
+      'aria-label': t('chat.tool.reasonNamed', { tool: name }) });
+    const approve = h('button', { type: 'button', class: 'primary small', text: t('chat.tool.approve'),
+      'aria-label': t('chat.tool.approveNamed', { tool: name }) });
+    const reject = h('button', { type: 'button', class: 'danger small', text: t('chat.tool.reject'),
+      'aria-label': t('chat.tool.rejectNamed', { tool: name }) });
     approve.addEventListener('click', () => actions.answer(part, true, '', [approve, reject]));
     reject.addEventListener('click', () => actions.answer(part, false, reason.value.trim(), [approve, reject]));
     onEnterKey(reason, () => reject.click(), { singleLine: true }); // a reason is given to say no
