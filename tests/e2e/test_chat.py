@@ -4,6 +4,7 @@ the stream up; Stop ends a reply."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -132,6 +133,7 @@ def test_reload_mid_reply_resumes_the_stream(
     # and follows the reply again, without a reload, when the network is back.
     fake_model.push(text(words + " AGAIN", delay=0.1))
     send(page, "Once more")
+    expect(page.locator(".message.assistant")).to_have_count(2)
     answer = page.locator(".message.assistant .md").last
     expect(answer).to_contain_text("word3")
     page.context.set_offline(True)
@@ -153,6 +155,7 @@ def test_reload_mid_reply_resumes_the_stream(
     # A stream cut for another reason: Reconnect picks the reply up where it is.
     fake_model.push(text(words + " THIRD", delay=0.1))
     send(page, "And again")
+    expect(page.locator(".message.assistant")).to_have_count(3)
     answer = page.locator(".message.assistant .md").last
     expect(answer).to_contain_text("word3")
     page.evaluate("window.dispatchEvent(new Event('offline'))")  # the browser thought so; it was wrong
@@ -160,6 +163,18 @@ def test_reload_mid_reply_resumes_the_stream(
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
     expect(answer).to_contain_text("word39 THIRD", timeout=15_000)
     expect(page.locator(".message.user")).to_have_count(3)
+
+    # A body that simply ends, without the reply's end or [DONE] (a network gone quiet can do that before
+    # the browser says it is offline), is a cut too: not a finished reply.
+    cut_body = "".join(f"data: {json.dumps(c)}\n\n" for c in (
+        {"type": "start", "messageId": "am_cut"}, {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": "half a repl"}))
+    page.route("**/api/agents/math/chat", lambda route: route.fulfill(
+        status=200, headers={"Content-Type": "text/event-stream"}, body=cut_body))
+    send(page, "cut me off")
+    cut = page.locator(".message.assistant").last
+    expect(cut.get_by_test_id("message-error")).to_contain_text("The connection dropped")
+    expect(cut.get_by_test_id("reconnect")).to_be_visible()
 
 
 def test_stop_ends_a_reply_and_keeps_what_came(

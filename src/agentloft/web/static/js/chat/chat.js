@@ -161,8 +161,10 @@ async function follow(response) {
   };
   const link = new AbortController();
   state.link = link;
+  let ended = false; // a finish, abort or error chunk came: the reply's end, even if [DONE] did not
   try {
-    await readUIStream(response, (chunk) => {
+    const whole = await readUIStream(response, (chunk) => {
+      ended = ended || ['finish', 'abort', 'error'].includes(chunk.type);
       if (chunk.type === 'start' || !view) {
         const id = chunk.messageId || `local-${Date.now()}`;
         view = state.views.get(id) || addMessage(newMessage(id, 'assistant', [], 'streaming'));
@@ -171,9 +173,11 @@ async function follow(response) {
       notifyChunk(chunk, { panel: sidePanel, sessionId: state.sessionId, live: true, messageId: view.message.id });
       if (!frame) frame = requestAnimationFrame(repaint);
     }, link.signal);
+    if (!whole && !ended) throw new Error('the stream was cut'); // a network gone quiet can end a body early
     if (view && view.message.status === 'streaming') view.message.status = 'complete';
   } catch (error) {
-    // The stream broke (network, server gone); the run may go on: a reload picks it up.
+    // The stream broke (network, server gone); the run may go on: Reconnect (or the network coming
+    // back) picks it up.
     if (view) { view.message.failure = { code: 'connection_lost' }; view.message.status = 'failed'; }
   } finally {
     if (state.link === link) state.link = null;

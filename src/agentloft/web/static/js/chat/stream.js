@@ -1,17 +1,20 @@
 // Read a Vercel AI UI Message Stream (v1, SSE) from a fetch() Response: one JSON chunk per `data:` event.
 
-/** Call onChunk(chunk) for every chunk until `[DONE]` or the end of the body. Aborting `signal` stops
- * reading at once (a dead connection may otherwise hang for minutes) and rejects with its reason. */
+/** Call onChunk(chunk) for every chunk until `[DONE]` or the end of the body; answers whether `[DONE]`
+ * came (the server ends every stream with it: without it, the connection was cut). Aborting `signal`
+ * stops reading at once (a dead connection may otherwise hang for minutes) and rejects with its reason. */
 export async function readUIStream(response, onChunk, signal = null) {
   const reader = response.body.getReader();
   const abandon = () => { reader.cancel().catch(() => {}); };
   signal?.addEventListener('abort', abandon, { once: true });
+  let done;
   try {
-    await readAll(reader, onChunk);
+    done = await readAll(reader, onChunk);
   } finally {
     signal?.removeEventListener('abort', abandon);
   }
   if (signal?.aborted) throw signal.reason;
+  return done;
 }
 
 async function readAll(reader, onChunk) {
@@ -35,8 +38,8 @@ async function readAll(reader, onChunk) {
     while ((cut = buffer.indexOf('\n\n')) >= 0) {
       const event = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
-      if (dispatch(event)) { reader.cancel().catch(() => {}); return; }
+      if (dispatch(event)) { reader.cancel().catch(() => {}); return true; }
     }
   }
-  if (buffer.trim()) dispatch(buffer);
+  return buffer.trim() ? dispatch(buffer) : false;
 }
