@@ -86,6 +86,14 @@ def test_every_page_fits_a_phone(
     expect(sidebar).to_be_in_viewport()
     expect(page.get_by_label("Search chats")).to_be_focused()
     expect(page.get_by_role("button", name="New chat")).to_be_visible()
+    inside = 0
+    for _ in range(12):  # Tab goes through the drawer (then to the browser), never to the chat behind it
+        page.keyboard.press("Tab")
+        where = page.evaluate("document.getElementById('chat-sidebar').contains(document.activeElement)"
+                              " ? 'drawer' : document.activeElement.tagName")
+        assert where in ("drawer", "BODY"), where
+        inside += where == "drawer"
+    assert inside >= 4
     page.screenshot(path="/tmp/shots/phone-drawer.png")
     page.keyboard.press("Escape")
     expect(sidebar).not_to_be_in_viewport()

@@ -4,12 +4,17 @@
 
 const NARROW = window.matchMedia('(max-width: 800px)');
 
+// While the drawer is open, what lies behind it is inert: Tab stays in the drawer, and a screen reader's
+// reading does not wander off to a chat the backdrop covers.
+const BEHIND = ['.skip-link', 'header.topbar', '#chat', '#chat-side-panel'];
+
 export function sessionDrawer({ drawer, toggle, backdrop }) {
   const isOpen = () => drawer.classList.contains('open');
 
   function set(open, { focus = true } = {}) {
     drawer.classList.toggle('open', open);
     backdrop.hidden = !open;
+    for (const el of document.querySelectorAll(BEHIND.join(', '))) el.inert = open;
     toggle.setAttribute('aria-expanded', open ? 'true' : 'false');
     document.body.classList.toggle('drawer-open', open);
     if (!focus) return;
