@@ -3,14 +3,18 @@
 ``python tests/a2a/remote_peer.py PORT TOKEN STREAMING`` serves the card at
 ``/.well-known/agent-card.json`` and JSON-RPC at ``/`` (bearer ``TOKEN`` required). What it does depends
 on the text it gets: ``fail ...`` fails the task with a reason, ``input ...`` asks for more input,
-``slow ...`` works for a minute, anything else is echoed back (``echo: <text>``) as one artifact streamed
-word by word.
+``slow ...`` works for a minute, ``data ...`` answers with a data part and two files in two artifacts,
+``two ...`` with two artifacts (the first in two pieces), ``status ...`` only in its final status
+message, ``vanish ...`` exits in the middle of its answer; anything else is echoed back
+(``echo: <text>``) as one artifact streamed word by word.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+from typing import Any
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -28,10 +32,17 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
+from google.protobuf.struct_pb2 import Value
 from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+
+def _value(data: dict[str, Any]) -> Value:
+    value = Value()
+    value.struct_value.update(data)
+    return value
 
 
 class Echo(AgentExecutor):
@@ -49,6 +60,30 @@ class Echo(AgentExecutor):
         if text.startswith("input"):
             await updater.requires_input(updater.new_agent_message([Part(text="which oven?")]))
             return
+        if text.startswith("data"):
+            await updater.add_artifact([Part(text="the numbers:"), Part(data=_value({"answer": 42, "unit": "cm"}))],
+                                       artifact_id="numbers", name="numbers")
+            await updater.add_artifact([Part(url="https://example.com/report.pdf", filename="report.pdf",
+                                             media_type="application/pdf"),
+                                        Part(raw=b"hello file", filename="hello.txt", media_type="text/plain")],
+                                       artifact_id="files", name="files")
+            await updater.complete()
+            return
+        if text.startswith("two"):
+            for i, word in enumerate(("first", " part")):
+                await updater.add_artifact([Part(text=word)], artifact_id="one", append=i > 0)
+            await updater.add_artifact([Part(text="second artifact")], artifact_id="two")
+            await updater.complete()
+            return
+        if text.startswith("status"):
+            await updater.update_status(TaskState.TASK_STATE_WORKING,
+                                        updater.new_agent_message([Part(text="thinking...")]))
+            await updater.complete(updater.new_agent_message([Part(text="the answer is 7")]))
+            return
+        if text.startswith("vanish"):
+            await updater.add_artifact([Part(text="half a")], artifact_id="answer")
+            await asyncio.sleep(0.3)
+            os._exit(1)
         if text.startswith("slow"):
             await asyncio.sleep(60)
         words = f"echo: {text}".split(" ")

@@ -203,3 +203,62 @@ def test_the_network_guard_covers_remote_agents(admin: ApiClient, streaming_peer
     assert agent["card"] is None
     assert agent["cardError"] == ("the agent card could not be fetched: blocked: 127.0.0.1 is a loopback address "
                                   "(an admin can allow it in the internal hosts setting)")
+
+
+@pytest.fixture(params=[True, False], ids=["streaming", "blocking"])
+def any_peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
+    peer = Peer(streaming=request.param)
+    yield peer
+    peer.stop()
+
+
+NUMBERS_AND_FILES = (
+    'the numbers:\n\n```json\n{\n  "answer": 42,\n  "unit": "cm"\n}\n```\n\n'
+    "[report.pdf](https://example.com/report.pdf) (application/pdf)\n\n"
+    "File hello.txt (text/plain), 10 bytes, not shown."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("data please", NUMBERS_AND_FILES),
+        ("two artifacts", "first part\n\nsecond artifact"),
+        ("status only", "the answer is 7"),
+    ],
+)
+def test_data_files_and_several_artifacts_reach_the_caller(
+    app: LiveApp, admin: ApiClient, user: ApiClient, any_peer: Peer, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel, question: str, answer: str,
+) -> None:
+    """Data parts, files and a second artifact are part of the answer, in the result, the panel and the
+    callee session alike, whether the remote agent streams or not."""
+    register(admin, any_peer)
+    fake_model.push(ask(question), caller_step(text("ok")))
+    output = tool_output(chat(user, "general", "ask"))
+    assert output["type"] == "tool-output-available", output
+    assert output["output"]["data"] == answer
+    task_id = output["output"]["metadata"]["taskId"]
+    assert deltas(panel(user, task_id)) == answer
+    rows = app.sql("SELECT content, status FROM agent_messages WHERE a2a_task_id = ? AND role = 'assistant'",
+                   (task_id,))
+    assert rows == [(answer, "complete")]
+
+
+def test_a_remote_agent_that_goes_away_mid_answer_ends_the_call_cleanly(
+    app: LiveApp, admin: ApiClient, user: ApiClient, any_peer: Peer, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel,
+) -> None:
+    register(admin, any_peer)
+    fake_model.push(ask("vanish now"), caller_step(text("it went away")))
+    reply = chat(user, "general", "ask")
+    output = tool_output(reply)
+    assert output["type"] == "tool-output-error" and "Network communication error" in output["errorText"], output
+    assert reply.text == "it went away" and reply.chunks[-1] == "[DONE]"
+    [(task_id, state)] = app.sql("SELECT id, state FROM a2a_task_sessions")
+    assert state == "failed"
+    chunks = panel(user, task_id)
+    assert [c["type"] for c in chunks if isinstance(c, dict)][-3:] == ["error", "finish-step", "finish"]
+    [(status, error)] = app.sql("SELECT status, error FROM agent_messages WHERE a2a_task_id = ? "
+                                "AND role = 'assistant'", (task_id,))
+    assert status == "failed" and "Network communication error" in error

@@ -3,8 +3,9 @@
 An admin registers one by its agent card URL and an optional bearer token; the card is fetched (and can be
 fetched again) through the network guard and kept on the agent row. ``agent-invoke`` then calls it like a
 local agent: the same checks, the same ``a2a_task_sessions`` row and callee session, the same
-``data-a2a-task-started`` chunk and the same buffer ``a2a_<taskId>``, into which the remote task's text
+``data-a2a-task-started`` chunk and the same buffer ``a2a_<taskId>``, into which the remote task's answer
 is written as UI-message-stream chunks while it arrives, so the side panel cannot tell the difference.
+Every kind of part reads as text (``a2a.parts``): data, files and several artifacts included.
 The callee session keeps the input sent and the remote reply as ``source='a2a'`` messages.
 
 The client streams (``SendStreamingMessage``) when the card says the agent can, and sends one
@@ -28,6 +29,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client as A2AClient
 from a2a.types import (
     AgentCard,
+    Artifact,
     CancelTaskRequest,
     Message,
     Part,
@@ -51,6 +53,7 @@ from pydantic_ai.ui.vercel_ai.response_types import (
 )
 
 from agentloft.a2a.models import A2ATaskSession
+from agentloft.a2a.parts import Joiner, render
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service as chat_service
@@ -160,10 +163,6 @@ class _Panel:
 # ---------------------------------------------------------------- reading the remote task
 
 
-def _texts(parts: Any) -> str:
-    return "".join(p.text for p in parts if p.HasField("text"))
-
-
 @dataclass
 class _Progress:
     """What the remote side said so far."""
@@ -172,6 +171,18 @@ class _Progress:
     state: int = TaskState.TASK_STATE_SUBMITTED
     status_text: str = ""
     streamed: bool = False  # artifact text arrived (the reply streamed)
+    artifact_id: str | None = None  # the artifact the last piece belonged to
+    joiner: Joiner = field(default_factory=Joiner)
+
+
+async def _artifact(progress: _Progress, panel: _Panel, artifact: Artifact) -> None:
+    """One artifact, or the next piece of one: a new artifact is set apart from the one before."""
+    if artifact.artifact_id != progress.artifact_id:
+        progress.joiner.next_artifact()
+        progress.artifact_id = artifact.artifact_id
+    text = progress.joiner.add(artifact.parts)
+    progress.streamed = progress.streamed or bool(text)
+    await panel.text(text)
 
 
 async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> None:
@@ -180,23 +191,20 @@ async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> 
         task = event.task
         progress.remote_task_id = task.id
         progress.state = task.status.state
-        progress.status_text = _texts(task.status.message.parts)
+        progress.status_text = render(task.status.message.parts)
         if not progress.streamed:
             for artifact in task.artifacts:
-                await panel.text(_texts(artifact.parts))
-                progress.streamed = progress.streamed or bool(_texts(artifact.parts))
+                await _artifact(progress, panel, artifact)
     elif kind == "status_update":
         progress.remote_task_id = event.status_update.task_id or progress.remote_task_id
         progress.state = event.status_update.status.state
-        progress.status_text = _texts(event.status_update.status.message.parts)
+        progress.status_text = render(event.status_update.status.message.parts)
     elif kind == "artifact_update":
         progress.remote_task_id = event.artifact_update.task_id or progress.remote_task_id
-        text = _texts(event.artifact_update.artifact.parts)
-        progress.streamed = progress.streamed or bool(text)
-        await panel.text(text)
+        await _artifact(progress, panel, event.artifact_update.artifact)
     elif kind == "message":  # a direct reply, no task
         progress.state = TaskState.TASK_STATE_COMPLETED
-        progress.status_text = _texts(event.message.parts)
+        progress.status_text = render(event.message.parts)
 
 
 async def _events(client: A2AClient, text: str) -> AsyncIterator[StreamResponse]:
