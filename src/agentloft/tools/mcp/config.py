@@ -20,6 +20,11 @@ class Config(ApiModel):
     missing: bool = Field(default=False, description="The server no longer lists the tool.")
     changed: bool = Field(default=False, description="Its description or schema changed while it was enabled.")
     timeout_seconds: float = Field(default=60, gt=0, le=3600, description="Time limit for one call.")
+    max_output_chars: int = Field(
+        default=100_000, ge=1_000, le=10_000_000,
+        description="Longest text (or serialised structured result) of one call that reaches the model; "
+                    "what is longer is cut, with a note saying how much was left out.",
+    )
 
 
 class Input(RootModel[dict[str, Any]]):

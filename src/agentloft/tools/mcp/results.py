@@ -14,10 +14,18 @@ optional ``structuredContent`` and ``isError``. The mapping keeps what a model a
   base64 ``data``) and ``resources`` (``uri``, ``mimeType``, ``text`` or base64 ``blob``, or a link's
   ``name``/``description``), each present only when there is one.
 ``metadata.mcp`` names the server and the tool as called.
+
+A tool may answer with megabytes (a whole log, a table dump). Everything a result holds goes to the model
+with every later request of the run and into the saved message, so the tool's ``maxOutputChars`` bounds
+each piece: the text (and an error's text) is cut with a note saying how much was left out, structured
+content that serialises longer is replaced by that cut text, a resource's text is cut and a larger blob
+left out with its size. ``metadata.leftOutChars`` says how much was cut in all.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -27,7 +35,32 @@ from agentloft.tools.base import ToolFile, ToolResult
 TEXT_JOIN = "\n\n"
 
 
-def _resource(block: types.EmbeddedResource | types.ResourceLink) -> dict[str, Any]:
+@dataclass
+class _Limit:
+    """Cuts what is too long, and counts what it left out."""
+
+    max_chars: int
+    left_out: int = 0
+
+    def text(self, text: str) -> str:
+        if len(text) <= self.max_chars:
+            return text
+        over = len(text) - self.max_chars
+        self.left_out += over
+        return f"{text[: self.max_chars]}\n\n[{over:,} more characters of this output were left out]"
+
+    def structured(self, value: Any, text: str) -> tuple[Any, str]:
+        """(structured value, text still to cut): a value too long to keep gives way to its text (or to
+        itself serialised, when the tool gave no text)."""
+        if value is None:
+            return None, text
+        serialised = json.dumps(value, ensure_ascii=False, default=str)
+        if len(serialised) <= self.max_chars:
+            return value, text
+        return None, text or serialised
+
+
+def _resource(block: types.EmbeddedResource | types.ResourceLink, limit: _Limit) -> dict[str, Any]:
     if isinstance(block, types.ResourceLink):
         link = {"uri": str(block.uri), "name": block.name, "description": block.description,
                 "mimeType": block.mime_type}
@@ -35,13 +68,16 @@ def _resource(block: types.EmbeddedResource | types.ResourceLink) -> dict[str, A
     inner = block.resource
     out: dict[str, Any] = {"uri": str(inner.uri), "mimeType": inner.mime_type}
     if isinstance(inner, types.TextResourceContents):
-        out["text"] = inner.text
+        out["text"] = limit.text(inner.text)
+    elif len(inner.blob) > limit.max_chars:
+        limit.left_out += len(inner.blob)
+        out.update(omitted=True, size=len(inner.blob) * 3 // 4)
     else:
         out["blob"] = inner.blob
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _sorted_blocks(result: types.CallToolResult) -> dict[str, list[Any]]:
+def _sorted_blocks(result: types.CallToolResult, limit: _Limit) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {"text": [], "images": [], "audio": [], "resources": []}
     for block in result.content:
         if isinstance(block, types.TextContent):
@@ -51,19 +87,22 @@ def _sorted_blocks(result: types.CallToolResult) -> dict[str, list[Any]]:
         elif isinstance(block, types.AudioContent):
             out["audio"].append({"mimeType": block.mime_type, "data": block.data})
         elif isinstance(block, types.EmbeddedResource | types.ResourceLink):
-            out["resources"].append(_resource(block))
+            out["resources"].append(_resource(block, limit))
     return out
 
 
-def to_tool_result(result: types.CallToolResult, *, server: str, tool: str) -> ToolResult:
-    meta = {"mcp": {"server": server, "tool": tool}}
-    blocks = _sorted_blocks(result)
-    text = TEXT_JOIN.join(blocks["text"])
+def to_tool_result(result: types.CallToolResult, *, server: str, tool: str, max_chars: int) -> ToolResult:
+    limit = _Limit(max_chars)
+    meta: dict[str, Any] = {"mcp": {"server": server, "tool": tool}}
+    blocks = _sorted_blocks(result, limit)
+    structured, text = limit.structured(result.structured_content, TEXT_JOIN.join(blocks["text"]))
+    text = limit.text(text)
+    if limit.left_out:
+        meta["leftOutChars"] = limit.left_out
     if result.is_error:
         return ToolResult.fail(text or f"the MCP tool '{tool}' reported an error", **meta)
     files: list[ToolFile] = blocks["images"]
     media = {k: blocks[k] for k in ("audio", "resources") if blocks[k]}
-    structured = result.structured_content
     data: Any
     if media:
         data = _combined(text, structured, media)

@@ -284,11 +284,14 @@ class _Listed:
                    input_schema=tool.input_schema or dict(EMPTY_SCHEMA))
 
 
+ADMIN_CHOICES = {"timeoutSeconds": "timeout_seconds", "maxOutputChars": "max_output_chars"}
+
+
 def _config(listed: _Listed, server_id: str, old: dict[str, Any] | None = None) -> dict[str, Any]:
-    timeout = (old or {}).get("timeoutSeconds")
+    """The tool's config as the server now describes it, with the limits an admin set kept."""
+    kept = {field: (old or {})[key] for key, field in ADMIN_CHOICES.items() if (old or {}).get(key)}
     cfg = Config(server_id=server_id, tool_name=listed.name, title=listed.title[:500],
-                 description=listed.description[:20_000], input_schema=listed.input_schema,
-                 **({"timeout_seconds": timeout} if timeout else {}))
+                 description=listed.description[:20_000], input_schema=listed.input_schema, **kept)
     return cfg.model_dump(mode="json", by_alias=True)
 
 
@@ -396,4 +399,4 @@ async def call_tool(*, rt: Runtime, config: Config, arguments: dict[str, Any]) -
     except (McpUnavailable, MCPError) as exc:
         return ToolResult.fail(f"MCP server '{server.slug}': {describe(exc)}",
                                mcp={"server": server.slug, "tool": config.tool_name})
-    return to_tool_result(result, server=server.slug, tool=config.tool_name)
+    return to_tool_result(result, server=server.slug, tool=config.tool_name, max_chars=config.max_output_chars)

@@ -1,0 +1,99 @@
+"""An MCP server built with the ``mcp`` SDK's low-level ``Server``, saying what real servers say and
+``MCPServer`` never would: input schemas written by hand (``$ref``/``$defs``, ``anyOf``/``oneOf``, enums,
+nested objects, no ``properties`` at all, a huge description), and answers a careful server would not
+give (U+0000 and lone surrogates in text, very large text, structured content and resources, a slow
+tool).
+
+Serve it over streamable HTTP with ``build().streamable_http_app()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+HUGE_DESCRIPTION = "Does one thing. " * 4000  # 64,000 characters
+BIG_TEXT_CHARS = 3_000_000
+
+REF_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "$defs": {
+        "Point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                  "required": ["x", "y"], "additionalProperties": False},
+        "Colour": {"type": "string", "enum": ["red", "green", "blue"]},
+    },
+    "properties": {
+        "start": {"$ref": "#/$defs/Point"},
+        "end": {"$ref": "#/$defs/Point"},
+        "colour": {"$ref": "#/$defs/Colour"},
+        "label": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "shape": {"oneOf": [
+            {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+             "required": ["kind", "r"]},
+            {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "number"}},
+             "required": ["kind", "side"]},
+        ]},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"},
+                                                                              "v": {"type": "string"}}}},
+    },
+    "required": ["start", "end"],
+}
+
+
+def _tools() -> list[types.Tool]:
+    return [
+        types.Tool(name="draw", description="Draw a line.", input_schema=REF_SCHEMA),
+        types.Tool(name="bare", description="Takes anything.", input_schema={"type": "object"}),
+        types.Tool(name="verbose", description=HUGE_DESCRIPTION, input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="dirty", description="Text with U+0000 and a lone surrogate.",
+                   input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="dirty_structured", description="Structured content with U+0000 and a lone surrogate.",
+                   input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="nul", description="Text with U+0000.", input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="flood", description="A very large text.", input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="flood_structured", description="A very large structured result.",
+                   input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="flood_resource", description="A very large embedded resource.",
+                   input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="sleepy", description="Sleeps for the given seconds.",
+                   input_schema={"type": "object", "properties": {"seconds": {"type": "number"}},
+                                 "required": ["seconds"]}),
+    ]
+
+
+DIRTY = "before\x00after \ud83d end"
+
+
+async def _list(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=_tools())
+
+
+async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    if params.name == "dirty":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=DIRTY)])
+    if params.name == "dirty_structured":
+        return types.CallToolResult(content=[types.TextContent(type="text", text="{}")],
+                                    structured_content={"note": DIRTY, DIRTY: 1})
+    if params.name == "nul":
+        return types.CallToolResult(content=[types.TextContent(type="text", text="before\x00after")])
+    if params.name == "flood":
+        return types.CallToolResult(content=[types.TextContent(type="text", text="x" * BIG_TEXT_CHARS)])
+    if params.name == "flood_structured":
+        rows = [{"n": i, "word": "x" * 20} for i in range(BIG_TEXT_CHARS // 30)]
+        return types.CallToolResult(content=[], structured_content={"rows": rows})
+    if params.name == "flood_resource":
+        big = types.TextResourceContents(uri="memo://big", mime_type="text/plain", text="y" * BIG_TEXT_CHARS)
+        return types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=big)])
+    if params.name == "sleepy":
+        await asyncio.sleep(float(args.get("seconds", 0)))
+        return types.CallToolResult(content=[types.TextContent(type="text", text="awake")])
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name}: {sorted(args)}")])
+
+
+def build() -> Server[Any]:
+    return Server("odd", on_list_tools=_list, on_call_tool=_call)
