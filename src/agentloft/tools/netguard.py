@@ -29,7 +29,7 @@ import ipaddress
 import json
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -473,11 +473,16 @@ def guarded_client(allow: AllowList, *, headers: Mapping[str, str] | None = None
                              follow_redirects=False, trust_env=False)
 
 
-def guarded_client2(allow: AllowList, *, headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
-    """An httpx2 client whose every request passes the guard (the MCP client's)."""
+def guarded_client2(
+    allow: AllowList, *, headers: Mapping[str, str] | None = None,
+    wrap: Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport] | None = None,
+) -> httpx2.AsyncClient:
+    """An httpx2 client whose every request passes the guard (the MCP client's). ``wrap`` puts a transport
+    of the caller's around the guarded one (it sees what the guard let through)."""
     sent = {"User-Agent": USER_AGENT, **dict(headers or {})}
     timeout = httpx2.Timeout(STREAM_CONNECT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S, write=STREAM_WRITE_TIMEOUT_S)
-    return httpx2.AsyncClient(transport=GuardedTransport2(allow), headers=sent, timeout=timeout,
+    transport: httpx2.AsyncBaseTransport = GuardedTransport2(allow)
+    return httpx2.AsyncClient(transport=wrap(transport) if wrap else transport, headers=sent, timeout=timeout,
                               follow_redirects=False, trust_env=False)
 
 

@@ -4,17 +4,21 @@ nested objects, no ``properties`` at all, a huge description), and answers a car
 give (U+0000 and lone surrogates in text, very large text, structured content and resources, a slow
 tool).
 
-Serve it over streamable HTTP with ``build().streamable_http_app()``.
+Serve it over streamable HTTP with ``build().streamable_http_app()``, or run this file for stdio.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.message import SessionMessage
 
 HUGE_DESCRIPTION = "Does one thing. " * 4000  # 64,000 characters
 BIG_TEXT_CHARS = 3_000_000
@@ -97,3 +101,33 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
 
 def build() -> Server[Any]:
     return Server("odd", on_list_tools=_list, on_call_tool=_call)
+
+
+async def _serve_stdio() -> None:
+    """Serve over stdio, writing each message as ``JSON.stringify`` would: the SDK's own stdio writer
+    refuses a lone surrogate (and the server hangs), a JavaScript server escapes it and sends it on."""
+    server = build()
+    to_server, reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def read_stdin() -> None:
+        async with to_server:
+            async for line in anyio.wrap_file(sys.stdin):
+                await to_server.send(SessionMessage(types.jsonrpc_message_adapter.validate_json(line)))
+
+    async def write_stdout() -> None:
+        async with from_server:
+            async for message in from_server:
+                data = message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+                sys.stdout.write(json.dumps(data) + "\n")
+                sys.stdout.flush()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdin)
+        tg.start_soon(write_stdout)
+        await server.run(reads, writes, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+if __name__ == "__main__":
+    anyio.run(_serve_stdio)

@@ -6,6 +6,7 @@ megabytes are cut to the tool's ``maxOutputChars`` before they reach the model o
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -135,3 +136,22 @@ def test_a_huge_output_stays_out_of_the_models_requests_and_the_saved_message(
     assert len(json.dumps(fake_model.requests[1])) < 3 * LIMIT
     saved = user.ok("GET", f"/api/agent-sessions/{reply.session_id}")["messages"][-1]
     assert len(json.dumps(saved)) < 3 * LIMIT
+
+
+def test_half_a_surrogate_pair_in_an_answer_over_http(admin: ApiClient, odd_tools: dict[str, Any]) -> None:
+    """A server that cut an emoji in half (``"\\ud83d"`` in its JSON): the answer arrives, the half
+    replaced by U+FFFD, and the connection goes on."""
+    dirty = execute(admin, odd_tools["dirty"], {})
+    assert dirty["success"] is True, dirty
+    assert dirty["data"] == "before\x00after \ufffd end"
+    assert execute(admin, odd_tools["bare"], {})["success"] is True
+
+
+def test_half_a_surrogate_pair_in_an_answer_over_stdio(admin: ApiClient, add_server: Add) -> None:
+    server = add_server("oddio", transport="stdio", command=sys.executable, args=[odd_server.__file__])
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    set_config(admin, tools["dirty"], timeoutSeconds=10)  # without the repair the call waited this long
+    dirty = execute(admin, tools["dirty"], {})
+    assert dirty["success"] is True, dirty
+    assert dirty["data"] == "before\x00after \ufffd end"
+    assert execute(admin, tools["bare"], {})["data"] == "bare: []"

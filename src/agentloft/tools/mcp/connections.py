@@ -42,6 +42,7 @@ from mcp.shared.message import SessionMessage
 from agentloft import __version__
 from agentloft.tools import netguard
 from agentloft.tools.mcp.launch import Launcher, SandboxUnavailable, StdioSpec
+from agentloft.tools.mcp.repair import RepairingTransport, reparse
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,9 @@ def _broken(exc: BaseException) -> bool:
 
 class _WatchedReads:
     """A transport's read stream that says when it ends: the server's process exited or its stream closed,
-    so nothing more will come and the connection must not take another call."""
+    so nothing more will come and the connection must not take another call. It also gives the session a
+    stdio line the SDK could not parse, repaired, when half a surrogate pair was all that was wrong
+    (``tools.mcp.repair``)."""
 
     def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
         # ``inner`` is the SDK's ``ReadStream``, a protocol that only a private module of the SDK names.
@@ -133,10 +136,13 @@ class _WatchedReads:
 
     async def receive(self) -> SessionMessage | Exception:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
+        if isinstance(item, Exception):  # a line the SDK could not parse: perhaps half a surrogate pair
+            return reparse(item) or item
+        return item
 
     def __aiter__(self) -> Self:
         return self
@@ -184,7 +190,8 @@ class _Connection:
         spec = self.target.spec
         if isinstance(spec, HttpSpec):
             allow = await self.manager.allow_list()
-            http = await stack.enter_async_context(netguard.guarded_client2(allow, headers=spec.all_headers()))
+            http = await stack.enter_async_context(
+                netguard.guarded_client2(allow, headers=spec.all_headers(), wrap=RepairingTransport))
             http.event_hooks["response"] = [self._record_status]
             return _watched(streamable_http_client(spec.url, http_client=http), self.stop.set)
         # Kept open past the exit stack (closed in ``_run``): a failed start reads the tail afterwards.
