@@ -17,7 +17,7 @@ import pytest
 
 from tests.a2a.conftest import CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import deltas, panel, tool_output
-from tests.chat.helpers import chat
+from tests.chat.helpers import chat, parse_sse, wait_for
 from tests.fakes.openai_server import FakeModel, call, free_port, text
 from tests.support import ApiClient, LiveApp
 
@@ -262,3 +262,35 @@ def test_a_remote_agent_that_goes_away_mid_answer_ends_the_call_cleanly(
     [(status, error)] = app.sql("SELECT status, error FROM agent_messages WHERE a2a_task_id = ? "
                                 "AND role = 'assistant'", (task_id,))
     assert status == "failed" and "Network communication error" in error
+
+
+def remote_task_state(peer: Peer, remote_task_id: str) -> str:
+    """The task's state as the remote agent itself reports it (JSON-RPC ``GetTask``)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": remote_task_id}}
+    r = httpx.post(f"http://127.0.0.1:{peer.port}/", json=body, timeout=10,
+                   headers={"Authorization": f"Bearer {PEER_TOKEN}", "A2A-Version": "1.0"})
+    return str(r.json()["result"]["status"]["state"])
+
+
+def test_a_users_stop_while_a_remote_agent_works_cancels_its_task(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    register(admin, streaming_peer)
+    fake_model.push(ask("slow please"), caller_step(text("never said")))
+    with user.stream("POST", "/api/agents/general/chat", json={"message": "ask"}) as running:
+        session_id = running.headers["x-session-id"]
+        wait_for(lambda: app.sql("SELECT state FROM a2a_task_sessions") == [("working",)])
+        assert user.ok("POST", f"/api/agent-sessions/{session_id}/stop") == {"stopped": True}
+        caller_chunks = parse_sse(running.read().decode())
+    assert [c["type"] for c in caller_chunks if isinstance(c, dict)][-1] == "abort"
+    assert caller_chunks[-1] == "[DONE]"
+    [(task_id, state, context)] = app.sql("SELECT id, state, caller_context FROM a2a_task_sessions")
+    assert state == "canceled"
+    chunks = panel(user, task_id)
+    assert chunks[-1] == "[DONE]" and [c for c in chunks if isinstance(c, dict) and c["type"] == "error"]
+    assert app.sql("SELECT status, error FROM agent_messages WHERE a2a_task_id = ? AND role = 'assistant'",
+                   (task_id,)) == [("failed", "the call was canceled")]
+    wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id = ?", (session_id,)) == [("idle",)])
+    remote_id = json.loads(context)["remoteTaskId"]
+    wait_for(lambda: remote_task_state(streaming_peer, remote_id) == "TASK_STATE_CANCELED")

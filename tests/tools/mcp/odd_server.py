@@ -22,6 +22,7 @@ from mcp.shared.message import SessionMessage
 
 HUGE_DESCRIPTION = "Does one thing. " * 4000  # 64,000 characters
 BIG_TEXT_CHARS = 3_000_000
+SLEEPS: list[str] = []  # what became of ``sleepy`` calls ("started", "cancelled"), for in-process servers
 
 REF_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -94,7 +95,12 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
         big = types.TextResourceContents(uri="memo://big", mime_type="text/plain", text="y" * BIG_TEXT_CHARS)
         return types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=big)])
     if params.name == "sleepy":
-        await asyncio.sleep(float(args.get("seconds", 0)))
+        SLEEPS.append("started")
+        try:
+            await asyncio.sleep(float(args.get("seconds", 0)))
+        except asyncio.CancelledError:
+            SLEEPS.append("cancelled")
+            raise
         return types.CallToolResult(content=[types.TextContent(type="text", text="awake")])
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name}: {sorted(args)}")])
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.chat.helpers import chat
+from tests.chat.helpers import chat, parse_sse, wait_for
 from tests.fakes.openai_server import FakeModel, ThreadedServer, call, text
-from tests.support import ApiClient
+from tests.support import ApiClient, LiveApp
 from tests.tools.mcp import odd_server
 from tests.tools.mcp.conftest import tools_by_name
 
@@ -155,3 +155,23 @@ def test_half_a_surrogate_pair_in_an_answer_over_stdio(admin: ApiClient, add_ser
     assert dirty["success"] is True, dirty
     assert dirty["data"] == "before\x00after \ufffd end"
     assert execute(admin, tools["bare"], {})["data"] == "bare: []"
+
+
+def test_a_users_stop_while_an_mcp_tool_runs_cancels_the_call(
+    app: LiveApp, admin: ApiClient, user: ApiClient, odd_tools: dict[str, Any],
+    make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel,
+) -> None:
+    odd_server.SLEEPS.clear()
+    agent = make_agent("odd")
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools", json=[{"toolId": odd_tools["sleepy"]["toolId"]}])
+    fake_model.push(call("odd__sleepy", {"seconds": 30}), text("never said"))
+    with user.stream("POST", "/api/agents/odd/chat", json={"message": "sleep"}) as running:
+        session_id = running.headers["x-session-id"]
+        wait_for(lambda: odd_server.SLEEPS == ["started"])
+        assert user.ok("POST", f"/api/agent-sessions/{session_id}/stop") == {"stopped": True}
+        chunks = parse_sse(running.read().decode())
+    assert [c["type"] for c in chunks if isinstance(c, dict)][-1] == "abort" and chunks[-1] == "[DONE]"
+    wait_for(lambda: odd_server.SLEEPS == ["started", "cancelled"])
+    wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id = ?", (session_id,)) == [("idle",)])
+    assert len(fake_model.requests) == 1, "the model was not asked again"
+    assert execute(admin, odd_tools["bare"], {})["success"] is True, "the connection is still good"
