@@ -1,12 +1,13 @@
 """A remote A2A agent built with a2a-sdk alone, run in its own process: the peer of the remote-agent tests.
 
-``python tests/a2a/remote_peer.py PORT TOKEN STREAMING`` serves the card at
+``python tests/a2a/remote_peer.py PORT TOKEN STREAMING [0.3]`` serves the card at
 ``/.well-known/agent-card.json`` and JSON-RPC at ``/`` (bearer ``TOKEN`` required). What it does depends
 on the text it gets: ``fail ...`` fails the task with a reason, ``input ...`` asks for more input,
 ``slow ...`` works for a minute, ``data ...`` answers with a data part and two files in two artifacts,
 ``two ...`` with two artifacts (the first in two pieces), ``status ...`` only in its final status
 message, ``vanish ...`` exits in the middle of its answer; anything else is echoed back
-(``echo: <text>``) as one artifact streamed word by word.
+(``echo: <text>``) as one artifact streamed word by word. With ``0.3`` it is an agent of protocol 0.3:
+its card in the 0.3 shape, and only 0.3 method names answered.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 
 def _value(data: dict[str, Any]) -> Value:
@@ -110,15 +112,45 @@ class Bearer(BaseHTTPMiddleware):
         return await call_next(request)
 
 
+class OnlyV03(BaseHTTPMiddleware):
+    """Answers only protocol 0.3 method names on JSON-RPC, as an agent on a 0.3 SDK does."""
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.method == "POST":
+            body = await request.json()
+            if "/" not in str(body.get("method", "")):
+                return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"),
+                                     "error": {"code": -32601, "message": "Method not found"}})
+        return await call_next(request)
+
+
+def card_v03(port: int, streaming: bool) -> dict[str, Any]:
+    """The card an agent on a 0.3 SDK serves."""
+    return {"name": "Echo peer", "description": "Echoes what it is told, word by word.", "version": "1.0",
+            "protocolVersion": "0.3.0", "url": f"http://127.0.0.1:{port}/", "preferredTransport": "JSONRPC",
+            "capabilities": {"streaming": streaming}, "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "echo", "name": "Echo", "description": "Says it back.", "tags": ["test"]}]}
+
+
+def build_v03(port: int, token: str, streaming: bool) -> Starlette:
+    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
+                                    agent_card=_card(port, streaming))
+    card = card_v03(port, streaming)
+
+    async def serve_card(request: Request) -> Response:
+        return JSONResponse(card)
+
+    routes = [Route("/.well-known/agent-card.json", serve_card),
+              *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)]
+    app = Starlette(routes=routes)
+    app.add_middleware(OnlyV03)
+    app.add_middleware(Bearer, token=token)
+    return app
+
+
 def build(port: int, token: str, streaming: bool) -> Starlette:
-    card = AgentCard(
-        name="Echo peer", description="Echoes what it is told, word by word.", version="1.0",
-        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0",
-                                             url=f"http://127.0.0.1:{port}/")],
-        capabilities=AgentCapabilities(streaming=streaming), default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="echo", name="Echo", description="Says it back.", tags=["test"])],
-    )
+    card = _card(port, streaming)
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
     app = Starlette(routes=routes)
@@ -126,6 +158,18 @@ def build(port: int, token: str, streaming: bool) -> Starlette:
     return app
 
 
+def _card(port: int, streaming: bool) -> AgentCard:
+    return AgentCard(
+        name="Echo peer", description="Echoes what it is told, word by word.", version="1.0",
+        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0",
+                                             url=f"http://127.0.0.1:{port}/")],
+        capabilities=AgentCapabilities(streaming=streaming), default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="Echo", description="Says it back.", tags=["test"])],
+    )
+
+
 if __name__ == "__main__":
     port, token, streaming = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
-    uvicorn.run(build(port, token, streaming), host="127.0.0.1", port=port, log_level="warning")
+    make = build_v03 if sys.argv[4:] == ["0.3"] else build
+    uvicorn.run(make(port, token, streaming), host="127.0.0.1", port=port, log_level="warning")

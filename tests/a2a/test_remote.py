@@ -26,9 +26,10 @@ PEER_TOKEN = "peer-token-271828"
 
 
 class Peer:
-    def __init__(self, streaming: bool) -> None:
+    def __init__(self, streaming: bool, protocol: str = "1.0") -> None:
         self.port = free_port()
-        self.process = subprocess.Popen([sys.executable, PEER, str(self.port), PEER_TOKEN, "1" if streaming else "0"])
+        self.process = subprocess.Popen([sys.executable, PEER, str(self.port), PEER_TOKEN, "1" if streaming else "0",
+                                         protocol])
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -294,3 +295,22 @@ def test_a_users_stop_while_a_remote_agent_works_cancels_its_task(
     wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id = ?", (session_id,)) == [("idle",)])
     remote_id = json.loads(context)["remoteTaskId"]
     wait_for(lambda: remote_task_state(streaming_peer, remote_id) == "TASK_STATE_CANCELED")
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "blocking"])
+def test_an_agent_of_protocol_0_3(
+    admin: ApiClient, user: ApiClient, allow_local: None, caller: dict[str, Any], fake_model: FakeModel,
+    streaming: bool,
+) -> None:
+    """Agents built on an a2a-sdk of protocol 0.3 serve another card shape and other method names."""
+    peer = Peer(streaming=streaming, protocol="0.3")
+    try:
+        agent = register(admin, peer)
+        assert agent["cardError"] is None, agent
+        fake_model.push(ask("old friend"), caller_step(text("ok")))
+        output = tool_output(chat(user, "general", "ask"))
+        assert output["type"] == "tool-output-available", output
+        assert output["output"]["data"] == "echo: old friend"
+        assert deltas(panel(user, output["output"]["metadata"]["taskId"])) == "echo: old friend"
+    finally:
+        peer.stop()
