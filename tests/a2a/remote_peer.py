@@ -1,13 +1,13 @@
 """A remote A2A agent built with a2a-sdk alone, run in its own process: the peer of the remote-agent tests.
 
-``python tests/a2a/remote_peer.py PORT TOKEN STREAMING [0.3]`` serves the card at
-``/.well-known/agent-card.json`` and JSON-RPC at ``/`` (bearer ``TOKEN`` required). What it does depends
-on the text it gets: ``fail ...`` fails the task with a reason, ``input ...`` asks for more input,
-``slow ...`` works for a minute, ``data ...`` answers with a data part and two files in two artifacts,
-``two ...`` with two artifacts (the first in two pieces), ``status ...`` only in its final status
-message, ``vanish ...`` exits in the middle of its answer; anything else is echoed back
-(``echo: <text>``) as one artifact streamed word by word. With ``0.3`` it is an agent of protocol 0.3:
-its card in the 0.3 shape, and only 0.3 method names answered.
+``python tests/a2a/remote_peer.py PORT TOKEN STREAMING [PROTOCOL [RPC_PATH]]`` serves the card at
+``/.well-known/agent-card.json`` and JSON-RPC at ``RPC_PATH`` (``/`` unless given; bearer ``TOKEN``
+required). What it does depends on the text it gets: ``fail ...`` fails the task with a reason,
+``input ...`` asks for more input, ``slow ...`` works for a minute, ``data ...`` answers with a data
+part and two files in two artifacts, ``two ...`` with two artifacts (the first in two pieces),
+``status ...`` only in its final status message, ``vanish ...`` exits in the middle of its answer;
+anything else is echoed back (``echo: <text>``) as one artifact streamed word by word. With PROTOCOL
+``0.3`` it is an agent of protocol 0.3: its card in the 0.3 shape, and only 0.3 method names answered.
 """
 
 from __future__ import annotations
@@ -149,20 +149,20 @@ def build_v03(port: int, token: str, streaming: bool) -> Starlette:
     return app
 
 
-def build(port: int, token: str, streaming: bool) -> Starlette:
-    card = _card(port, streaming)
+def build(port: int, token: str, streaming: bool, rpc: str = "/") -> Starlette:
+    card = _card(port, streaming, rpc)
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url=rpc)]
     app = Starlette(routes=routes)
     app.add_middleware(Bearer, token=token)
     return app
 
 
-def _card(port: int, streaming: bool) -> AgentCard:
+def _card(port: int, streaming: bool, rpc: str = "/") -> AgentCard:
     return AgentCard(
         name="Echo peer", description="Echoes what it is told, word by word.", version="1.0",
         supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0",
-                                             url=f"http://127.0.0.1:{port}/")],
+                                             url=f"http://127.0.0.1:{port}{rpc}")],
         capabilities=AgentCapabilities(streaming=streaming), default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="Echo", description="Says it back.", tags=["test"])],
@@ -171,5 +171,7 @@ def _card(port: int, streaming: bool) -> AgentCard:
 
 if __name__ == "__main__":
     port, token, streaming = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
-    make = build_v03 if sys.argv[4:] == ["0.3"] else build
-    uvicorn.run(make(port, token, streaming), host="127.0.0.1", port=port, log_level="warning")
+    protocol = sys.argv[4] if len(sys.argv) > 4 else "1.0"
+    rpc = sys.argv[5] if len(sys.argv) > 5 else "/"
+    app = build_v03(port, token, streaming) if protocol == "0.3" else build(port, token, streaming, rpc)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

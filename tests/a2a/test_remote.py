@@ -26,10 +26,10 @@ PEER_TOKEN = "peer-token-271828"
 
 
 class Peer:
-    def __init__(self, streaming: bool, protocol: str = "1.0") -> None:
-        self.port = free_port()
+    def __init__(self, streaming: bool, protocol: str = "1.0", *, port: int | None = None, rpc: str = "/") -> None:
+        self.port = port or free_port()
         self.process = subprocess.Popen([sys.executable, PEER, str(self.port), PEER_TOKEN, "1" if streaming else "0",
-                                         protocol])
+                                         protocol, rpc])
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -314,3 +314,39 @@ def test_an_agent_of_protocol_0_3(
         assert deltas(panel(user, output["output"]["metadata"]["taskId"])) == "echo: old friend"
     finally:
         peer.stop()
+
+
+def test_a_remote_agent_that_moved_its_endpoint_is_found_by_its_new_card(
+    app: LiveApp, admin: ApiClient, user: ApiClient, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel,
+) -> None:
+    """The agent now serves JSON-RPC elsewhere and says so in its card (same card URL): the stored card
+    is out of date, so the call fetches the card again, keeps it, and goes to the new endpoint."""
+    old = Peer(streaming=True)
+    agent = register(admin, old)
+    old.stop()
+    moved = Peer(streaming=True, port=old.port, rpc="/v2/")
+    try:
+        fake_model.push(ask("where are you"), caller_step(text("found it")))
+        output = tool_output(chat(user, "general", "ask"))
+        assert output["type"] == "tool-output-available", output
+        assert output["output"]["data"] == "echo: where are you"
+        stored = admin.ok("GET", f"/api/admin/agents/{agent['id']}")["card"]
+        assert stored["supportedInterfaces"][0]["url"].endswith("/v2/")
+    finally:
+        moved.stop()
+
+
+def test_a_remote_agent_that_is_down_is_not_asked_twice(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    """When the card did not change, the failure stands: no second call, the stored card kept."""
+    agent = register(admin, streaming_peer)
+    fetched_at = admin.ok("GET", f"/api/admin/agents/{agent['id']}")["cardFetchedAt"]
+    streaming_peer.stop()
+    fake_model.push(ask("anyone?"), caller_step(text("nobody")))
+    output = tool_output(chat(user, "general", "ask"))
+    assert output["type"] == "tool-output-error", output
+    again = admin.ok("GET", f"/api/admin/agents/{agent['id']}")
+    assert again["cardFetchedAt"] == fetched_at and again["card"] == agent["card"]

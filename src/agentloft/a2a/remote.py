@@ -12,7 +12,9 @@ The client streams (``SendStreamingMessage``) when the card says the agent can, 
 ``SendMessage`` otherwise. One token per remote agent: the remote side sees a single caller for every
 local user, which the admin page says. Every failure (card unreachable, auth refused, a task that failed
 or wants input, a time limit, a stream that broke) ends the task as failed with the reason, in the panel
-and in the tool result; the remote task is cancelled when the call is given up.
+and in the tool result; the remote task is cancelled when the call is given up. A call that fails before
+the agent said anything fetches its card again: when the card changed (the agent moved its endpoint), the
+new card is kept and the call made once more on it.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ class _Progress:
     state: int = TaskState.TASK_STATE_SUBMITTED
     status_text: str = ""
     streamed: bool = False  # artifact text arrived (the reply streamed)
+    heard: bool = False  # the agent answered anything at all
     artifact_id: str | None = None  # the artifact the last piece belonged to
     joiner: Joiner = field(default_factory=Joiner)
 
@@ -186,6 +189,7 @@ async def _artifact(progress: _Progress, panel: _Panel, artifact: Artifact) -> N
 
 
 async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> None:
+    progress.heard = True
     kind = event.WhichOneof("payload")
     if kind == "task":
         task = event.task
@@ -287,22 +291,53 @@ async def _close(call: RemoteCall, panel: _Panel, state: str, text: str, error: 
     await call.rt.buffers.close(panel.key, error=error)
 
 
-async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress) -> None:
-    card = card_of(call.callee)
+async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: AgentCard) -> None:
     token = agents_service.remote_token(row=call.callee, box=call.rt.box)
     allow = await netguard.instance_allow_list(call.rt)
     async with netguard.guarded_client(allow, headers=_headers(token)) as http:
         config = ClientConfig(streaming=bool(card.capabilities.streaming), httpx_client=http)
         client = await create_client(card, client_config=config)
         try:
-            async with asyncio.timeout(call.timeout_s):
-                async for event in _events(client, call.input_text):
-                    await _absorb(event, progress, panel)
-                    if progress.state in TERMINAL or progress.state in WAITING:
-                        break
+            async for event in _events(client, call.input_text):
+                await _absorb(event, progress, panel)
+                if progress.state in TERMINAL or progress.state in WAITING:
+                    break
         except BaseException:
             await asyncio.shield(_cancel_remote(client, progress))
             raise
+
+
+async def _newer_card(call: RemoteCall, card: AgentCard) -> AgentCard | None:
+    """The agent's card fetched again, stored and returned when it differs from ``card``; else None."""
+    callee = call.callee
+    token = agents_service.remote_token(row=callee, box=call.rt.box)
+    data, error = await fetch_card(call.rt, callee.card_url or "", token)
+    if data is None or parse_agent_card(dict(data)) == card:
+        return None
+
+    async def fetched(url: str, token: str | None) -> tuple[dict[str, Any] | None, str | None]:
+        return data, error
+
+    async with call.rt.db.session() as db:
+        await agents_service.store_card(db=db, agent_id=callee.id, box=call.rt.box, fetch_card=fetched)
+    log.info("remote agent %s: its card changed; calling it again as the new card says", callee.slug)
+    return parse_agent_card(dict(data))
+
+
+async def _converse_or_reload(call: RemoteCall, panel: _Panel, progress: _Progress) -> None:
+    """Talk to the agent as its stored card says. When that fails before the agent said anything (its
+    endpoint moved, its binding changed) and its card now says otherwise, keep the new card and try once
+    more; an agent that is simply down is not asked twice."""
+    card = card_of(call.callee)
+    try:
+        await _converse(call, panel, progress, card)
+    except Exception as first:
+        if progress.heard or isinstance(first, RemoteError):
+            raise
+        fresh = await _newer_card(call, card)
+        if fresh is None:
+            raise
+        await _converse(call, panel, progress, fresh)
 
 
 async def run_remote_task(
@@ -318,7 +353,8 @@ async def run_remote_task(
         if row is not None:
             row.state = "working"
     try:
-        await _converse(call, panel, progress)
+        async with asyncio.timeout(timeout_s):
+            await _converse_or_reload(call, panel, progress)
         if progress.state == TaskState.TASK_STATE_COMPLETED and not panel.reply:
             await panel.text(progress.status_text)  # the reply came whole, in the final status
         state, text, error = _outcome(progress, panel)
