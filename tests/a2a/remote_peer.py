@@ -5,9 +5,10 @@
 required). What it does depends on the text it gets: ``fail ...`` fails the task with a reason,
 ``input ...`` asks for more input, ``slow ...`` works for a minute, ``data ...`` answers with a data
 part and two files in two artifacts, ``two ...`` with two artifacts (the first in two pieces),
-``status ...`` only in its final status message, ``vanish ...`` exits in the middle of its answer;
-anything else is echoed back (``echo: <text>``) as one artifact streamed word by word. With PROTOCOL
-``0.3`` it is an agent of protocol 0.3: its card in the 0.3 shape, and only 0.3 method names answered.
+``status ...`` only in its final status message, ``cancel ...`` cancels its own task, ``vanish ...``
+exits in the middle of its answer; anything else is echoed back (``echo: <text>``) as one artifact
+streamed word by word. With PROTOCOL ``0.3`` it is an agent of protocol 0.3: its card in the 0.3 shape,
+and only 0.3 method names answered; with ``rest`` it offers the HTTP+JSON binding alone.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -81,6 +82,10 @@ class Echo(AgentExecutor):
             await updater.update_status(TaskState.TASK_STATE_WORKING,
                                         updater.new_agent_message([Part(text="thinking...")]))
             await updater.complete(updater.new_agent_message([Part(text="the answer is 7")]))
+            return
+        if text.startswith("cancel"):
+            await updater.add_artifact([Part(text="started, then")], artifact_id="answer")
+            await updater.cancel(updater.new_agent_message([Part(text="I gave up")]))
             return
         if text.startswith("vanish"):
             await updater.add_artifact([Part(text="half a")], artifact_id="answer")
@@ -149,6 +154,18 @@ def build_v03(port: int, token: str, streaming: bool) -> Starlette:
     return app
 
 
+def build_rest(port: int, token: str, streaming: bool) -> Starlette:
+    """An agent that offers the HTTP+JSON binding alone."""
+    card = _card(port, streaming)
+    del card.supported_interfaces[:]
+    card.supported_interfaces.append(AgentInterface(protocol_binding="HTTP+JSON", protocol_version="1.0",
+                                                    url=f"http://127.0.0.1:{port}"))
+    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(routes=[*create_agent_card_routes(card), *create_rest_routes(handler)])
+    app.add_middleware(Bearer, token=token)
+    return app
+
+
 def build(port: int, token: str, streaming: bool, rpc: str = "/") -> Starlette:
     card = _card(port, streaming, rpc)
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
@@ -173,5 +190,10 @@ if __name__ == "__main__":
     port, token, streaming = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
     protocol = sys.argv[4] if len(sys.argv) > 4 else "1.0"
     rpc = sys.argv[5] if len(sys.argv) > 5 else "/"
-    app = build_v03(port, token, streaming) if protocol == "0.3" else build(port, token, streaming, rpc)
+    if protocol == "0.3":
+        app = build_v03(port, token, streaming)
+    elif protocol == "rest":
+        app = build_rest(port, token, streaming)
+    else:
+        app = build(port, token, streaming, rpc)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -14,11 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
 
 from tests.a2a.conftest import CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import deltas, panel, tool_output
 from tests.chat.helpers import chat, parse_sse, wait_for
-from tests.fakes.openai_server import FakeModel, call, free_port, text
+from tests.fakes.openai_server import FakeModel, ThreadedServer, call, free_port, text
 from tests.support import ApiClient, LiveApp
 
 PEER = str(Path(__file__).with_name("remote_peer.py"))
@@ -298,12 +302,14 @@ def test_a_users_stop_while_a_remote_agent_works_cancels_its_task(
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "blocking"])
-def test_an_agent_of_protocol_0_3(
+@pytest.mark.parametrize("protocol", ["0.3", "rest"])
+def test_an_agent_of_protocol_0_3_or_of_http_json_alone(
     admin: ApiClient, user: ApiClient, allow_local: None, caller: dict[str, Any], fake_model: FakeModel,
-    streaming: bool,
+    streaming: bool, protocol: str,
 ) -> None:
-    """Agents built on an a2a-sdk of protocol 0.3 serve another card shape and other method names."""
-    peer = Peer(streaming=streaming, protocol="0.3")
+    """Agents built on an a2a-sdk of protocol 0.3 serve another card shape and other method names; some
+    agents offer the HTTP+JSON binding and no JSON-RPC."""
+    peer = Peer(streaming=streaming, protocol=protocol)
     try:
         agent = register(admin, peer)
         assert agent["cardError"] is None, agent
@@ -350,3 +356,30 @@ def test_a_remote_agent_that_is_down_is_not_asked_twice(
     assert output["type"] == "tool-output-error", output
     again = admin.ok("GET", f"/api/admin/agents/{agent['id']}")
     assert again["cardFetchedAt"] == fetched_at and again["card"] == agent["card"]
+
+
+BAD_CARDS: dict[str, tuple[Response, str]] = {
+    "not-json": (PlainTextResponse("hello"), "the agent card is not valid: "),
+    "a-list": (JSONResponse([1, 2]), "the agent card is not valid: Agent card must be a JSON object"),
+    "no-interface": (JSONResponse({"name": "x"}), "the agent card names no interface to call"),
+    "unknown-binding": (
+        JSONResponse({"name": "x", "supportedInterfaces": [
+            {"url": "https://x.test/", "protocolBinding": "CARRIER-PIGEON", "protocolVersion": "9"},
+            {"url": "https://x.test/", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]}),
+        "the agent card offers no interface this server can call (it offers: CARRIER-PIGEON 9, GRPC 1.0)"),
+    "too-large": (PlainTextResponse("x" * 2_000_000), "the agent card could not be fetched: response too large"),
+}
+
+
+def test_a_bad_card_is_refused_with_the_reason(admin: ApiClient, allow_local: None) -> None:
+    async def card(request: Request) -> Response:
+        return BAD_CARDS[request.path_params["name"]][0]
+
+    server = ThreadedServer(Starlette(routes=[Route("/{name}", card)])).start()
+    try:
+        for name, (_, reason) in BAD_CARDS.items():
+            agent = admin.ok("POST", "/api/admin/agents", json={
+                "slug": name, "name": name, "kind": "remote", "cardUrl": f"{server.url}/{name}", "a2aCallable": True})
+            assert agent["card"] is None and agent["cardError"].startswith(reason), (name, agent["cardError"])
+    finally:
+        server.stop()

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client as A2AClient
@@ -40,6 +41,7 @@ from a2a.types import (
     StreamResponse,
     TaskState,
 )
+from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict, ParseError
 from pydantic_ai.ui.vercel_ai.response_types import (
     BaseChunk,
@@ -66,6 +68,7 @@ from agentloft.tools import netguard
 log = logging.getLogger(__name__)
 
 SDK_VERSION = 6
+BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)  # gRPC needs a2a-sdk[grpc]
 CARD_MAX_BYTES = 1_000_000
 TERMINAL: set[int] = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
             TaskState.TASK_STATE_REJECTED}
@@ -107,7 +110,27 @@ async def fetch_card(rt: Runtime, card_url: str, token: str | None) -> tuple[dic
         return None, f"the agent card is not valid: {exc}"
     if not card.supported_interfaces:
         return None, "the agent card names no interface to call"
+    if not await _callable(card):
+        offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}".strip() for i in card.supported_interfaces)
+        return None, f"the agent card offers no interface this server can call (it offers: {offered})"
     return MessageToDict(card), None
+
+
+def _client_config(card: AgentCard, http: httpx.AsyncClient) -> ClientConfig:
+    """The client for ``card``: streaming when the agent can, over JSON-RPC or HTTP+JSON (the SDK's
+    default is JSON-RPC alone, and some agents offer only HTTP+JSON), in the agent's order of preference."""
+    return ClientConfig(streaming=bool(card.capabilities.streaming), httpx_client=http,
+                        supported_protocol_bindings=list(BINDINGS))
+
+
+async def _callable(card: AgentCard) -> bool:
+    """Whether the SDK's client can be built for ``card`` (one of its interfaces is one we speak)."""
+    async with httpx.AsyncClient() as http:
+        try:
+            await create_client(card, client_config=_client_config(card, http))
+        except ValueError:
+            return False
+    return True
 
 
 def card_of(agent: Agent) -> AgentCard:
@@ -295,8 +318,7 @@ async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: 
     token = agents_service.remote_token(row=call.callee, box=call.rt.box)
     allow = await netguard.instance_allow_list(call.rt)
     async with netguard.guarded_client(allow, headers=_headers(token)) as http:
-        config = ClientConfig(streaming=bool(card.capabilities.streaming), httpx_client=http)
-        client = await create_client(card, client_config=config)
+        client = await create_client(card, client_config=_client_config(card, http))
         try:
             async for event in _events(client, call.input_text):
                 await _absorb(event, progress, panel)
