@@ -383,3 +383,20 @@ def test_a_bad_card_is_refused_with_the_reason(admin: ApiClient, allow_local: No
             assert agent["card"] is None and agent["cardError"].startswith(reason), (name, agent["cardError"])
     finally:
         server.stop()
+
+
+def test_a_remote_agent_that_cancels_its_own_task(
+    app: LiveApp, admin: ApiClient, user: ApiClient, any_peer: Peer, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel,
+) -> None:
+    register(admin, any_peer)
+    fake_model.push(ask("cancel it"), caller_step(text("it gave up")))
+    reply = chat(user, "general", "ask")
+    output = tool_output(reply)
+    assert output["type"] == "tool-output-error" and output["errorText"] == "I gave up", output
+    assert reply.text == "it gave up"
+    [(task_id, state)] = app.sql("SELECT id, state FROM a2a_task_sessions")
+    assert state == "canceled"
+    assert app.sql("SELECT status, error FROM agent_messages WHERE a2a_task_id = ? AND role = 'assistant'",
+                   (task_id,)) == [("failed", "I gave up")]
+    assert panel(user, task_id)[-1] == "[DONE]"
