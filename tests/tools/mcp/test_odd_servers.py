@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver import MCPServer
 
 from tests.chat.helpers import chat, parse_sse, wait_for
 from tests.fakes.openai_server import FakeModel, ThreadedServer, call, text
@@ -175,3 +176,44 @@ def test_a_users_stop_while_an_mcp_tool_runs_cancels_the_call(
     wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id = ?", (session_id,)) == [("idle",)])
     assert len(fake_model.requests) == 1, "the model was not asked again"
     assert execute(admin, odd_tools["bare"], {})["success"] is True, "the connection is still good"
+
+
+def _many(name: str, count: int) -> MCPServer:
+    server = MCPServer(name)
+    for i in range(count):
+        server.add_tool(lambda q: q, name=f"tool_{i}", description=f"Tool number {i}.")
+    server.add_tool(lambda q: f"{name}: {q}", name="search", description=f"Search {name}.")
+    return server
+
+
+def test_hundreds_of_tools_and_one_name_on_two_servers(admin: ApiClient, allow_local: None, add_server: Add) -> None:
+    big = ThreadedServer(_many("big", 400).streamable_http_app()).start()
+    small = ThreadedServer(_many("small", 3).streamable_http_app()).start()
+    try:
+        first = add_server("big", transport="http", url=f"{big.url}/mcp")
+        second = add_server("small", transport="http", url=f"{small.url}/mcp")
+        listed = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{first['id']}/refresh"))
+        assert len(listed) == 401
+        assert len(tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{first['id']}/refresh"))) == 401
+        other = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{second['id']}/refresh"))
+        searches = (listed["search"], other["search"])
+        assert [t["slug"] for t in searches] == ["big__search", "small__search"]
+        for tool, answer in zip(searches, ("big: x", "small: x"), strict=True):
+            admin.ok("PUT", f"/api/agent-tools/{tool['toolId']}", json={"enabled": True})
+            assert execute(admin, tool, {"q": "x"})["data"] == answer
+    finally:
+        big.stop()
+        small.stop()
+
+
+def test_a_restarted_server_is_spoken_to_again(
+    admin: ApiClient, odd_tools: dict[str, Any], odd_http: ThreadedServer
+) -> None:
+    """The server went down and came back on the same address (its sessions forgotten)."""
+    assert execute(admin, odd_tools["bare"], {})["success"] is True
+    odd_http.stop()
+    again = ThreadedServer(odd_server.build().streamable_http_app(), port=odd_http.port).start()
+    try:
+        assert execute(admin, odd_tools["bare"], {})["data"] == "bare: []"
+    finally:
+        again.stop()
