@@ -160,10 +160,10 @@ def test_invoke_a_non_streaming_remote_agent(
     ],
 )
 def test_a_remote_task_that_does_not_complete_is_a_failed_result(
-    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    app: LiveApp, admin: ApiClient, user: ApiClient, any_peer: Peer, allow_local: None,
     caller: dict[str, Any], fake_model: FakeModel, question: str, reason: str,
 ) -> None:
-    register(admin, streaming_peer)
+    register(admin, any_peer)
     fake_model.push(ask(question), caller_step(text("noted")))
     output = tool_output(chat(user, "general", "ask"))
     assert output["type"] == "tool-output-error" and reason in output["errorText"], output

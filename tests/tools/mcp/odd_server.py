@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -113,6 +114,8 @@ async def _serve_stdio() -> None:
     """Serve over stdio, writing each message as ``JSON.stringify`` would: the SDK's own stdio writer
     refuses a lone surrogate (and the server hangs), a JavaScript server escapes it and sends it on."""
     server = build()
+    if os.environ.get("BANNER"):  # what many servers do: a greeting on stdout, before any message
+        print(os.environ["BANNER"], flush=True)
     to_server, reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
 

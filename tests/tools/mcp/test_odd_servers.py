@@ -217,3 +217,12 @@ def test_a_restarted_server_is_spoken_to_again(
         assert execute(admin, odd_tools["bare"], {})["data"] == "bare: []"
     finally:
         again.stop()
+
+
+def test_a_stdio_server_that_greets_on_stdout_first(admin: ApiClient, add_server: Add) -> None:
+    """Many servers print a line of their own before speaking the protocol; it is passed over."""
+    server = add_server("oddio", transport="stdio", command=sys.executable, args=[odd_server.__file__],
+                        env={"BANNER": "Odd server 1.0 starting on stdio..."})
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    assert sorted(tools) == ODD_TOOLS
+    assert execute(admin, tools["bare"], {})["data"] == "bare: []"
