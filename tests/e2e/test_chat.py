@@ -165,7 +165,10 @@ def test_reload_mid_reply_resumes_the_stream(
     expect(page.locator(".message.user")).to_have_count(3)
 
     # A body that simply ends, without the reply's end or [DONE] (a network gone quiet can do that before
-    # the browser says it is offline), is a cut too: not a finished reply.
+    # the browser says it is offline), is a cut too: not a finished reply. The network stays quiet: the
+    # page's look at the saved chat fails as well (the server never saw this turn).
+    expect(page.locator(".message.assistant").last).to_contain_text("41 out")  # the last turn's look ended
+    page.route("**/api/agent-sessions/**", lambda route: route.abort())
     cut_body = "".join(f"data: {json.dumps(c)}\n\n" for c in (
         {"type": "start", "messageId": "am_cut"}, {"type": "text-start", "id": "t"},
         {"type": "text-delta", "id": "t", "delta": "half a repl"}))
@@ -187,11 +190,36 @@ def test_stop_ends_a_reply_and_keeps_what_came(
     send(page, "Go on forever")
     answer = page.locator(".message.assistant .md").last
     expect(answer).to_contain_text("w2")
+    # The page's look at the saved chat after this reply is answered late, after the next turn started:
+    # what it says is older than the page (held here: the server answers at once, the page gets it later).
+    held: list[Any] = []
+
+    def hold_first_look(route: Any) -> None:
+        if route.request.method == "GET" and not held:
+            held.append((route, route.fetch()))
+        else:
+            route.continue_()
+
+    page.route("**/api/agent-sessions/*", hold_first_look)
     page.get_by_role("button", name="Stop").click()
     expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
     expect(page.get_by_test_id("message-status")).to_have_text("Stopped")
     status, content = saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: row[0] != "streaming")
     assert status == "stopped" and "w2" in content and "w199" not in content
+
+    fake_model.push(text(" ".join(f"x{i}" for i in range(60)), delay=0.1))
+    send(page, "Next one")
+    expect(page.locator(".message.assistant .md").last).to_contain_text("x2")
+    assert held, "the look after the stopped reply was not made"
+    route, stale = held[0]
+    assert len(stale.json()["messages"]) == 2
+    with page.expect_request_finished(lambda r: r.url == route.request.url):
+        route.fulfill(response=stale)  # two messages, while the page shows four and a reply streams
+    shown = page.evaluate("() => [document.querySelectorAll('.message.user').length, "
+                          "document.getElementById('chat').dataset.streaming]")
+    assert shown == [2, "true"], shown  # the old answer did not replace the chat being written
+    expect(page.locator(".message.assistant .md").last).to_contain_text("x59", timeout=15_000)
+    expect(page.locator(".message.user")).to_have_count(2)
 
 
 def test_a_model_failure_shows_a_readable_error_and_chat_goes_on(

@@ -88,11 +88,14 @@ function dropAfter(view) {
   refreshLastActions();
 }
 
-/** After a turn: take the saved ids, times, model and usage (the stream does not carry them). */
+/** After a turn: take the saved ids, times, model and usage (the stream does not carry them). An answer
+ * that comes back once the next turn started is older than what the page shows (it may lack the new
+ * message): that turn's own sync follows. */
 async function syncFromServer() {
   if (!state.sessionId) return;
   let detail;
   try { detail = await api('GET', `/api/agent-sessions/${state.sessionId}`); } catch { return; }
+  if (state.streaming) return;
   nameSession(detail);
   const shown = views();
   if (shown.length !== detail.messages.length) { renderMessages(detail.messages); return; }
