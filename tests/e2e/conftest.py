@@ -90,6 +90,13 @@ def api(page: Page, method: str, url: str, body: Any = None) -> Any:
     return response.json() if response.body() else None
 
 
+
+def add_fake_model(page: Page, server: Any, name: str = "Fake") -> dict[str, Any]:
+    """The fake model (``server``: a ``FakeModelServer``) added as the default model, as every chat test
+    starts."""
+    return api(page, "POST", "/api/admin/models", {"name": name, "provider": "openai",
+                                                  "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+
 @pytest.fixture
 def admin_page(new_page: Callable[..., Page]) -> Page:
     """A page signed in as the instance's first account (an admin), created through the API."""

@@ -10,15 +10,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, callee_step, caller_step
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
 
 pytestmark = pytest.mark.e2e
 
 
 def setup_pair(page: Page, server: FakeModelServer) -> dict[str, Any]:
-    api(page, "POST", "/api/admin/models",
-        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    add_fake_model(page, server)
     caller = api(page, "POST", "/api/admin/agents", {"slug": "general", "name": "General",
                                                      "systemPrompt": CALLER_PROMPT})
     api(page, "POST", "/api/admin/agents", {"slug": "coder", "name": "Coder", "systemPrompt": CALLEE_PROMPT,

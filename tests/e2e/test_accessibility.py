@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
 from tests.support import LiveApp
 
@@ -44,8 +44,7 @@ def test_no_serious_violation_on_any_page_in_either_theme(
     page = new_page(bypass_csp=True)
     page.goto("/login")
     api(page, "POST", "/api/auth/signup", {"username": "root", "password": "password123"})
-    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     notes = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Notes", "type": "document"})
     calc = api(page, "POST", "/api/agent-tools", {"slug": "calc", "name": "Calc", "type": "calculator",
@@ -98,8 +97,7 @@ def test_keyboard_skip_link_escape_and_focus_after_stop(
     admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     page.goto("/agent-documents")
     page.keyboard.press("Tab")
@@ -135,8 +133,7 @@ def test_the_empty_chat_stays_light_and_every_static_url_is_versioned(
     admin_page: Page, fake_model_server: FakeModelServer
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     finished: list[Any] = []
     page.on("requestfinished", lambda request: finished.append(request))

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
 from tests.support import LiveApp
 
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.e2e
 
 
 def setup_agent(page: Page, server: FakeModelServer, *, approval: bool = True) -> dict[str, Any]:
-    api(page, "POST", "/api/admin/models",
-        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    add_fake_model(page, server)
     agent = api(page, "POST", "/api/admin/agents", {"slug": "math", "name": "Math", "description": "Counts"})
     tool = api(page, "POST", "/api/agent-tools",
                {"slug": "calc", "name": "Calc", "type": "calculator", "needsApproval": approval})

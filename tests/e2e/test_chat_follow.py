@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, text
 
 pytestmark = pytest.mark.e2e
@@ -28,8 +28,7 @@ def test_follow_to_the_end_and_leave_the_reader_alone(
     admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models",
-        {"name": "Fake", "provider": "openai", "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     page.set_viewport_size({"width": 1000, "height": 700})
     page.goto("/chat")

@@ -9,15 +9,14 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
 
 pytestmark = pytest.mark.e2e
 
 
 def setup_agent(page: Page, server: FakeModelServer) -> None:
-    api(page, "POST", "/api/admin/models",
-        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    add_fake_model(page, server)
     agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     tool = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Notes", "type": "document"})
     api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])

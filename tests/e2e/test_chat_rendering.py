@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, text
 
 pytestmark = pytest.mark.e2e
@@ -21,8 +21,7 @@ REPLY = (" ".join(f"word{i}" for i in range(100)) + "\n\n```python\ndef f(x):\n 
 
 
 def setup_model(page: Page, server: FakeModelServer) -> None:
-    api(page, "POST", "/api/admin/models",
-        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    add_fake_model(page, server)
     api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
 from tests.support import LiveApp
 
@@ -29,8 +29,7 @@ def test_titles_groups_badges_rename_delete_and_search(
     admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     tool = api(page, "POST", "/api/agent-tools", {"slug": "calc", "name": "Calc", "type": "calculator",
                                                   "needsApproval": True})

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer
 
 pytestmark = pytest.mark.e2e
@@ -39,8 +39,7 @@ def test_the_box_grows_waits_for_an_input_method_and_breaks_lines_on_a_phone(
     admin_page: Page, new_page: Callable[..., Page], fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     page.goto("/chat")
     box = page.get_by_label("Message")

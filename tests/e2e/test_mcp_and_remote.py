@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from tests.a2a.conftest import CALLER_PROMPT, caller_step
 from tests.a2a.test_remote import PEER_TOKEN, Peer
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.e2e.test_a2a_panel import send
 from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
 from tests.tools.mcp.conftest import TOKEN, HttpPeer, start_http_peer
@@ -28,8 +28,7 @@ def mcp_http() -> Iterator[HttpPeer]:
 
 
 def setup_model(page: Page, server: FakeModelServer) -> None:
-    api(page, "POST", "/api/admin/models",
-        {"name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake", "isDefault": True})
+    add_fake_model(page, server)
     api(page, "PUT", "/api/admin/settings", {"allowedInternalHosts": ["127.0.0.1"]})
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
 from tests.support import LiveApp
 
@@ -29,8 +29,7 @@ def test_every_page_fits_a_phone(
     fake_model: FakeModel,
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models", {"name": "Fake model with a long name", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server, "Fake model with a long name")
     agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper", "a2aCallable": True})
     tool = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Notes", "type": "document"})
     api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])

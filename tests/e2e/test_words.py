@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
 from tests.support import LiveApp
 
@@ -53,8 +53,7 @@ def test_tool_failures_and_built_in_texts_in_chinese(
     admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
     page = admin_page
-    api(page, "POST", "/api/admin/models", {"name": "Fake", "provider": "openai",
-                                            "baseUrl": fake_model_server.base_url, "model": "f", "isDefault": True})
+    add_fake_model(page, fake_model_server)
     agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
     notes = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Documents and memory",
                                                    "description": "Lets agents keep notes across conversations "
