@@ -123,7 +123,9 @@ async def _down_and_up(url: str) -> None:
     try:
         indexes = await _indexes(db)
         assert OLD_INDEX in indexes and NEW_INDEX not in indexes
-        assert await _searches(db) == EXPECTED
+        async with db.session() as s:  # (the search of today needs the later migrations' tables)
+            counted = await s.execute(text(f"SELECT count(*) FROM agent_documents WHERE user_id = 1 AND {GRAMS}"))
+            assert counted.scalar_one() == EXPECTED[0][0]
     finally:
         await db.dispose()
     await asyncio.to_thread(migrate.upgrade, url)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0013_model_names"
+HEAD = "0014_gram_counts"
 
 T = TypeVar("T")
 
