@@ -392,8 +392,41 @@ async def head_writes(url: str, writes: int) -> None:
             t = getattr(got, name)
             print(f"{name} a document ({len(t)} writes): p50 {pct(t, 50):.2f} p95 {pct(t, 95):.2f} "
                   f"max {max(t):.2f} ms")
+        if db.dialect == "postgresql":
+            await kept_count_writes(db, writes)
     finally:
         await db.dispose()
+
+
+KEPT = "agent_document_gram_counts"
+
+
+async def kept_count_writes(db: Database, writes: int, rounds: int = 4) -> None:
+    """PostgreSQL: what the big user's kept totals (made by earlier searches, migration 0014) add to a
+    write: rounds with them and with none, alternating. A round creates, updates and deletes its own
+    documents, so the counts put back after a round without them are still exact."""
+    async with db.session() as s:
+        kept = [dict(r._mapping) for r in await s.execute(text(f"SELECT * FROM {KEPT} WHERE user_id = 1"))]
+    if not kept:
+        print("kept totals: none yet (run the searches first)")
+        return
+    times = {"with": WriteTimes(), "without": WriteTimes()}
+    for _ in range(rounds):
+        for label in ("with", "without"):
+            if label == "without":
+                async with db.session() as s:
+                    await s.execute(text(f"DELETE FROM {KEPT} WHERE user_id = 1"))
+            got = await write_times(db, writes // rounds)
+            if label == "without":
+                async with db.session() as s:
+                    await s.execute(text(f"INSERT INTO {KEPT} (user_id, type, gram, n) "
+                                         "VALUES (:user_id, :type, :gram, :n)"), kept)
+            for name in ("create", "update", "delete"):
+                getattr(times[label], name).extend(getattr(got, name))
+    for name in ("create", "update", "delete"):
+        w, wo = getattr(times["with"], name), getattr(times["without"], name)
+        print(f"{name} a document with the user's {len(kept)} kept totals / without (alternating): p50 "
+              f"{pct(w, 50):.2f} / {pct(wo, 50):.2f}, p95 {pct(w, 95):.2f} / {pct(wo, 95):.2f} ms")
 
 
 # --- searching ---------------------------------------------------------------------------------------
@@ -492,9 +525,21 @@ async def run(url: str, runs: int, only: str | None) -> list[Row]:
             if not only or only in name:
                 await record(f"search {name} fts", [lambda q=q: _service(db, q, kind="memory") for q in terms],
                              runs)
+        first = "zh 1 char, common, first search"
+        if db.dialect == "postgresql" and (not only or only in first):
+            await record(f"search {first} fts", [lambda q=q: _first_search(db, q)
+                                                  for q in query_classes()["zh 1 char, common"]], max(runs // 4, 5))
     finally:
         await db.dispose()
     return results
+
+
+async def _first_search(db: Database, q: str) -> int:
+    """PostgreSQL: a search of a lone short term whose total is not kept yet: it counts, and with many
+    matches counts again and keeps the total (migration 0014)."""
+    async with db.session() as s:
+        await s.execute(text(f"DELETE FROM {KEPT} WHERE user_id = 1 AND gram = agentloft_fold(:q)"), {"q": q})
+    return await _service(db, q)
 
 
 def report(results: list[Row]) -> None:
