@@ -243,3 +243,17 @@ def test_two_writes_of_several_documents_never_deadlock(db_url: str, low_thresho
             assert await _exact(db) == {(1, "", "咖啡"): 4, (1, "", "茶"): 4}
 
     asyncio.run(main())
+
+
+def test_deleting_a_user_takes_their_documents_and_counts(db_url: str, low_threshold: None) -> None:
+    async def main() -> None:
+        async with _database(db_url) as db:
+            for user_id in (1, 2):
+                for i in range(2):
+                    await _create(db, user_id, f"咖啡 {i}", "x")
+                assert await _total(db, user_id, "咖啡") == 2
+            async with db.session() as s:  # the documents' cascade updates counts the users' cascade deletes
+                await s.execute(text("DELETE FROM users WHERE id = 1"))
+            assert await _exact(db) == {(2, "", "咖啡"): 2}
+
+    asyncio.run(main())
