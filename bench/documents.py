@@ -356,21 +356,28 @@ def _report_sizes(label: str, sizes: dict[str, float]) -> None:
           f"gram index {sizes.get('grams', 0):.0f} MB{folded}, search index in all {index:.0f} MB")
 
 
+async def alternating(rounds: int, states: dict[str, Callable[[], Awaitable[WriteTimes]]]) -> dict[str, WriteTimes]:
+    """Write times of each state in alternating rounds (a, b, a, b, ...), so that the machine's changing
+    load falls on all of them alike."""
+    times = {label: WriteTimes() for label in states}
+    for _ in range(rounds):
+        for label, one_round in states.items():
+            got = await one_round()
+            for name in ("create", "update", "delete"):
+                getattr(times[label], name).extend(getattr(got, name))
+    return times
+
+
 async def compare_states(base_url: str, head_url: str, writes: int, rounds: int = 4) -> None:
-    """Index sizes of both states, and write times measured in alternating rounds (base, head, base, ...)
-    so that the machine's changing load falls on both alike."""
+    """Index sizes of both states, and write times measured in alternating rounds."""
     base, head = Database(base_url), Database(head_url)
     try:
         _report_sizes(f"before ({BASE_REVISION})", await index_sizes(base))
         _report_sizes("after (head)", await index_sizes(head))
         if not writes:
             return
-        times = {"before": WriteTimes(), "after": WriteTimes()}
-        for _ in range(rounds):
-            for label, db in (("before", base), ("after", head)):
-                got = await write_times(db, writes // rounds)
-                for name in ("create", "update", "delete"):
-                    getattr(times[label], name).extend(getattr(got, name))
+        times = await alternating(rounds, {"before": lambda: write_times(base, writes // rounds),
+                                           "after": lambda: write_times(head, writes // rounds)})
         for name in ("create", "update", "delete"):
             b, a = getattr(times["before"], name), getattr(times["after"], name)
             print(f"{name} a document ({len(a)} writes each, alternating rounds): before p50 {pct(b, 50):.2f} "
@@ -410,19 +417,17 @@ async def kept_count_writes(db: Database, writes: int, rounds: int = 4) -> None:
     if not kept:
         print("kept totals: none yet (run the searches first)")
         return
-    times = {"with": WriteTimes(), "without": WriteTimes()}
-    for _ in range(rounds):
-        for label in ("with", "without"):
-            if label == "without":
-                async with db.session() as s:
-                    await s.execute(text(f"DELETE FROM {KEPT} WHERE user_id = 1"))
-            got = await write_times(db, writes // rounds)
-            if label == "without":
-                async with db.session() as s:
-                    await s.execute(text(f"INSERT INTO {KEPT} (user_id, type, gram, n) "
-                                         "VALUES (:user_id, :type, :gram, :n)"), kept)
-            for name in ("create", "update", "delete"):
-                getattr(times[label], name).extend(getattr(got, name))
+
+    async def without() -> WriteTimes:
+        async with db.session() as s:
+            await s.execute(text(f"DELETE FROM {KEPT} WHERE user_id = 1"))
+        got = await write_times(db, writes // rounds)
+        async with db.session() as s:
+            await s.execute(text(f"INSERT INTO {KEPT} (user_id, type, gram, n) VALUES (:user_id, :type, :gram, :n)"),
+                            kept)
+        return got
+
+    times = await alternating(rounds, {"with": lambda: write_times(db, writes // rounds), "without": without})
     for name in ("create", "update", "delete"):
         w, wo = getattr(times["with"], name), getattr(times["without"], name)
         print(f"{name} a document with the user's {len(kept)} kept totals / without (alternating): p50 "
