@@ -39,7 +39,8 @@ down_revision = "0013_model_names"
 branch_labels = None
 depends_on = None
 
-# Keep identical to agentloft.documents.search (GRAM_GUARD, GRAM_WRITE, PG_SEARCH_EXPR).
+# GRAM_GUARD: keep identical to agentloft.documents.search.GRAM_GUARD (GRAM_WRITE is only taken here);
+# the text below is PG_SEARCH_EXPR there, as the gram index has it.
 GRAM_GUARD = 1_735_289_601
 GRAM_WRITE = 1_735_289_602
 
