@@ -81,6 +81,10 @@ def test_titles_groups_badges_rename_delete_and_search(
     page.keyboard.press("Enter")
     expect(items.filter(has_text="Hand-brewed coffee")).to_have_count(1)
     assert api(page, "GET", f"/api/agent-sessions/{old}")["title"] == "Hand-brewed coffee"
+    # the buttons name the new title at once, before anything draws the list again
+    renamed = items.filter(has_text="Hand-brewed coffee")
+    expect(renamed.get_by_role("button", name="Rename “Hand-brewed coffee”")).to_be_focused()
+    expect(renamed.get_by_role("button", name="Delete “Hand-brewed coffee”")).to_have_count(1)
 
     # 5. search titles and message text; Escape brings the list back
     search = page.get_by_label("Search chats")

@@ -58,6 +58,14 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
       ...match.parts.map((part) => (part.hit ? h('mark', { text: part.text }) : document.createTextNode(part.text))));
   }
 
+  /** The item's rename and delete buttons name the chat, so a screen reader says which one they act on. */
+  function nameActions(li, s) {
+    const [rename, remove] = li.querySelectorAll('.session-actions button');
+    const title = s.title || t('chat.newChat');
+    rename.setAttribute('aria-label', t('chat.renameNamed', { title }));
+    remove.setAttribute('aria-label', t('chat.deleteNamed', { title }));
+  }
+
   function item(s, { snippet = null } = {}) {
     const current = s.id === currentId();
     const link = h('a', { href: `/chat/${s.id}`, 'aria-current': current ? 'page' : null, dataset: { sessionId: s.id } },
@@ -66,10 +74,11 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
         h('span', { text: s.agentName || t('chat.plainModel') }),
         s.status === 'awaiting_approval' ? h('span', { class: 'badge warn', dataset: { testid: 'approval-badge' }, text: t('chat.needsApproval') }) : null),
       snippet);
-    const rename = h('button', { type: 'button', class: 'linklike icon', title: t('chat.rename'), 'aria-label': t('chat.renameNamed', { title: s.title }), text: '✎' });
-    const remove = h('button', { type: 'button', class: 'linklike icon', title: t('action.delete'), 'aria-label': t('chat.deleteNamed', { title: s.title }), text: '×' });
+    const rename = h('button', { type: 'button', class: 'linklike icon', title: t('chat.rename'), text: '✎' });
+    const remove = h('button', { type: 'button', class: 'linklike icon', title: t('action.delete'), text: '×' });
     const li = h('li', { class: current ? 'session-item current' : 'session-item', dataset: { sessionId: s.id } },
       link, h('div', { class: 'session-actions' }, rename, remove));
+    nameActions(li, s);
     rename.addEventListener('click', () => startRename(li, s));
     remove.addEventListener('click', () => removeSession(s));
     return li;
@@ -184,6 +193,7 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
       renaming = false;
       input.replaceWith(link);
       link.querySelector('.session-title').textContent = s.title;
+      nameActions(li, s); // the list may not be drawn again for a while: the buttons say the new title now
       li.querySelector('.session-actions button').focus();
       if (deferred) { deferred = false; if (query) search(query); else render(); }
     };
