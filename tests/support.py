@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,14 @@ class LiveApp:
                 return con.execute(query, params).fetchall()
         finally:
             con.close()
+
+    def stamp(self, when: datetime) -> object:
+        """``when`` (timezone-aware) as ``sql`` binds it for a timestamp column, stored as the app stores
+        one: PostgreSQL takes the aware value; SQLite holds naive UTC text (``core.db.UTCDateTime``). Tests
+        compute times in Python rather than with one database's date functions."""
+        if pg.is_postgres(self.database_url):
+            return when
+        return when.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
     def stop(self) -> None:
         self.server.stop()

@@ -11,7 +11,6 @@ from fastapi import FastAPI
 
 from agentloft.core.crypto import token_hash
 from agentloft.core.readcache import ReadCache
-from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, login
 
 
@@ -29,8 +28,7 @@ def _cached(app: LiveApp, cookie: str) -> bool:
 def _expire_at(app: LiveApp, cookie: str, when: datetime) -> None:
     """Move the session's expiry straight in the database: no write through the app's engine, so the
     cache is not told (as with a session that simply runs out)."""
-    value: object = when if pg.is_postgres(app.database_url) else when.replace(tzinfo=None).isoformat(" ")
-    app.sql("UPDATE auth_sessions SET expires_at = ? WHERE token_hash = ?", (value, token_hash(cookie)))
+    app.sql("UPDATE auth_sessions SET expires_at = ? WHERE token_hash = ?", (app.stamp(when), token_hash(cookie)))
 
 
 def _me(app: LiveApp, cookie: str) -> httpx.Response:

@@ -4,6 +4,7 @@ and search over titles and message text."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +19,11 @@ pytestmark = pytest.mark.e2e
 
 def _asks_for_title(body: dict[str, Any]) -> bool:
     return any("You name conversations" in str(m.get("content")) for m in body["messages"])
+
+
+def days_ago(days: int) -> datetime:
+    """A moment ``days`` before now, computed here so the same statement runs on SQLite and PostgreSQL."""
+    return datetime.now(UTC) - timedelta(days=days)
 
 
 def send(page: Page, message: str, button: str = "Send") -> None:
@@ -55,7 +61,7 @@ def test_titles_groups_badges_rename_delete_and_search(
 
     # 3. grouped by date
     old = app.sql("SELECT id FROM agent_sessions WHERE title = 'Pour-over coffee'")[0][0]
-    app.sql("UPDATE agent_sessions SET updated_at = datetime('now', '-3 days') WHERE id = ?", (old,))
+    app.sql("UPDATE agent_sessions SET updated_at = ? WHERE id = ?", (app.stamp(days_ago(3)), old))
     page.reload()
     groups = page.locator(".session-group-title")
     expect(groups).to_have_text(["Today", "Previous 7 days"])
@@ -108,7 +114,7 @@ def test_titles_groups_badges_rename_delete_and_search(
 
     # The same list in Chinese.
     page.context.add_cookies([{"name": "agentloft_lang", "value": "zh-CN", "url": app.url}])
-    app.sql("UPDATE agent_sessions SET updated_at = datetime('now', '-1 days')")
+    app.sql("UPDATE agent_sessions SET updated_at = ?", (app.stamp(days_ago(1)),))
     page.reload()
     expect(page.locator(".session-group-title")).to_have_text(["昨天"])
     expect(items.first.get_by_test_id("approval-badge")).to_have_text("待审批")
@@ -116,11 +122,10 @@ def test_titles_groups_badges_rename_delete_and_search(
 
     # 7. many chats: the newest fifty come first (one request), the next fifty as the end scrolls in
     uid = app.sql("SELECT id FROM users WHERE username = 'root'")[0][0]
-    app.sql("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 120) "
-            "INSERT INTO agent_sessions (id, user_id, kind, title, status, title_source, created_at, updated_at) "
-            "SELECT 'as_old_' || i, ?, 'llm', 'Old chat ' || i, 'idle', 'user', "
-            "datetime('now', '-' || (40 + i) || ' days'), datetime('now', '-' || (40 + i) || ' days') FROM n",
-            (uid,))
+    rows = [(f"as_old_{i}", uid, f"Old chat {i}", app.stamp(days_ago(40 + i))) for i in range(1, 121)]
+    app.sql("INSERT INTO agent_sessions (id, user_id, kind, title, status, title_source, created_at, updated_at) "
+            "VALUES " + ", ".join(["(?, ?, 'llm', ?, 'idle', 'user', ?, ?)"] * len(rows)),
+            tuple(v for row_id, user, title, when in rows for v in (row_id, user, title, when, when)))
     lists: list[str] = []
     page.on("request", lambda r: lists.append(r.url) if "/api/agent-sessions?" in r.url else None)
     page.reload()
