@@ -18,6 +18,26 @@ CODE = "```python\n" + "".join(f"print({i})\n" for i in range(25)) + "```\n"
 LONG = "\n\n".join(f"Paragraph {i} " + "words " * 30 for i in range(12)) + "\n\n" + CODE + "\n" + TABLE + "\nThe end."
 
 
+# A function, not an expression: Playwright evaluates expressions with eval, which the page's content
+# security policy forbids.
+AT_END = ("() => { const s = document.getElementById('chat-scroll');"
+          " return s.scrollHeight - s.scrollTop - s.clientHeight <= 2; }")
+# The view's scrollTop once the reader's scroll has ended: the first `scrollend` while the page shows the
+# way back (it shows once the reader moved away, and from then on only the reader moves the view; an
+# earlier `scrollend` is the view following the reply).
+READER_SCROLL_ENDS = """() => {
+  const s = document.getElementById('chat-scroll');
+  const back = document.getElementById('to-bottom');
+  window.readerScrollEnd = new Promise((resolve) => {
+    s.addEventListener('scrollend', function ended() {
+      if (back.hidden) return;
+      s.removeEventListener('scrollend', ended);
+      resolve(s.scrollTop);
+    });
+  });
+}"""
+
+
 def gap(page: Page) -> float:
     """Pixels between the bottom of the view and the end of the conversation."""
     return page.evaluate("(() => { const s = document.getElementById('chat-scroll');"
@@ -38,8 +58,8 @@ def test_follow_to_the_end_and_leave_the_reader_alone(
     expect(page.locator(".message.assistant table")).to_be_visible(timeout=15_000)
     expect(page.get_by_role("button", name="Send")).to_be_visible()
     expect(page.locator(".message.assistant .md").first).to_contain_text("The end.")
-    page.wait_for_timeout(200)  # the final render lands
-    assert gap(page) <= 2
+    expect(page.locator(".message.assistant .md").first).to_have_attribute("aria-busy", "false")  # final HTML
+    page.wait_for_function(AT_END)  # the view follows the height the final render gave the reply
     expect(page.get_by_role("button", name="Jump to the latest reply")).to_be_hidden()
 
     # The reader scrolls up while the next reply streams: the view stays where they put it.
@@ -48,20 +68,16 @@ def test_follow_to_the_end_and_leave_the_reader_alone(
     page.get_by_role("button", name="Send").click()
     expect(page.locator(".message.assistant").nth(1)).to_contain_text("Paragraph 1")
     page.mouse.move(500, 300)
+    page.evaluate(READER_SCROLL_ENDS)
     page.mouse.wheel(0, -600)
-    page.wait_for_timeout(100)
-    top = page.evaluate("document.getElementById('chat-scroll').scrollTop")
+    top = page.evaluate("() => window.readerScrollEnd")  # where the wheel left the view
     back = page.get_by_role("button", name="Jump to the latest reply")
     expect(back).to_be_visible()
     expect(page.locator(".message.assistant").nth(1)).to_contain_text("The end.", timeout=15_000)
     assert page.evaluate("document.getElementById('chat-scroll').scrollTop") == top
     assert gap(page) > 200
     back.click()
-    # A function, not an expression: Playwright evaluates expressions with eval, which the page's
-    # content security policy forbids.
-    at_end = ("() => { const s = document.getElementById('chat-scroll');"
-              " return s.scrollHeight - s.scrollTop - s.clientHeight <= 2; }")
-    page.wait_for_function(at_end)
+    page.wait_for_function(AT_END)
     expect(back).to_be_hidden()
 
     # A phone's keyboard opens: it shrinks the page (the viewport asks for that) rather than covering the
@@ -69,6 +85,6 @@ def test_follow_to_the_end_and_leave_the_reader_alone(
     expect(page.locator("meta[name=viewport]")).to_have_attribute(
         "content", re.compile(r"interactive-widget=resizes-content"))
     page.set_viewport_size({"width": 1000, "height": 420})
-    page.wait_for_function(at_end)
+    page.wait_for_function(AT_END)
     expect(page.get_by_label("Message")).to_be_in_viewport()
     expect(back).to_be_hidden()

@@ -100,10 +100,13 @@ const json = (value) => (typeof value === 'string' ? value : JSON.stringify(valu
 export const RENDER_INTERVAL_MS = 250;
 
 /** Keeps one text part's HTML in step with its text: one render request in flight, at most four a second
- * while the text still grows, and one render of the final text (skipped when that is what shows). */
+ * while the text still grows, and one render of the final text (skipped when that is what shows).
+ * The element is aria-busy until the final text shows as HTML: a screen reader reads the finished
+ * rendering once, not the raw text and then the rendering (the message's own aria-busy ends with the
+ * stream, a render before the HTML lands). */
 export class MarkdownView {
   constructor() {
-    this.el = h('div', { class: 'md' });
+    this.el = h('div', { class: 'md', 'aria-busy': 'true' });
     this.text = null; // the latest text
     this.final = false; // no more text will come
     this.shown = null; // the text whose HTML is shown
@@ -118,6 +121,12 @@ export class MarkdownView {
     this.final = final;
     if (this.shown === null && !this.busy) this.el.textContent = text; // raw until the first HTML arrives
     this.schedule();
+    this.markBusy();
+  }
+
+  markBusy() {
+    const settled = this.final && !this.busy && this.text === this.shown;
+    this.el.setAttribute('aria-busy', settled ? 'false' : 'true');
   }
 
   schedule() {
@@ -145,6 +154,7 @@ export class MarkdownView {
     this.shown = text;
     this.busy = false;
     this.schedule();
+    this.markBusy();
   }
 }
 
