@@ -190,6 +190,22 @@ def test_malformed_json_is_422(anon: ApiClient) -> None:
                                                    "enclosed in double quotes"}
 
 
+def test_field_problems_carry_codes_pages_can_word(admin: ApiClient) -> None:
+    """Next to the English words, each field's problem as a code with its values: pages say it in the
+    reader's language (``dom.fieldText``)."""
+    r = admin.post("/api/llm/chat", json={"message": "x" * 100_001})
+    error = r.json()["error"]
+    assert r.status_code == 422 and error["fields"] == {"message": "String should have at most 100000 characters"}
+    assert error["fieldCodes"] == {"message": {"code": "string_too_long", "params": {"max_length": 100_000}}}
+    r = admin.post("/api/llm/chat", json={"message": "a\u0000b", "extra": 1})
+    assert r.json()["error"]["fieldCodes"] == {"message": {"code": "unstorable_text"},
+                                               "extra": {"code": "extra_forbidden"}}
+    r = admin.get("/api/agent-sessions/search", params={"q": "  \u3000 "})  # no words to search for
+    assert r.status_code == 422 and r.json()["error"]["fieldCodes"] == {"q": {"code": "no_search_terms"}}
+    r = admin.post("/api/auth/login", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.json()["error"]["fieldCodes"] == {"body": {"code": "json_invalid"}}
+
+
 def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:
     import re
     from collections import Counter

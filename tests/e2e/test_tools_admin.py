@@ -41,12 +41,13 @@ def test_create_tool_toggle_permission_and_debug(admin_page: Page, app: LiveApp)
     expect(toggle).to_have_text("Admin only")
     assert app.sql("SELECT admin_only FROM agent_tools WHERE slug='calc'") == [(1,)]
 
-    # A bad config value shows the API's field message in the dialog.
+    # A bad config value shows what the API found beside the field, worded by the page from its code
+    # (so in the page's language), not in the validator's words.
     row.get_by_role("button", name="Edit").click()
     expect(dialog.get_by_label("Precision")).to_have_value("6")
     dialog.get_by_label("Precision").fill("99")
     dialog.get_by_role("button", name="Save").click()
-    expect(dialog.locator("[data-config='precision'] .field-error")).to_be_visible()
+    expect(dialog.locator("[data-config='precision'] .field-error")).to_have_text("must be 17 or less")
     page.screenshot(path="/tmp/agentloft-tool-dialog.png")
     dialog.get_by_role("button", name="Cancel").click()
 

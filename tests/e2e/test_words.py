@@ -81,14 +81,15 @@ def test_tool_failures_and_built_in_texts_in_chinese(
     expect(page.locator(".notice-line")).to_have_text(
         "已执行 2 步，达到该智能体单次回复的步数上限，因此停止。发送一条消息即可让它继续。")
 
-    # An API error's words come with what the API says about the field: which one, and its limit.
+    # An API error's words come with what is wrong with the field, in the reader's language too: which
+    # field, and the limit it broke (the API's code and values, worded here; not the validator's English).
     page.get_by_label("消息").fill("x" * 100_001)
     page.get_by_role("button", name="发送").click()
-    expect(page.locator(".chat-error")).to_have_text(
-        "部分输入无效。（message: String should have at most 100000 characters）")
+    expect(page.locator(".chat-error")).to_have_text("部分输入无效。（消息：最多 100,000 个字符）")
+    # A problem the pages have no words for is shown as the API says it.
     too_long = page.evaluate("""async () => (await import('/static/js/dom.js')).errorText(
         {code: 'content_too_long', fields: {content: 'at most 5000 characters'}})""")
-    assert too_long == "内容超过最大长度限制。（content: at most 5000 characters）"
+    assert too_long == "内容超过最大长度限制。（content：at most 5000 characters）"
 
     page.goto("/admin/agent-tools")
     default = page.locator("#tools-table tr[data-slug='notes']")

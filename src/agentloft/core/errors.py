@@ -1,14 +1,19 @@
-"""One error shape for the whole API: ``{"error": {"code", "message", "fields"?}}``.
+"""One error shape for the whole API: ``{"error": {"code", "message", "fields"?, "fieldCodes"?}}``.
 
 Services raise ``AppError`` (or a subclass); they never build HTTP responses. The handlers here turn
 domain errors, FastAPI validation errors and stray HTTP exceptions into that shape; pages get the same
 code and message rendered as an error page by the web domain.
+
+``fields`` says in English what is wrong with each field. ``fieldCodes`` says the same per field as a
+stable code and its values (``{"message": {"code": "string_too_long", "params": {"max_length": 100000}}}``)
+so that pages word it in the reader's language: the codes of a validation failure are pydantic's error
+types (stable across pydantic 2 releases, listed in its docs), a hand-written problem names its own.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +26,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agentloft.core.db import NulRefused
 
 log = logging.getLogger(__name__)
+
+
+FieldParam = str | int | float | bool
+
+
+class FieldCode(TypedDict):
+    """One field's problem as a code a page can word, with the values its words name."""
+
+    code: str
+    params: NotRequired[dict[str, FieldParam]]
 
 
 class AppError(Exception):
@@ -36,6 +51,7 @@ class AppError(Exception):
         code: str | None = None,
         status: int | None = None,
         fields: dict[str, str] | None = None,
+        field_codes: dict[str, FieldCode] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -45,12 +61,15 @@ class AppError(Exception):
         if status:
             self.status = status
         self.fields = fields
+        self.field_codes = field_codes
         self.headers = headers  # sent with the error response, e.g. a 429's ``Retry-After``
 
     def body(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.fields:
             err["fields"] = self.fields
+        if self.field_codes:
+            err["fieldCodes"] = self.field_codes
         return {"error": err}
 
 
@@ -104,23 +123,46 @@ def _json_invalid(error: dict[str, Any]) -> tuple[str, str]:
     return "body", f"not valid JSON at character {where}: {why}".rstrip(": ")
 
 
-def field_errors(errors: list[Any]) -> dict[str, str]:
-    """Map pydantic error dicts to ``{"field.path": "message"}`` (first message per field wins)."""
-    out: dict[str, str] = {}
+def field_code(code: str, **params: FieldParam) -> FieldCode:
+    """A hand-written field problem's code (``field_codes={"q": field_code("no_search_terms")}``)."""
+    return {"code": code, "params": params} if params else {"code": code}
+
+
+def _code_of(error: dict[str, Any]) -> FieldCode:
+    """A pydantic error as a code: its type, and the values of its context that JSON can carry (a
+    ``value_error``'s exception is left out; its English words stay in ``fields``)."""
+    ctx = error.get("ctx") or {}
+    params = {k: v for k, v in ctx.items() if isinstance(v, str | int | float | bool)}
+    return field_code(str(error.get("type", "invalid")), **params)
+
+
+def _problems(errors: list[Any]) -> tuple[dict[str, str], dict[str, FieldCode]]:
+    """Map pydantic error dicts to ``{"field.path": "message"}`` and the same paths' codes (the first
+    problem per field wins)."""
+    fields: dict[str, str] = {}
+    codes: dict[str, FieldCode] = {}
     for e in errors:
         if e.get("type") == "json_invalid":
-            out.setdefault(*_json_invalid(e))
-            continue
-        out.setdefault(_loc_to_path(e.get("loc", ())), e.get("msg", "invalid"))
-    return out
+            path, message = _json_invalid(e)
+            code = field_code("json_invalid")
+        else:
+            path, message, code = _loc_to_path(e.get("loc", ())), e.get("msg", "invalid"), _code_of(e)
+        if path not in fields:
+            fields[path], codes[path] = message, code
+    return fields, codes
+
+
+def _invalid(errors: list[Any], prefix: str = "") -> Invalid:
+    fields, codes = _problems(errors)
+    if prefix:
+        fields = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in fields.items()}
+        codes = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in codes.items()}
+    first = next(iter(fields.items()), ("body", "invalid"))
+    return Invalid(f"{first[0]}: {first[1]}", fields=fields, field_codes=codes)
 
 
 def invalid_from_pydantic(exc: ValidationError, *, prefix: str = "") -> Invalid:
-    fields = field_errors(exc.errors())
-    if prefix:
-        fields = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in fields.items()}
-    first = next(iter(fields.items()), ("body", "invalid"))
-    return Invalid(f"{first[0]}: {first[1]}", fields=fields)
+    return _invalid(exc.errors(), prefix)
 
 
 def error_response(err: AppError) -> JSONResponse:
@@ -186,9 +228,7 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
 
 def invalid_request(exc: RequestValidationError) -> Invalid:
     """FastAPI's validation failure as our 422: the first problem in the message, every one in fields."""
-    fields = field_errors(list(exc.errors()))
-    first = next(iter(fields.items()), ("body", "invalid"))
-    return Invalid(f"{first[0]}: {first[1]}", fields=fields)
+    return _invalid(list(exc.errors()))
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated, Generic, TypeVar
 from annotated_types import Interval
 from pydantic import AfterValidator, BaseModel, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from agentloft.core.db import UNSTORABLE
 
@@ -34,7 +35,10 @@ BodyId = Annotated[DbInt, Strict()]
 
 def _storable_only(value: str) -> str:
     if UNSTORABLE.search(value):
-        raise ValueError("may not contain the NUL character (\\u0000) or a lone surrogate (\\ud800-\\udfff)")
+        # A code of its own (not pydantic's ``value_error``), so pages can word it (``core.errors``).
+        raise PydanticCustomError(
+            "unstorable_text", "may not contain the NUL character (\\u0000) or a lone surrogate (\\ud800-\\udfff)"
+        )
     return value
 
 

@@ -3,7 +3,7 @@
 Every module in this package exposes ``STRINGS = {"en": {...}, "zh-CN": {...}}``; they are merged, so a
 page added later ships its own strings in its own module without editing anyone else's. A key missing
 in Chinese falls back to English, then to the key itself (a visible hint, never a crash). API error
-messages are not translated: they stay English with stable codes and are shown as they are.
+messages are not translated: they stay English with stable codes, which the pages word (``errors``).
 """
 
 from __future__ import annotations

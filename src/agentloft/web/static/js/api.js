@@ -1,11 +1,14 @@
 // fetch() wrapper for the JSON API: same-origin cookies, the CSRF double-submit header, one error type.
 
 export class ApiError extends Error {
-  constructor(status, code, message, fields) {
+  /** `fields`: the API's (English) words per field; `fieldCodes`: the same problems as codes with their
+   * values ({message: {code: 'string_too_long', params: {max_length: 100000}}}), worded by the pages. */
+  constructor(status, code, message, fields, fieldCodes) {
     super(message);
     this.status = status;
     this.code = code;
     this.fields = fields || {};
+    this.fieldCodes = fieldCodes || {};
   }
 }
 
@@ -32,7 +35,7 @@ export async function errorFrom(response) {
   try { body = await response.json(); } catch { /* not JSON */ }
   const err = body && body.error ? body.error : {};
   return new ApiError(response.status, err.code || 'http_error',
-    err.message || `${response.status} ${response.statusText}`, err.fields);
+    err.message || `${response.status} ${response.statusText}`, err.fields, err.fieldCodes);
 }
 
 export async function api(method, url, body, { signal } = {}) {

@@ -1,5 +1,5 @@
 // Small DOM helpers shared by the page scripts: element building, forms, errors, dialogs, text boxes.
-import { t } from './i18n.js';
+import { lang, t } from './i18n.js';
 
 /** h('button', {class: 'x', onclick: fn, dataset: {id: 1}}, 'text', child) */
 export function h(tag, attrs = {}, ...children) {
@@ -21,16 +21,48 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+function known(key) {
+  return t(key) !== key;
+}
+
+/** A field problem's values as the reader writes them (100,000 / 100.000). */
+function localParams(params = {}) {
+  return Object.fromEntries(Object.entries(params).map(([name, value]) => [name,
+    typeof value === 'number' ? value.toLocaleString(lang) : value]));
+}
+
+/** One field's problem in the reader's language: the words for its code (`fieldCodes`, e.g.
+ * "at most 100,000 characters") when there are some, else what the API said (a check's own English words,
+ * or a problem a page found itself and worded already). */
+export function fieldText(error, path) {
+  const problem = (error.fieldCodes || {})[path];
+  if (problem) {
+    const params = problem.params || {};
+    // "at least 1 character" is what an empty value breaks: say that it is empty
+    const code = problem.code === 'string_too_short' && params.min_length === 1 ? 'empty' : problem.code;
+    const key = `fieldError.${code}`;
+    if (known(key)) return t(key, localParams(params));
+  }
+  return (error.fields || {})[path];
+}
+
+/** "message: at most 100,000 characters", the field named as the page names it where it has a name. */
+function fieldDetail(error, path) {
+  const name = known(`fieldName.${path}`) ? t(`fieldName.${path}`) : path;
+  return t('error.fieldDetail', { field: name, text: fieldText(error, path) });
+}
+
 /** An error in the reader's language: the words for its API code when there are some, else its message.
- * The words are general ("Some of the input is not valid."); what the API says about each field (which
- * one, the limit it broke) follows them, so the reader learns what to change. */
+ * The words are general ("Some of the input is not valid."); what is wrong with each field (which one,
+ * the limit it broke) follows them, so the reader learns what to change. */
 export function errorText(error) {
   if (!error) return '';
   if (error.code) {
     const key = `apiError.${error.code}`;
-    if (t(key) !== key) {
-      const detail = Object.entries(error.fields || {}).map(([path, message]) => `${path}: ${message}`);
-      return detail.length ? t('error.withDetail', { text: t(key), detail: detail.join('; ') }) : t(key);
+    if (known(key)) {
+      const detail = Object.keys(error.fields || {}).map((path) => fieldDetail(error, path));
+      return detail.length
+        ? t('error.withDetail', { text: t(key), detail: detail.join(t('error.detailSeparator')) }) : t(key);
     }
   }
   return error.message || String(error);
@@ -47,16 +79,17 @@ export function clearFieldErrors(form) {
   form.querySelectorAll('[aria-invalid]').forEach((n) => n.removeAttribute('aria-invalid'));
 }
 
-/** Put each API field message ({"baseUrl": "..."}) under its input; answer the ones without an input. */
-export function showFieldErrors(form, fields = {}) {
+/** Put each field's problem ({"baseUrl": "..."}, worded by its code when `fieldCodes` has one) under
+ * its input; answer the paths without an input. */
+export function showFieldErrors(form, fields = {}, fieldCodes = {}) {
   clearFieldErrors(form);
-  const orphans = {};
-  for (const [path, message] of Object.entries(fields)) {
+  const orphans = [];
+  for (const path of Object.keys(fields)) {
     const input = form.querySelector(`[name="${CSS.escape(path)}"]`)
       || form.querySelector(`[data-field="${CSS.escape(path)}"]`);
-    if (!input) { orphans[path] = message; continue; }
+    if (!input) { orphans.push(path); continue; }
     input.setAttribute('aria-invalid', 'true');
-    const note = h('small', { class: 'field-error', text: message });
+    const note = h('small', { class: 'field-error', text: fieldText({ fields, fieldCodes }, path) });
     (input.closest('.field') || input.closest('label') || input.parentElement).append(note);
   }
   return orphans;
@@ -66,11 +99,11 @@ export function showFieldErrors(form, fields = {}) {
  * .form-error only for what has no input of its own. */
 export function showFormError(form, error) {
   const fields = error.fields || {};
-  const orphans = showFieldErrors(form, fields);
+  const orphans = showFieldErrors(form, fields, error.fieldCodes);
   const box = form.querySelector('.form-error');
-  if (Object.keys(fields).length && !Object.keys(orphans).length) { showError(box, null); return; }
-  if (Object.keys(orphans).length) {
-    box.textContent = Object.entries(orphans).map(([path, message]) => `${path}: ${message}`).join(' ');
+  if (Object.keys(fields).length && !orphans.length) { showError(box, null); return; }
+  if (orphans.length) {
+    box.textContent = orphans.map((path) => fieldDetail(error, path)).join(t('error.detailSeparator'));
     box.hidden = false;
     return;
   }
