@@ -1,7 +1,7 @@
 """A small MCP server written with the ``mcp`` SDK's own ``MCPServer``: the peer of the MCP tests.
 
-Tools return text, structured data, images (a tiny one, and one of any size with a caption), an embedded
-resource and an error; ``grow`` adds a tool
+Tools return text, structured data, images (a tiny one, one of any size with a caption, and several),
+audio clips of any size, an embedded resource and an error; ``grow`` adds a tool
 at run time and tells listening clients that the list changed, ``shrink`` removes one. Serve it over
 streamable HTTP (``app()``, mounted in-process on a free port) or run this file for stdio, as an admin's
 ``command`` would (with ``LINGER=<seconds>`` in its environment it takes that long to exit). An optional
@@ -16,7 +16,7 @@ import sys
 import uuid
 from typing import Any
 
-from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver import Audio, Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import EmbeddedResource, TextContent, TextResourceContents
 from pydantic import BaseModel
@@ -59,6 +59,16 @@ def build(name: str = "testing") -> MCPServer:
     def big_picture(kib: int) -> list[Any]:
         return [TextContent(type="text", text=f"{kib} KiB"),
                 Image(data=PNG + b"\0" * (kib * 1024 - len(PNG)), format="png").to_image_content()]
+
+    @server.tool(description="Several pictures, each of the given size in KiB.", structured_output=False)
+    def pictures(count: int, kib: int) -> list[Any]:
+        image = Image(data=PNG + b"\0" * (kib * 1024 - len(PNG)), format="png").to_image_content()
+        return [image] * count
+
+    @server.tool(description="Audio clips of the given size in KiB each, with a caption.", structured_output=False)
+    def recording(kib: int, clips: int = 1) -> list[Any]:
+        clip = Audio(data=b"RIFF" + b"\0" * (kib * 1024 - 4), format="wav").to_audio_content()
+        return [TextContent(type="text", text=f"{clips} x {kib} KiB"), *[clip] * clips]
 
     @server.tool(description="A short note as an embedded resource.")
     def note() -> list[Any]:

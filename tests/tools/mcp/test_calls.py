@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agentloft.tools.mcp.results import MAX_IMAGE_BYTES
 from agentloft.tools.mcp.service import fit_slug
 from tests.support import ApiClient
 from tests.tools.mcp.conftest import TOKEN, HttpPeer, tools_by_name
@@ -50,6 +51,33 @@ def test_image_and_embedded_resource(admin: ApiClient, http_tools: dict[str, Any
     assert note["data"]["text"] == "here is the note"
     assert note["data"]["resources"] == [{"uri": "memo://note/1", "mimeType": "text/plain",
                                           "text": "remember the milk"}]
+
+
+def test_audio_counts_against_the_output_limit_and_images_have_a_total(
+    admin: ApiClient, http_tools: dict[str, Any]
+) -> None:
+    """Base64 a model can only read as text costs what text does: one call's clips share the tool's
+    ``maxOutputChars`` (100,000 characters, about 73 KiB); the rest are named with their size. One call's
+    images together stop at ``MAX_IMAGE_BYTES``."""
+    small = execute(admin, http_tools["recording"], {"kib": 10})
+    [clip] = small["data"]["audio"]
+    assert clip["mimeType"] == "audio/wav" and len(base64.b64decode(clip["data"])) == 10 * 1024
+    assert small["data"]["text"] == "1 x 10 KiB" and "leftOutChars" not in small["metadata"]
+
+    three = execute(admin, http_tools["recording"], {"kib": 50, "clips": 3})
+    first, *rest = three["data"]["audio"]
+    assert len(base64.b64decode(first["data"])) == 50 * 1024
+    assert rest == [{"mimeType": "audio/wav", "omitted": True, "size": 50 * 1024}] * 2
+    assert three["metadata"]["leftOutChars"] == 2 * len(first["data"])
+
+    huge = execute(admin, http_tools["recording"], {"kib": 8 * 1024})
+    assert huge["data"]["audio"] == [{"mimeType": "audio/wav", "omitted": True, "size": 8 * 1024 * 1024}]
+
+    per_image = 2 * 1024 * 1024  # two fit in the total, the third and fourth do not
+    assert 2 * per_image <= MAX_IMAGE_BYTES < 3 * per_image
+    album = execute(admin, http_tools["pictures"], {"count": 4, "kib": per_image // 1024})
+    assert [len(base64.b64decode(f["data"])) for f in album["files"]] == [per_image] * 2
+    assert album["data"] == {"images": [{"mimeType": "image/png", "omitted": True, "size": per_image}] * 2}
 
 
 def test_tool_error_is_a_failed_result(admin: ApiClient, http_tools: dict[str, Any]) -> None:

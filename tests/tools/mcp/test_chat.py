@@ -126,7 +126,7 @@ def picture_agent(
     server = add_server(transport="http", url=mcp_http.url, secret=TOKEN)
     tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
     links = []
-    for name in ("picture", "big_picture"):
+    for name in ("picture", "big_picture", "pictures", "recording"):
         admin.ok("PUT", f"/api/agent-tools/{tools[name]['toolId']}", json={"enabled": True})
         links.append({"toolId": tools[name]["toolId"]})
     agent = make_agent("painter")
@@ -183,3 +183,24 @@ def test_large_images_are_not_kept_in_messages_and_huge_ones_not_sent(
     assert note == f"A image/png file of {300 * 1024:,} bytes was left out: larger than {100 * 1024:,} bytes."
     assert _image_urls(fake_model.requests[-1]) == []
     assert note in json.dumps(fake_model.requests[-1]["messages"])
+
+
+def test_a_huge_recording_or_album_stays_out_of_every_later_request(
+    user: ApiClient, picture_agent: str, fake_model: FakeModel
+) -> None:
+    """A server answering with megabytes of audio, or a pile of large pictures: the model hears what was
+    left out instead of getting it (again with every later request of the run)."""
+    fake_model.push(call("testing__recording", {"kib": 4 * 1024}), call("testing__pictures", {"count": 4, "kib": 2048}),
+                    text("Heard and seen."))
+    reply = chat(user, picture_agent, "record and paint")
+    assert reply.text == "Heard and seen."
+    after_recording, after_album = fake_model.requests[1], fake_model.requests[2]
+    assert len(json.dumps(after_recording)) < 50_000
+    [heard] = [json.loads(m["content"]) for m in after_recording["messages"] if m["role"] == "tool"]
+    assert heard["data"]["audio"] == [{"mimeType": "audio/wav", "omitted": True, "size": 4 * 1024 * 1024}]
+    assert len(_image_urls(after_album)) == 2  # 4 MiB of the four pictures' 8 MiB
+    assert len(json.dumps(after_album)) < 2 * 2 * 1024 * 1024 * 4 // 3 + 50_000
+    result, *files = json.loads([m for m in after_album["messages"] if m["role"] == "tool"][-1]["content"])
+    assert len(files) == 2  # pydantic-ai's pointers to the two images sent after the tool results
+    seen = json.loads(result)
+    assert seen["data"] == {"images": [{"mimeType": "image/png", "omitted": True, "size": 2 * 1024 * 1024}] * 2}

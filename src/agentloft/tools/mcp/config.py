@@ -23,7 +23,9 @@ class Config(ApiModel):
     max_output_chars: int = Field(
         default=100_000, ge=1_000, le=10_000_000,
         description="Longest text (or serialised structured result) of one call that reaches the model; "
-                    "what is longer is cut, with a note saying how much was left out.",
+                    "what is longer is cut, with a note saying how much was left out. The call's audio clips "
+                    "and binary resources (base64) share the same limit; those past it are left out and "
+                    "named with their size.",
     )
 
 

@@ -15,11 +15,21 @@ optional ``structuredContent`` and ``isError``. The mapping keeps what a model a
   ``name``/``description``), each present only when there is one.
 ``metadata.mcp`` names the server and the tool as called.
 
-A tool may answer with megabytes (a whole log, a table dump). Everything a result holds goes to the model
-with every later request of the run and into the saved message, so the tool's ``maxOutputChars`` bounds
-each piece: the text (and an error's text) is cut with a note saying how much was left out, structured
-content that serialises longer is replaced by that cut text, a resource's text is cut and a larger blob
-left out with its size. ``metadata.leftOutChars`` says how much was cut in all.
+A tool may answer with megabytes (a whole log, a table dump, a recording). Everything a result holds goes
+to the model with every later request of the run and into the saved message, so every piece is bounded:
+
+- the tool's ``maxOutputChars`` bounds the text (and an error's text), cut with a note saying how much was
+  left out; structured content that serialises longer is replaced by that cut text; each resource's
+  text is cut the same way;
+- base64 the model can only read as text (audio clips, resource blobs: no model API takes them from a
+  tool) costs what text of its length costs, so it falls under the same ``maxOutputChars``, all of one
+  call's together: the clips and blobs that would take it past the limit are left out, named by their
+  type and size (``omitted``, ``size`` in bytes) so the model can say what it did not get;
+- images go to the model as images (``chat.toolset``), each at most ``chat.toolset.MAX_FILE_BYTES``; one
+  call's images together at most ``MAX_IMAGE_BYTES``, the later ones left out and named in ``data``'s
+  ``images`` list the same way.
+
+``metadata.leftOutChars`` says how many characters (base64 counted as such) were left out in all.
 """
 
 from __future__ import annotations
@@ -33,6 +43,21 @@ import mcp_types as types
 from agentloft.tools.base import ToolFile, ToolResult
 
 TEXT_JOIN = "\n\n"
+# The images of one call together, decoded: what a model takes as one image (Anthropic's limit; the same
+# figure as ``chat.toolset.MAX_FILE_BYTES``, which this package may not import). Each image is sent with
+# every later request of the run, so a server answering with a hundred large pictures would otherwise make
+# each of those requests hundreds of megabytes; a call that needs more images than this is rare.
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+
+def _size(base64_data: str) -> int:
+    """The bytes ``base64_data`` stands for (without decoding it)."""
+    return len(base64_data) * 3 // 4 - base64_data[-2:].count("=")
+
+
+def _omitted(mime_type: str, base64_data: str) -> dict[str, Any]:
+    """A clip, blob or image left out, as the model and the tool card read it: its type and size."""
+    return {"mimeType": mime_type, "omitted": True, "size": _size(base64_data)}
 
 
 @dataclass
@@ -41,6 +66,25 @@ class _Limit:
 
     max_chars: int
     left_out: int = 0
+    base64_chars: int = 0  # audio and blobs kept so far
+    image_bytes: int = 0  # images kept so far
+
+    def base64(self, mime_type: str, data: str) -> dict[str, Any] | None:
+        """``None`` when ``data`` fits in what is left of the call's limit (and now counts against it), else
+        the note that stands for it."""
+        if self.base64_chars + len(data) <= self.max_chars:
+            self.base64_chars += len(data)
+            return None
+        self.left_out += len(data)
+        return _omitted(mime_type, data)
+
+    def image(self, block: types.ImageContent) -> ToolFile | dict[str, Any]:
+        size = _size(block.data)
+        if self.image_bytes + size <= MAX_IMAGE_BYTES:
+            self.image_bytes += size
+            return ToolFile(media_type=block.mime_type, data=block.data)
+        self.left_out += len(block.data)
+        return _omitted(block.mime_type, block.data)
 
     def text(self, text: str) -> str:
         if len(text) <= self.max_chars:
@@ -69,23 +113,23 @@ def _resource(block: types.EmbeddedResource | types.ResourceLink, limit: _Limit)
     out: dict[str, Any] = {"uri": str(inner.uri), "mimeType": inner.mime_type}
     if isinstance(inner, types.TextResourceContents):
         out["text"] = limit.text(inner.text)
-    elif len(inner.blob) > limit.max_chars:
-        limit.left_out += len(inner.blob)
-        out.update(omitted=True, size=len(inner.blob) * 3 // 4)
     else:
-        out["blob"] = inner.blob
+        omitted = limit.base64(inner.mime_type or "application/octet-stream", inner.blob)
+        out.update({"omitted": True, "size": omitted["size"]} if omitted else {"blob": inner.blob})
     return {k: v for k, v in out.items() if v is not None}
 
 
 def _sorted_blocks(result: types.CallToolResult, limit: _Limit) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {"text": [], "images": [], "audio": [], "resources": []}
+    out: dict[str, list[Any]] = {"text": [], "files": [], "images": [], "audio": [], "resources": []}
     for block in result.content:
         if isinstance(block, types.TextContent):
             out["text"].append(block.text)
         elif isinstance(block, types.ImageContent):
-            out["images"].append(ToolFile(media_type=block.mime_type, data=block.data))
+            image = limit.image(block)
+            out["files" if isinstance(image, ToolFile) else "images"].append(image)
         elif isinstance(block, types.AudioContent):
-            out["audio"].append({"mimeType": block.mime_type, "data": block.data})
+            omitted = limit.base64(block.mime_type, block.data)
+            out["audio"].append(omitted or {"mimeType": block.mime_type, "data": block.data})
         elif isinstance(block, types.EmbeddedResource | types.ResourceLink):
             out["resources"].append(_resource(block, limit))
     return out
@@ -101,8 +145,8 @@ def to_tool_result(result: types.CallToolResult, *, server: str, tool: str, max_
         meta["leftOutChars"] = limit.left_out
     if result.is_error:
         return ToolResult.fail(text or f"the MCP tool '{tool}' reported an error", **meta)
-    files: list[ToolFile] = blocks["images"]
-    media = {k: blocks[k] for k in ("audio", "resources") if blocks[k]}
+    files: list[ToolFile] = blocks["files"]
+    media = {k: blocks[k] for k in ("images", "audio", "resources") if blocks[k]}
     data: Any
     if media:
         data = _combined(text, structured, media)
