@@ -2,7 +2,7 @@
 ``MCPServer`` never would: input schemas written by hand (``$ref``/``$defs``, ``anyOf``/``oneOf``, enums,
 nested objects, no ``properties`` at all, a huge description), and answers a careful server would not
 give (U+0000 and lone surrogates in text, very large text, structured content and resources, a slow
-tool).
+tool; over stdio, an answer in Latin-1 rather than UTF-8).
 
 Serve it over streamable HTTP with ``build().streamable_http_app()``, or run this file for stdio.
 """
@@ -65,6 +65,8 @@ def _tools() -> list[types.Tool]:
                    input_schema={"type": "object", "properties": {}}),
         types.Tool(name="flood_resource", description="A very large embedded resource.",
                    input_schema={"type": "object", "properties": {}}),
+        types.Tool(name="latin1", description="Text written on stdio in Latin-1, not UTF-8.",
+                   input_schema={"type": "object", "properties": {}}),
         types.Tool(name="sleepy", description="Sleeps for the given seconds.",
                    input_schema={"type": "object", "properties": {"seconds": {"type": "number"}},
                                  "required": ["seconds"]}),
@@ -72,6 +74,7 @@ def _tools() -> list[types.Tool]:
 
 
 DIRTY = "before\x00after \ud83d end"
+LATIN1 = "café crème, encoded wrongly"  # over stdio, its message is written in Latin-1 (see _serve_stdio)
 
 
 async def _list(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -95,6 +98,8 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
     if params.name == "flood_resource":
         big = types.TextResourceContents(uri="memo://big", mime_type="text/plain", text="y" * BIG_TEXT_CHARS)
         return types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=big)])
+    if params.name == "latin1":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=LATIN1)])
     if params.name == "sleepy":
         SLEEPS.append("started")
         try:
@@ -128,7 +133,11 @@ async def _serve_stdio() -> None:
         async with from_server:
             async for message in from_server:
                 data = message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                sys.stdout.write(json.dumps(data) + "\n")
+                raw = json.dumps(data, ensure_ascii=False)
+                if LATIN1 in raw:  # a server that writes its text in the locale's 8-bit encoding: é is 0xE9
+                    sys.stdout.buffer.write(raw.encode("latin-1") + b"\n")
+                else:
+                    sys.stdout.write(json.dumps(data) + "\n")
                 sys.stdout.flush()
 
     async with anyio.create_task_group() as tg:

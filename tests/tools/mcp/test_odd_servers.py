@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -20,8 +22,8 @@ from tests.tools.mcp import odd_server
 from tests.tools.mcp.conftest import tools_by_name
 
 Add = Callable[..., dict[str, Any]]
-ODD_TOOLS = ["bare", "dirty", "dirty_structured", "draw", "flood", "flood_resource", "flood_structured", "nul",
-             "sleepy", "verbose"]
+ODD_TOOLS = ["bare", "dirty", "dirty_structured", "draw", "flood", "flood_resource", "flood_structured", "latin1",
+             "nul", "sleepy", "verbose"]
 
 
 @pytest.fixture
@@ -226,3 +228,24 @@ def test_a_stdio_server_that_greets_on_stdout_first(admin: ApiClient, add_server
     tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
     assert sorted(tools) == ODD_TOOLS
     assert execute(admin, tools["bare"], {})["data"] == "bare: []"
+
+
+def test_an_answer_that_is_not_utf8_over_stdio(admin: ApiClient, add_server: Add) -> None:
+    """A stdio server that writes its text in Latin-1: that call fails at once, saying so, and the server
+    goes on answering the other calls."""
+    server = add_server("oddio", transport="stdio", command=sys.executable, args=[odd_server.__file__])
+    tools = tools_by_name(admin.ok("POST", f"/api/admin/mcp-servers/{server['id']}/refresh"))
+    set_config(admin, tools["latin1"], timeoutSeconds=20)  # without the fix the call waited this long
+    with ThreadPoolExecutor(1) as pool:  # another call of the same server, running meanwhile
+        assert execute(admin, tools["sleepy"], {"seconds": 0})["data"] == "awake"  # the process is up
+        other = pool.submit(execute, admin, tools["sleepy"], {"seconds": 2})
+        started = time.monotonic()
+        bad = execute(admin, tools["latin1"], {})
+        assert time.monotonic() - started < 10
+        assert other.result()["data"] == "awake"
+    assert bad["success"] is False
+    assert bad["error"] == ("MCP server 'oddio': the MCP server answered with an error: its answer was not UTF-8 "
+                            "text (2 byte(s) that UTF-8 does not allow, the first 0xE9), so it was not used; an "
+                            "MCP server must write UTF-8 on stdout")
+    assert execute(admin, tools["bare"], {})["data"] == "bare: []"  # the same server process goes on
+    assert execute(admin, tools["bare"], {})["success"] is True

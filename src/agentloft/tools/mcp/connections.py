@@ -42,7 +42,7 @@ from mcp.shared.message import SessionMessage
 from agentloft import __version__
 from agentloft.tools import netguard
 from agentloft.tools.mcp.launch import Launcher, SandboxUnavailable, StdioSpec
-from agentloft.tools.mcp.repair import RepairingTransport, reparse
+from agentloft.tools.mcp.repair import RepairingTransport, not_utf8, reparse, stdio_encoding
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +123,8 @@ def _broken(exc: BaseException) -> bool:
 class _WatchedReads:
     """A transport's read stream that says when it ends: the server's process exited or its stream closed,
     so nothing more will come and the connection must not take another call. It also gives the session a
-    stdio line the SDK could not parse, repaired, when half a surrogate pair was all that was wrong
-    (``tools.mcp.repair``)."""
+    stdio line the SDK could not parse, repaired, when half a surrogate pair was all that was wrong, and
+    an error answer for a call whose answer was not UTF-8 (``tools.mcp.repair``)."""
 
     def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
         # ``inner`` is the SDK's ``ReadStream``, a protocol that only a private module of the SDK names.
@@ -140,8 +140,8 @@ class _WatchedReads:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
-        if isinstance(item, Exception):  # a line the SDK could not parse: perhaps half a surrogate pair
-            return reparse(item) or item
+        if isinstance(item, Exception):  # a line the SDK could not parse: half a surrogate pair, not UTF-8?
+            return reparse(item) or not_utf8(item) or item
         return item
 
     def __aiter__(self) -> Self:
@@ -196,7 +196,9 @@ class _Connection:
             return _watched(streamable_http_client(spec.url, http_client=http), self.stop.set)
         # Kept open past the exit stack (closed in ``_run``): a failed start reads the tail afterwards.
         self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        return _watched(stdio_client(self.manager.launcher(spec), errlog=self.errlog), self.stop.set)
+        # Stray bytes that are not UTF-8 fail the one answer they are in, not the reader (``tools.mcp.repair``).
+        params = self.manager.launcher(spec).model_copy(update={"encoding": stdio_encoding()})
+        return _watched(stdio_client(params, errlog=self.errlog), self.stop.set)
 
     async def _record_status(self, response: Any) -> None:
         """The SDK reports any non-2xx answer as 'an error response'; keep the status to say which."""

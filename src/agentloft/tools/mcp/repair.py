@@ -12,6 +12,15 @@ and a body that is not valid UTF-8 is decoded with the same replacement.
   (JSON or an SSE stream, in any number of pieces) is repaired on the way in.
 - stdio: the SDK hands a line it could not parse to the session as an exception that carries the line
   (Pydantic's error keeps its input); :func:`reparse` repairs that line and parses it again.
+
+A stdio server that writes bytes that are not UTF-8 at all (text in its locale's 8-bit encoding, say) is
+another matter. With the SDK's strict decoding its reader dies on the first such byte: the call waits for
+its time limit and the server is dead for every other call until its connection is dropped; with
+"replace" the damaged answer would pass as whole. So the transport reads stdout with
+:data:`STDIO_ENCODING`, UTF-8 that keeps each stray byte as a lone surrogate (Python's ``surrogateescape``),
+and :func:`not_utf8` answers the call such a line was for with an error that says so; the connection and
+the server's other calls go on. (Over HTTP the body is decoded with replacement, as above: an HTTP server
+says which charset it sends, a stdio server has no way to.)
 """
 
 from __future__ import annotations
@@ -19,11 +28,16 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import AsyncIterator
+from functools import cache
+from typing import TYPE_CHECKING
 
 import httpx2
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer  # the type codecs' decoders take; typeshed's, not importable
 
 # One JSON escape at a time, left to right, so ``\\`` is never read as the start of another escape:
 # a well-formed surrogate pair, a lone surrogate, or any other escape.
@@ -112,6 +126,68 @@ class RepairingTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+# --- stdio bytes that are not UTF-8 -------------------------------------------------------------------
+
+# The name ``StdioServerParameters.encoding`` is given (registered by :func:`stdio_encoding`).
+STDIO_ENCODING = "agentloft_mcp_stdio"
+# What ``surrogateescape`` makes of the bytes 0x80-0xFF that are not part of valid UTF-8.
+_STRAY = re.compile("[\udc80-\udcff]")
+
+
+class _KeepingDecoder(codecs.BufferedIncrementalDecoder):
+    """UTF-8 whatever error handler the reader asks for: a stray byte becomes U+DC80-U+DCFF."""
+
+    def _buffer_decode(self, input: ReadableBuffer, errors: str, final: bool) -> tuple[str, int]:
+        return codecs.utf_8_decode(input, "surrogateescape", final)
+
+
+def _find_codec(name: str) -> codecs.CodecInfo | None:
+    if name != STDIO_ENCODING:
+        return None
+    utf8 = codecs.lookup("utf-8")
+    return codecs.CodecInfo(
+        utf8.encode, lambda data, errors="strict": codecs.utf_8_decode(data, "surrogateescape", True),
+        name=STDIO_ENCODING, incrementalencoder=utf8.incrementalencoder, incrementaldecoder=_KeepingDecoder,
+        streamreader=utf8.streamreader, streamwriter=utf8.streamwriter,
+    )
+
+
+@cache
+def stdio_encoding() -> str:
+    """:data:`STDIO_ENCODING`, registered with ``codecs`` the first time it is needed."""
+    codecs.register(_find_codec)
+    return STDIO_ENCODING
+
+
+def _unreadable_line(error: Exception) -> str | None:
+    """The stdio line behind the SDK's failure to read it as text (Pydantic keeps its input)."""
+    if not isinstance(error, ValidationError):
+        return None
+    details = error.errors()
+    line = details[0].get("input") if details and details[0]["type"] == "string_unicode" else None
+    return line if isinstance(line, str) else None
+
+
+def not_utf8(error: Exception) -> SessionMessage | None:
+    """For a stdio line with bytes that are not UTF-8 and that answers a call: an error answer to that
+    call saying so. None for anything else (a line that answers nothing is passed over, as unreadable
+    lines are)."""
+    line = _unreadable_line(error)
+    stray = [ord(c) - 0xDC00 for c in _STRAY.findall(line or "")]
+    if line is None or not stray:
+        return None
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(_STRAY.sub("\ufffd", line), by_name=False)
+    except ValidationError:
+        return None
+    if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+        return None
+    why = (f"its answer was not UTF-8 text ({len(stray)} byte(s) that UTF-8 does not allow, the first "
+           f"0x{stray[0]:02X}), so it was not used; an MCP server must write UTF-8 on stdout")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=message.id,
+                                             error=types.ErrorData(code=types.PARSE_ERROR, message=why)))
 
 
 def reparse(error: Exception) -> SessionMessage | None:
