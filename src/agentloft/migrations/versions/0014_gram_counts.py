@@ -45,9 +45,11 @@ GRAM_GUARD = 1_735_289_601
 GRAM_WRITE = 1_735_289_602
 
 
-def _doc_text(row: str) -> str:
-    return (f"({row}.title || ' ' || coalesce({row}.summary, '') || ' ' || coalesce({row}.tags, '') || ' ' "
-            f"|| {row}.content)")
+def _folded(row: str) -> str:
+    """``agentloft_fold`` of the row's text, read from its generated ``search_text`` (migration 0007: the
+    folded text where folding changes more than the case, else NULL) instead of normalized again."""
+    return (f"coalesce({row}.search_text, lower({row}.title || ' ' || coalesce({row}.summary, '') || ' ' || "
+            f"coalesce({row}.tags, '') || ' ' || {row}.content))")
 
 
 TABLE = """
@@ -61,17 +63,20 @@ CREATE TABLE agent_document_gram_counts (
 """
 
 # The change one write makes to each of a user's counts: +1 where the new text holds the gram (and the
-# type fits), -1 where the old one did; rows that do not change are not touched.
+# type fits), -1 where the old one did; rows that do not change are not touched. PL/pgSQL, not SQL: it
+# keeps the statement's plan for the connection (a SQL function plans it again on every write).
 APPLY = """
 CREATE FUNCTION agentloft_count_grams(uid integer, old_text text, old_type text, new_text text,
-                                      new_type text) RETURNS void LANGUAGE sql AS $$
+                                      new_type text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     UPDATE agent_document_gram_counts c SET n = c.n + d.delta
     FROM (SELECT k.type, k.gram,
                  (new_text IS NOT NULL AND k.type IN ('', new_type) AND strpos(new_text, k.gram) > 0)::int
                - (old_text IS NOT NULL AND k.type IN ('', old_type) AND strpos(old_text, k.gram) > 0)::int
                  AS delta
           FROM agent_document_gram_counts k WHERE k.user_id = uid) d
-    WHERE c.user_id = uid AND c.type = d.type AND c.gram = d.gram AND d.delta <> 0
+    WHERE c.user_id = uid AND c.type = d.type AND c.gram = d.gram AND d.delta <> 0;
+END
 $$
 """
 
@@ -84,22 +89,26 @@ BEGIN
     IF TG_OP <> 'INSERT' THEN
         PERFORM pg_advisory_xact_lock_shared({GRAM_GUARD}, OLD.user_id);
         IF EXISTS (SELECT 1 FROM agent_document_gram_counts WHERE user_id = OLD.user_id) THEN
-            old_text := agentloft_fold({_doc_text("OLD")});
+            old_text := {_folded("OLD")};
         END IF;
     END IF;
-    IF TG_OP <> 'DELETE' THEN
-        PERFORM pg_advisory_xact_lock_shared({GRAM_GUARD}, NEW.user_id);
-        IF EXISTS (SELECT 1 FROM agent_document_gram_counts WHERE user_id = NEW.user_id) THEN
-            new_text := agentloft_fold({_doc_text("NEW")});
+    IF TG_OP = 'UPDATE' AND OLD.user_id = NEW.user_id THEN  -- the guard is held, the counts looked for
+        IF old_text IS NULL THEN
+            RETURN NULL;
         END IF;
-    END IF;
-    IF TG_OP = 'UPDATE' AND OLD.user_id = NEW.user_id THEN
-        IF old_text IS NULL OR (old_text = new_text AND OLD.type = NEW.type) THEN
+        new_text := {_folded("NEW")};
+        IF old_text = new_text AND OLD.type = NEW.type THEN
             RETURN NULL;
         END IF;
         PERFORM pg_advisory_xact_lock({GRAM_WRITE}, NEW.user_id);
         PERFORM agentloft_count_grams(NEW.user_id, old_text, OLD.type, new_text, NEW.type);
         RETURN NULL;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_advisory_xact_lock_shared({GRAM_GUARD}, NEW.user_id);
+        IF EXISTS (SELECT 1 FROM agent_document_gram_counts WHERE user_id = NEW.user_id) THEN
+            new_text := {_folded("NEW")};
+        END IF;
     END IF;
     IF old_text IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock({GRAM_WRITE}, OLD.user_id);
