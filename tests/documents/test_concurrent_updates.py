@@ -1,0 +1,60 @@
+"""Two updates of one document at the same time: each either lands with its own version number or is
+refused with a 409 ``document_conflict`` (never a server error, never two versions with one number), on
+both databases. The version number is taken inside the INSERT (``service._keep_version``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import insert, select
+
+from agentloft.auth.models import User
+from agentloft.core import migrate
+from agentloft.core.db import Database, utcnow
+from agentloft.core.errors import Conflict
+from agentloft.documents import service as documents
+from agentloft.documents.models import AgentDocumentVersion
+
+
+@pytest.fixture
+def migrated(blank_database_url: str) -> Iterator[str]:
+    migrate.upgrade(blank_database_url)
+    yield blank_database_url
+
+
+async def _update(db: Database, doc_id: str, content: str) -> str:
+    try:
+        async with db.session() as s:
+            await documents.update_document(db=s, user_id=1, document_id=doc_id, changes={"content": content})
+    except Conflict as exc:
+        assert exc.code == "document_conflict"
+        return "refused"
+    return content
+
+
+async def _run(url: str) -> None:
+    db = Database(url)
+    try:
+        now = utcnow()
+        async with db.session() as s:
+            await s.execute(insert(User).values(id=1, username="u1", password_hash="x", role="user",
+                                                disabled=False, created_at=now, updated_at=now))
+            doc_id = (await documents.create_document(db=s, user_id=1, title="t", content="v0")).id
+        for rnd in range(5):
+            outcomes = await asyncio.gather(*(_update(db, doc_id, f"r{rnd}w{w}") for w in range(3)))
+            assert any(o != "refused" for o in outcomes), outcomes
+        async with db.session() as s:
+            numbers = list((await s.execute(select(AgentDocumentVersion.version)
+                                            .where(AgentDocumentVersion.document_id == doc_id)
+                                            .order_by(AgentDocumentVersion.version))).scalars())
+            doc = await documents.get_document_by_id(db=s, user_id=1, document_id=doc_id)
+        assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5
+        assert doc.content.startswith("r4w")
+    finally:
+        await db.dispose()
+
+
+def test_concurrent_updates_land_or_are_refused(migrated: str) -> None:
+    asyncio.run(_run(migrated))
