@@ -30,6 +30,8 @@ from pydantic_ai.ui.vercel_ai.response_types import (
     ToolOutputErrorChunk,
 )
 
+from agentloft.tools.base import base64_size
+
 # The most base64 characters of one file (a tool's image) a saved message keeps: the live stream shows the
 # whole file, a reloaded page shows a note with its size instead of a larger one. The model's history
 # keeps the file either way; this bounds the rows every page load and message listing reads.
@@ -50,7 +52,7 @@ def _kept_item(item: Any) -> Any:
     data = item.get("data")
     if not isinstance(data, str) or len(data) <= MAX_KEPT_FILE_CHARS:
         return item
-    return {**item, "data": None, "omitted": True, "size": len(data) * 3 // 4}
+    return {**item, "data": None, "omitted": True, "size": base64_size(data)}
 
 
 class PartsCollector:

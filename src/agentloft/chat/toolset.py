@@ -29,14 +29,11 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from agentloft.core.runtime import Runtime
-from agentloft.tools.base import ToolContext, ToolFile, ToolResult
+from agentloft.tools.base import MAX_FILE_BYTES, ToolContext, ToolFile, ToolResult
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
 
 # Arguments reach ``run_tool`` as a dict; each tool validates them against its own ``Input`` model.
 _ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
-# The largest file a model is sent (Anthropic's limit for one image; OpenAI's is higher). A larger one is
-# named in a note instead, so one oversized image cannot make every later request of the chat fail.
-MAX_FILE_BYTES = 5 * 1024 * 1024
 
 
 def _file_part(file: ToolFile) -> BinaryContent | str:

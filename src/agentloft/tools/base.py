@@ -27,6 +27,17 @@ class InvalidInput(ValueError):
     server's tool) rather than a Pydantic model. The message is shown to the model."""
 
 
+# The largest file a model is sent (Anthropic's limit for one image; OpenAI's is higher). The chat leaves
+# out a larger one with a note (``chat.toolset``); an MCP call's images stop at this much in all
+# (``tools.mcp.results``): each image goes with every later request of the run.
+MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+def base64_size(data: str) -> int:
+    """The bytes base64 ``data`` stands for, without decoding it."""
+    return len(data) * 3 // 4 - data[-2:].count("=")
+
+
 class ToolFile(BaseModel):
     """A file a tool hands back for the model to look at, such as an MCP tool's image. The chat engine
     gives it to the model as a file part next to the result (not as base64 text inside it), and the

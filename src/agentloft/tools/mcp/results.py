@@ -25,7 +25,7 @@ to the model with every later request of the run and into the saved message, so 
   tool) costs what text of its length costs, so it falls under the same ``maxOutputChars``, all of one
   call's together: the clips and blobs that would take it past the limit are left out, named by their
   type and size (``omitted``, ``size`` in bytes) so the model can say what it did not get;
-- images go to the model as images (``chat.toolset``), each at most ``chat.toolset.MAX_FILE_BYTES``; one
+- images go to the model as images (``chat.toolset``), each at most ``tools.base.MAX_FILE_BYTES``; one
   call's images together at most ``MAX_IMAGE_BYTES``, the later ones left out and named in ``data``'s
   ``images`` list the same way.
 
@@ -40,24 +40,18 @@ from typing import Any
 
 import mcp_types as types
 
-from agentloft.tools.base import ToolFile, ToolResult
+from agentloft.tools.base import MAX_FILE_BYTES, ToolFile, ToolResult, base64_size
 
 TEXT_JOIN = "\n\n"
-# The images of one call together, decoded: what a model takes as one image (Anthropic's limit; the same
-# figure as ``chat.toolset.MAX_FILE_BYTES``, which this package may not import). Each image is sent with
+# The images of one call together, decoded: what a model takes as one image. Each image is sent with
 # every later request of the run, so a server answering with a hundred large pictures would otherwise make
 # each of those requests hundreds of megabytes; a call that needs more images than this is rare.
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
-
-
-def _size(base64_data: str) -> int:
-    """The bytes ``base64_data`` stands for (without decoding it)."""
-    return len(base64_data) * 3 // 4 - base64_data[-2:].count("=")
+MAX_IMAGE_BYTES = MAX_FILE_BYTES
 
 
 def _omitted(mime_type: str, base64_data: str) -> dict[str, Any]:
     """A clip, blob or image left out, as the model and the tool card read it: its type and size."""
-    return {"mimeType": mime_type, "omitted": True, "size": _size(base64_data)}
+    return {"mimeType": mime_type, "omitted": True, "size": base64_size(base64_data)}
 
 
 @dataclass
@@ -79,7 +73,7 @@ class _Limit:
         return _omitted(mime_type, data)
 
     def image(self, block: types.ImageContent) -> ToolFile | dict[str, Any]:
-        size = _size(block.data)
+        size = base64_size(block.data)
         if self.image_bytes + size <= MAX_IMAGE_BYTES:
             self.image_bytes += size
             return ToolFile(media_type=block.mime_type, data=block.data)
