@@ -11,6 +11,7 @@ concurrent writers wait instead of failing.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     event,
+    exc,
     make_url,
     select,
 )
@@ -237,6 +239,37 @@ def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
 POOL_TIMEOUT_S = 120.0
 
 
+# A pooled PostgreSQL connection idle for longer than this is pinged before it is handed out; one used
+# more recently is trusted. SQLAlchemy's ``pool_pre_ping`` pinged on every checkout, and the asyncpg
+# dialect's ping is three round trips (BEGIN, an empty query, ROLLBACK): 0.45 ms of a 4 ms document update
+# on PostgreSQL (bench/documents.py, docs/benchmarks.md). A server restart or a dropped connection is
+# still caught before use for connections that sat idle; one that breaks within this window fails its
+# request once, and SQLAlchemy then discards every connection opened before the failure.
+IDLE_PING_AFTER_S = 10.0
+
+
+def _ping_idle_connections(engine: AsyncEngine) -> None:
+    """Stamp each connection when it returns to the pool; at checkout, ping it if it has sat there for
+    longer than ``IDLE_PING_AFTER_S`` and, if the ping fails, have the pool replace it (``DisconnectionError``
+    is the pool's documented signal to discard a connection and take another)."""
+
+    def checkin(_dbapi_conn: Any, record: Any) -> None:
+        if record is not None:
+            record.info["idle_since"] = time.monotonic()
+
+    def checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("idle_since", None)
+        if since is None or time.monotonic() - since <= IDLE_PING_AFTER_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except Exception as error:
+            raise exc.DisconnectionError("the pooled connection is gone") from error
+
+    event.listen(engine.sync_engine.pool, "checkin", checkin)
+    event.listen(engine.sync_engine.pool, "checkout", checkout)
+
+
 def make_engine(url: str) -> AsyncEngine:
     database = make_url(url).database
     file_backed = url.startswith("sqlite") and bool(database) and database != ":memory:"
@@ -246,7 +279,8 @@ def make_engine(url: str) -> AsyncEngine:
     elif url.startswith("sqlite"):
         engine = create_async_engine(url)
     else:
-        engine = create_async_engine(url, pool_pre_ping=True, pool_timeout=POOL_TIMEOUT_S)
+        engine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_S)
+        _ping_idle_connections(engine)
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "before_cursor_execute", _refuse_nul)
