@@ -244,8 +244,8 @@ def test_an_answer_that_is_not_utf8_over_stdio(admin: ApiClient, add_server: Add
         assert time.monotonic() - started < 10
         assert other.result()["data"] == "awake"
     assert bad["success"] is False
-    assert bad["error"] == ("MCP server 'oddio': the MCP server answered with an error: its answer was not UTF-8 "
-                            "text (2 byte(s) that UTF-8 does not allow, the first 0xE9), so it was not used; an "
-                            "MCP server must write UTF-8 on stdout")
+    # Said as what happened here, not as an error the server answered with.
+    assert bad["error"] == ("MCP server 'oddio': its answer was not UTF-8 text (2 byte(s) that UTF-8 does not "
+                            "allow, the first 0xE9), so it was not used; an MCP server must write UTF-8 on stdout")
     assert execute(admin, tools["bare"], {})["data"] == "bare: []"  # the same server process goes on
     assert execute(admin, tools["bare"], {})["success"] is True

@@ -42,7 +42,7 @@ from mcp.shared.message import SessionMessage
 from agentloft import __version__
 from agentloft.tools import netguard
 from agentloft.tools.mcp.launch import Launcher, SandboxUnavailable, StdioSpec
-from agentloft.tools.mcp.repair import RepairingTransport, not_utf8, reparse, stdio_encoding
+from agentloft.tools.mcp.repair import NOT_UTF8, RepairingTransport, not_utf8, reparse, stdio_encoding
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,8 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, netguard.NetError | SandboxUnavailable | McpUnavailable):
         return str(exc)
+    if isinstance(exc, MCPError) and exc.data == NOT_UTF8:  # said here: the server's answer was unreadable
+        return exc.message
     if isinstance(exc, MCPError):
         return f"the MCP server answered with an error: {exc.message}"
     text = str(exc).strip()

@@ -132,6 +132,9 @@ class RepairingTransport(httpx2.AsyncBaseTransport):
 
 # The name ``StdioServerParameters.encoding`` is given (registered by :func:`stdio_encoding`).
 STDIO_ENCODING = "agentloft_mcp_stdio"
+# The ``data`` of the error answer :func:`not_utf8` gives in the server's stead: the failure is then told in
+# its own words (``connections.describe``), not as an error the server answered with.
+NOT_UTF8 = "agentloft:not-utf8"
 # What ``surrogateescape`` makes of the bytes 0x80-0xFF that are not part of valid UTF-8.
 _STRAY = re.compile("[\udc80-\udcff]")
 
@@ -187,7 +190,8 @@ def not_utf8(error: Exception) -> SessionMessage | None:
     why = (f"its answer was not UTF-8 text ({len(stray)} byte(s) that UTF-8 does not allow, the first "
            f"0x{stray[0]:02X}), so it was not used; an MCP server must write UTF-8 on stdout")
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=message.id,
-                                             error=types.ErrorData(code=types.PARSE_ERROR, message=why)))
+                                             error=types.ErrorData(code=types.PARSE_ERROR, message=why,
+                                                                   data=NOT_UTF8)))
 
 
 def reparse(error: Exception) -> SessionMessage | None:
