@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from argon2 import PasswordHasher
 
@@ -204,6 +205,31 @@ def test_field_problems_carry_codes_pages_can_word(admin: ApiClient) -> None:
     assert r.status_code == 422 and r.json()["error"]["fieldCodes"] == {"q": {"code": "no_search_terms"}}
     r = admin.post("/api/auth/login", content=b"{not json", headers={"content-type": "application/json"})
     assert r.json()["error"]["fieldCodes"] == {"body": {"code": "json_invalid"}}
+
+
+def test_hand_written_field_problems_carry_codes_too(admin: ApiClient) -> None:
+    """The services' own checks name a code for each field like pydantic's do, so a page in Chinese does not
+    show the English words (``core.errors.problem``)."""
+
+    def codes(r: httpx.Response, status: int = 422) -> dict[str, object]:
+        assert r.status_code == status, r.text
+        error = r.json()["error"]
+        assert set(error["fields"]) == set(error["fieldCodes"])  # the English words stay beside the codes
+        return error["fieldCodes"]
+
+    r = admin.post("/api/agent-documents", json={"title": "t", "content": "x" * 200_001})
+    assert codes(r, 413) == {"content": {"code": "string_too_long", "params": {"max_length": 200_000}}}
+    r = admin.post("/api/auth/password", json={"currentPassword": "not-it", "newPassword": "a-new-secret"})
+    assert codes(r) == {"currentPassword": {"code": "wrong_password"}}
+    r = admin.post("/api/admin/mcp-servers", json={"slug": "files", "name": "Files", "transport": "http",
+                                                   "url": "ftp://files.example"})
+    assert codes(r) == {"url": {"code": "not_http_url"}}
+    r = admin.post("/api/admin/mcp-servers", json={"slug": "files", "name": "Files", "transport": "stdio"})
+    assert codes(r) == {"command": {"code": "required_for_transport", "params": {"transport": "stdio"}}}
+    r = admin.post("/api/agent-tools", json={"slug": "odd", "name": "Odd", "type": "no-such-type"})
+    assert codes(r) == {"type": {"code": "unknown_tool_type", "params": {"type": "no-such-type"}}}
+    r = admin.put("/api/admin/settings", json={"allowedInternalHosts": ["10.0.0.0/33"]})
+    assert codes(r) == {"allowedInternalHosts": {"code": "not_a_cidr", "params": {"entry": "10.0.0.0/33"}}}
 
 
 def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:

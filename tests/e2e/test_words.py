@@ -1,6 +1,6 @@
 """Issue 14 point 8 in a real browser, in both languages: the sign-in error, sign-up's field problems
-(each once, in words), a tool's failure and the step limit's notice in the chat, and the built-in tools'
-texts on the admin page."""
+(each once, in words), a tool's failure and the step limit's notice in the chat, the built-in tools'
+texts on the admin page, and a field problem the server's own check found."""
 
 from __future__ import annotations
 
@@ -99,3 +99,17 @@ def test_tool_failures_and_built_in_texts_in_chinese(
     own = page.locator("#tools-table tr[data-slug='calc']")
     expect(own.locator("strong")).to_have_text("My own calculator")  # an admin's own name stays
     expect(own.locator("td").nth(1)).to_have_text("计算器")
+
+
+def test_the_servers_own_field_problems_in_chinese(admin_page: Page, app: LiveApp) -> None:
+    """A check the server makes itself (not its schema) has a code for the field too: the wrong current
+    password is said in Chinese beside its input, not in the server's English."""
+    page = admin_page
+    page.context.add_cookies([{"name": "agentloft_lang", "value": "zh-CN", "url": app.url}])
+    page.goto("/tokens")
+    form = page.locator("#password-form")
+    form.get_by_label("当前密码").fill("not-my-password")
+    form.get_by_label("新密码").fill("a-new-secret")
+    form.get_by_role("button", name="修改密码").click()
+    expect(form.locator(".field-error")).to_have_text(["当前密码不正确"])
+    expect(form.locator(".form-error")).to_be_hidden()

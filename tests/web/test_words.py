@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import get_args
 
 import agentloft
 from agentloft.a2a.tool import TOOL_TYPE as AGENT_INVOKE
-from agentloft.core.errors import AppError
+from agentloft.core.errors import AppError, ProblemCode
 from agentloft.defaults import TOOL_TEXTS
 from agentloft.tools.types import builtin_types
 from agentloft.web import i18n
@@ -106,3 +107,41 @@ def test_every_error_code_the_api_sends_has_words_in_both_languages() -> None:
         strings = i18n.catalog(lang)
         missing = {c for c in codes - MACHINE_CODES if f"apiError.{c}" not in strings}
         assert not missing, (lang, missing)
+
+
+# How a field's problem gets its code in the source: ``problem("code", ...)``, ``pydantic_problem("code", ...)``
+# and ``invalid_field(path, "code", ...)``.
+_NAMED_CODE = re.compile(r'\b(?:pydantic_problem|problem)\(\s*"([a-z_]+)"'
+                         r'|\binvalid_field\(\s*[^,]+,\s*"([a-z_]+)"')
+# Codes a validator names for a tool's input: only the model reads those (as a failed tool result).
+MODEL_ONLY_FIELD_CODES = {"action_rule"}
+
+
+def _named_field_codes() -> set[str]:
+    """Every field code the source names where it makes a field's problem."""
+    found: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        found |= {a or b for a, b in _NAMED_CODE.findall(path.read_text())}
+    return found
+
+
+def test_every_field_code_the_api_sends_has_words_in_both_languages() -> None:
+    """A hand-written field problem names one of ``ProblemCode`` (the type checker holds each call to it) and
+    pages word every one of them; the source scan shows each one named is listed, and the scan works."""
+    listed = set(get_args(ProblemCode))
+    named = _named_field_codes()
+    assert {"wrong_password", "not_http_url", "string_too_long", "unstorable_text", "not_editable"} <= named
+    assert named <= listed, named - listed
+    for lang in ("en", "zh-CN"):
+        strings = i18n.catalog(lang)
+        missing = {c for c in listed if f"fieldError.{c}" not in strings}
+        assert not missing, (lang, missing)
+
+
+def test_no_field_problem_is_made_without_the_helpers() -> None:
+    """Pydantic's own error made by hand would name a code no list holds; ``pydantic_problem`` is the way."""
+    made_by_hand = {path.relative_to(SRC).as_posix() for path in SRC.rglob("*.py")
+                    if "PydanticCustomError(" in path.read_text()}
+    assert made_by_hand <= {"core/errors.py", "tools/types/document/config.py"}, made_by_hand
+    config = (SRC / "tools/types/document/config.py").read_text()
+    assert set(re.findall(r'PydanticCustomError\(\s*"([a-z_]+)"', config)) <= MODEL_ONLY_FIELD_CODES

@@ -18,7 +18,7 @@ from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.agents.schemas import AgentCreate, AgentUpdate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, utcnow, value_taken
-from agentloft.core.errors import Conflict, Invalid, NotFound
+from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_field, problem
 from agentloft.core.schemas import PageParams
 from agentloft.llm import service as llm_service
 
@@ -32,7 +32,7 @@ async def _check_model(db: AsyncSession, model_id: int | None) -> None:
     try:
         await llm_service.get_model(db=db, model_id=model_id)
     except NotFound as exc:
-        raise Invalid("modelId: no such model", fields={"modelId": "no such model"}) from exc
+        raise invalid_field("modelId", "no_such_model", "no such model") from exc
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: int | None = None) -> bool:
@@ -130,7 +130,7 @@ async def update_agent(
     _set_token(row, box, token)
     if row.kind == REMOTE and not row.card_url:
         raise Invalid("cardUrl: a remote agent needs the URL of its agent card",
-                      fields={"cardUrl": "required for a remote agent"})
+                      fields={"cardUrl": problem("required_for_remote_agent", "required for a remote agent")})
     if (row.kind, row.card_url, row.remote_token_enc) != reach:
         await _store_card(row, fetch_card, box)
     await db.flush()

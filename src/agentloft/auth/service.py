@@ -21,7 +21,7 @@ from agentloft.auth.models import ApiToken, AuthSession, User
 from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
 from agentloft.core.crypto import new_token, token_hash
 from agentloft.core.db import one_or_404, rows_matched, utcnow
-from agentloft.core.errors import AppError, Conflict, Forbidden, Invalid, NotFound, Unauthorized
+from agentloft.core.errors import AppError, Conflict, Forbidden, Invalid, NotFound, Unauthorized, problem
 from agentloft.core.schemas import PageParams
 from agentloft.system.models import AppSetting
 
@@ -270,5 +270,5 @@ async def change_own_password(
     user = await get_user(db=db, user_id=user_id)
     if not await verify_password(password_hash=user.password_hash, password=current):
         raise Invalid("the current password is wrong", code="wrong_password",
-                      fields={"currentPassword": "the current password is wrong"})
+                      fields={"currentPassword": problem("wrong_password", "the current password is wrong")})
     await set_password(db=db, user_id=user_id, password=new, keep_session=keep_session)

@@ -32,7 +32,7 @@ from agentloft.chat.models import (
     ChatApproval,
 )
 from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
-from agentloft.core.errors import Conflict, Invalid, NotFound, field_code
+from agentloft.core.errors import Conflict, Invalid, NotFound, problem
 from agentloft.core.ids import new_id
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.schemas import PageParams
@@ -115,8 +115,8 @@ async def search_sessions(
     hits = await search.search_sessions(db=db, user_id=user_id, q=q, offset=page.offset, limit=page.page_size,
                                         narrow=narrow, filters=SESSION_LIST_FILTERS)
     if hits is None:
-        raise Invalid("the search has no terms", fields={"q": "enter something to search for"},
-                      field_codes={"q": field_code("no_search_terms")})
+        raise Invalid("the search has no terms",
+                      fields={"q": problem("no_search_terms", "enter something to search for")})
     return hits
 
 

@@ -7,18 +7,22 @@ code and message rendered as an error page by the web domain.
 ``fields`` says in English what is wrong with each field. ``fieldCodes`` says the same per field as a
 stable code and its values (``{"message": {"code": "string_too_long", "params": {"max_length": 100000}}}``)
 so that pages word it in the reader's language: the codes of a validation failure are pydantic's error
-types (stable across pydantic 2 releases, listed in its docs), a hand-written problem names its own.
+types (stable across pydantic 2 releases, listed in its docs), a hand-written problem names one of
+``ProblemCode``. Both come from one ``FieldProblem`` per field (``problem``, ``invalid_field``, and
+``pydantic_problem`` inside a validator), so no field's problem can go without a code.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, LiteralString, NamedTuple, NotRequired, TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from pydantic_core import PydanticCustomError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -38,6 +42,39 @@ class FieldCode(TypedDict):
     params: NotRequired[dict[str, FieldParam]]
 
 
+# The codes a hand-written field problem may carry: pydantic's error types where the meaning is the
+# same (``string_too_long`` with ``max_length``), else agentloft's own. Pages word every one
+# (``fieldError.<code>`` in ``web.i18n.errors``; a test checks both languages have words for each).
+ProblemCode = Literal[
+    # pydantic's
+    "missing", "string_too_long", "literal_error",
+    # agentloft's
+    "unstorable_text", "no_search_terms", "wrong_password", "no_such_model", "required_for_remote_agent",
+    "unknown_tool_type", "tool_type_not_creatable", "slug_taken", "no_such_tool", "tool_listed_twice",
+    "not_http_url", "required_for_transport", "not_a_cidr", "not_editable",
+]
+
+
+class FieldProblem(NamedTuple):
+    """One field's problem twice: English words (``fields``) and a code with its values (``fieldCodes``)."""
+
+    text: str
+    code: FieldCode
+
+
+def problem(code: ProblemCode, text: str, **params: FieldParam) -> FieldProblem:
+    """A hand-written field problem: ``fields={"slug": problem("slug_taken", "taken")}``. ``params`` are
+    the values the words name (``problem("string_too_long", "at most 200 characters", max_length=200)``)."""
+    return FieldProblem(text, _field_code(code, **params))
+
+
+def pydantic_problem(code: ProblemCode, template: LiteralString, **params: FieldParam) -> PydanticCustomError:
+    """What a validator raises for a problem of its own, instead of ``ValueError`` (whose code,
+    ``value_error``, no page can word): the words are ``template`` with ``params`` filled in
+    (``"unknown time zone '{zone}'"``), the code and params go to ``fieldCodes`` like pydantic's own."""
+    return PydanticCustomError(code, template, params)
+
+
 class AppError(Exception):
     """A failure a client can act on: HTTP status, stable code, English message, optional field errors."""
 
@@ -50,8 +87,7 @@ class AppError(Exception):
         *,
         code: str | None = None,
         status: int | None = None,
-        fields: dict[str, str] | None = None,
-        field_codes: dict[str, FieldCode] | None = None,
+        fields: Mapping[str, FieldProblem] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -60,16 +96,14 @@ class AppError(Exception):
             self.code = code
         if status:
             self.status = status
-        self.fields = fields
-        self.field_codes = field_codes
+        self.fields = dict(fields or {})
         self.headers = headers  # sent with the error response, e.g. a 429's ``Retry-After``
 
     def body(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.fields:
-            err["fields"] = self.fields
-        if self.field_codes:
-            err["fieldCodes"] = self.field_codes
+            err["fields"] = {path: p.text for path, p in self.fields.items()}
+            err["fieldCodes"] = {path: p.code for path, p in self.fields.items()}
         return {"error": err}
 
 
@@ -123,8 +157,8 @@ def _json_invalid(error: dict[str, Any]) -> tuple[str, str]:
     return "body", f"not valid JSON at character {where}: {why}".rstrip(": ")
 
 
-def field_code(code: str, **params: FieldParam) -> FieldCode:
-    """A hand-written field problem's code (``field_codes={"q": field_code("no_search_terms")}``)."""
+def _field_code(code: str, **params: FieldParam) -> FieldCode:
+    """A code as ``fieldCodes`` carries it: ``params`` only when there are some."""
     return {"code": code, "params": params} if params else {"code": code}
 
 
@@ -133,32 +167,34 @@ def _code_of(error: dict[str, Any]) -> FieldCode:
     ``value_error``'s exception is left out; its English words stay in ``fields``)."""
     ctx = error.get("ctx") or {}
     params = {k: v for k, v in ctx.items() if isinstance(v, str | int | float | bool)}
-    return field_code(str(error.get("type", "invalid")), **params)
+    return _field_code(str(error.get("type", "invalid")), **params)
 
 
-def _problems(errors: list[Any]) -> tuple[dict[str, str], dict[str, FieldCode]]:
-    """Map pydantic error dicts to ``{"field.path": "message"}`` and the same paths' codes (the first
-    problem per field wins)."""
-    fields: dict[str, str] = {}
-    codes: dict[str, FieldCode] = {}
+def _problems(errors: list[Any]) -> dict[str, FieldProblem]:
+    """Map pydantic error dicts to ``{"field.path": problem}`` (the first problem per field wins)."""
+    problems: dict[str, FieldProblem] = {}
     for e in errors:
         if e.get("type") == "json_invalid":
             path, message = _json_invalid(e)
-            code = field_code("json_invalid")
+            code = _field_code("json_invalid")
         else:
             path, message, code = _loc_to_path(e.get("loc", ())), e.get("msg", "invalid"), _code_of(e)
-        if path not in fields:
-            fields[path], codes[path] = message, code
-    return fields, codes
+        problems.setdefault(path, FieldProblem(message, code))
+    return problems
 
 
 def _invalid(errors: list[Any], prefix: str = "") -> Invalid:
-    fields, codes = _problems(errors)
+    problems = _problems(errors)
     if prefix:
-        fields = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in fields.items()}
-        codes = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in codes.items()}
-    first = next(iter(fields.items()), ("body", "invalid"))
-    return Invalid(f"{first[0]}: {first[1]}", fields=fields, field_codes=codes)
+        problems = {f"{prefix}.{k}" if k != "body" else prefix: v for k, v in problems.items()}
+    first = next(iter(problems.items()), None)
+    message = f"{first[0]}: {first[1].text}" if first else "body: invalid"
+    return Invalid(message, fields=problems)
+
+
+def invalid_field(field: str, code: ProblemCode, text: str, **params: FieldParam) -> Invalid:
+    """The usual 422 for one field's problem: ``"title: required"``, with its words and code."""
+    return Invalid(f"{field}: {text}", fields={field: problem(code, text, **params)})
 
 
 def invalid_from_pydantic(exc: ValidationError, *, prefix: str = "") -> Invalid:

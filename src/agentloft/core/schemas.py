@@ -11,9 +11,9 @@ from typing import Annotated, Generic, TypeVar
 from annotated_types import Interval
 from pydantic import AfterValidator, BaseModel, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from agentloft.core.db import UNSTORABLE
+from agentloft.core.errors import pydantic_problem
 
 T = TypeVar("T")
 
@@ -35,8 +35,7 @@ BodyId = Annotated[DbInt, Strict()]
 
 def _storable_only(value: str) -> str:
     if UNSTORABLE.search(value):
-        # A code of its own (not pydantic's ``value_error``), so pages can word it (``core.errors``).
-        raise PydanticCustomError(
+        raise pydantic_problem(
             "unstorable_text", "may not contain the NUL character (\\u0000) or a lone surrogate (\\ud800-\\udfff)"
         )
     return value

@@ -3,7 +3,7 @@ message; the API maps them to their status through the shared error handler."""
 
 from __future__ import annotations
 
-from agentloft.core.errors import AppError, Invalid, NotFound, Unauthorized
+from agentloft.core.errors import AppError, NotFound, Unauthorized, problem
 
 NOT_FOUND_MESSAGE = "document not found or no access"
 LOGIN_REQUIRED_MESSAGE = "this tool requires a signed-in session"
@@ -32,7 +32,7 @@ class ContentTooLong(AppError):
     def __init__(self, limit: int, length: int) -> None:
         super().__init__(
             f"content exceeds the maximum length ({length} > {limit} characters)",
-            fields={"content": f"at most {limit} characters"},
+            fields={"content": problem("string_too_long", f"at most {limit} characters", max_length=limit)},
         )
         self.limit = limit
 
@@ -43,6 +43,3 @@ class LoginRequired(Unauthorized):
     def __init__(self) -> None:
         super().__init__(LOGIN_REQUIRED_MESSAGE)
 
-
-def invalid_field(field: str, message: str) -> Invalid:
-    return Invalid(f"{field}: {message}", fields={field: message})

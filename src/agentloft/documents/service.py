@@ -16,14 +16,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.db import one_or_404
-from agentloft.core.errors import Conflict
+from agentloft.core.errors import Conflict, invalid_field
 from agentloft.documents import search
-from agentloft.documents.errors import (
-    ContentTooLong,
-    DocumentNotFound,
-    VersionNotFound,
-    invalid_field,
-)
+from agentloft.documents.errors import ContentTooLong, DocumentNotFound, VersionNotFound
 from agentloft.documents.models import DOCUMENT_TYPES, AgentDocument, AgentDocumentVersion
 
 DEFAULT_MAX_CONTENT_LENGTH = 50_000
@@ -74,22 +69,24 @@ def normalize_tags(tags: str | None) -> str | None:
             out.append(tag)
     joined = ",".join(out)
     if len(joined) > MAX_TAGS_LENGTH:
-        raise invalid_field("tags", f"at most {MAX_TAGS_LENGTH} characters")
+        raise invalid_field("tags", "string_too_long", f"at most {MAX_TAGS_LENGTH} characters",
+                            max_length=MAX_TAGS_LENGTH)
     return joined or None
 
 
 def _check_title(title: str | None) -> str:
     title = (title or "").strip()
     if not title:
-        raise invalid_field("title", "required")
+        raise invalid_field("title", "missing", "required")
     if len(title) > MAX_TITLE_LENGTH:
-        raise invalid_field("title", f"at most {MAX_TITLE_LENGTH} characters")
+        raise invalid_field("title", "string_too_long", f"at most {MAX_TITLE_LENGTH} characters",
+                            max_length=MAX_TITLE_LENGTH)
     return title
 
 
 def _check_content(content: str | None, limit: int) -> str:
     if content is None:
-        raise invalid_field("content", "required")
+        raise invalid_field("content", "missing", "required")
     limit = min(limit, HARD_MAX_CONTENT_LENGTH)
     if len(content) > limit:
         raise ContentTooLong(limit, len(content))
@@ -98,7 +95,8 @@ def _check_content(content: str | None, limit: int) -> str:
 
 def _check_type(kind: str) -> str:
     if kind not in DOCUMENT_TYPES:
-        raise invalid_field("type", "must be 'memory' or 'document'")
+        raise invalid_field("type", "literal_error", "must be 'memory' or 'document'",
+                            expected="'memory' or 'document'")
     return kind
 
 
@@ -189,7 +187,7 @@ def _resolve_changes(
     changes without a new summary (seed: update)."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
-        raise invalid_field(sorted(unknown)[0], "cannot be changed")
+        raise invalid_field(sorted(unknown)[0], "not_editable", "cannot be changed")
     new: dict[str, Any] = {}
     if changes.get("title") is not None:
         new["title"] = _check_title(changes["title"])

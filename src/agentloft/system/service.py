@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.core.errors import Conflict, Invalid
+from agentloft.core.errors import Conflict, Invalid, problem
 from agentloft.core.settings import Settings
 from agentloft.system.models import AppSetting
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
@@ -34,7 +34,8 @@ def _check_host(entry: str) -> None:
         try:
             ipaddress.ip_network(entry, strict=False)
         except ValueError as exc:
-            raise Invalid(f"not a CIDR: {entry}", fields={"allowedInternalHosts": str(exc)}) from exc
+            raise Invalid(f"not a CIDR: {entry}",
+                          fields={"allowedInternalHosts": problem("not_a_cidr", str(exc), entry=entry)}) from exc
 
 
 async def update_settings(

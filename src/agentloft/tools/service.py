@@ -25,7 +25,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.agents import service as agents_service
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, value_taken
-from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_from_pydantic
+from agentloft.core.errors import (
+    Conflict,
+    FieldProblem,
+    Invalid,
+    NotFound,
+    invalid_field,
+    invalid_from_pydantic,
+    problem,
+)
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
@@ -107,7 +115,7 @@ def list_types(*, registry: ToolRegistry) -> list[ToolTypeRead]:
 def _type_or_invalid(registry: ToolRegistry, slug: str) -> AnyToolType:
     tool_type = registry.get(slug)
     if tool_type is None:
-        raise Invalid(f"type: unknown tool type '{slug}'", fields={"type": f"unknown tool type '{slug}'"})
+        raise invalid_field("type", "unknown_tool_type", f"unknown tool type '{slug}'", type=slug)
     return tool_type
 
 
@@ -117,7 +125,8 @@ def _creatable_or_invalid(registry: ToolRegistry, slug: str) -> AnyToolType:
     if not tool_type.made_by_hand:
         why = (f"tools of type '{slug}' are not created by hand: they come from their source "
                "(an MCP server's refresh)")
-        raise Invalid(f"type: {why}", code="tool_type_not_creatable", fields={"type": why})
+        raise Invalid(f"type: {why}", code="tool_type_not_creatable",
+                      fields={"type": problem("tool_type_not_creatable", why, type=slug)})
     return tool_type
 
 
@@ -235,7 +244,8 @@ async def read_tool(*, db: AsyncSession, registry: ToolRegistry, row: AgentTool)
 
 
 def _slug_conflict(slug: str) -> Conflict:
-    return Conflict(f"a tool with slug '{slug}' exists", code="tool_slug_taken", fields={"slug": "taken"})
+    return Conflict(f"a tool with slug '{slug}' exists", code="tool_slug_taken",
+                    fields={"slug": problem("slug_taken", "taken")})
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: str | None = None) -> bool:
@@ -535,19 +545,20 @@ async def list_agent_tools(*, db: AsyncSession, agent_id: int) -> list[AgentTool
 
 
 async def _check_links(db: AsyncSession, links: Sequence[AgentToolLinkIn]) -> None:
-    fields: dict[str, str] = {}
+    fields: dict[str, FieldProblem] = {}
     seen: set[str] = set()
     ids = {link.tool_id for link in links}
     known = set((await db.execute(select(AgentTool.id).where(AgentTool.id.in_(ids)))).scalars()) if ids else set()
     for i, link in enumerate(links):
         if link.tool_id not in known:
-            fields[f"{i}.toolId"] = f"no such tool '{link.tool_id}'"
+            fields[f"{i}.toolId"] = problem("no_such_tool", f"no such tool '{link.tool_id}'", tool_id=link.tool_id)
         elif link.tool_id in seen:
-            fields[f"{i}.toolId"] = f"tool '{link.tool_id}' is listed twice"
+            fields[f"{i}.toolId"] = problem("tool_listed_twice", f"tool '{link.tool_id}' is listed twice",
+                                            tool_id=link.tool_id)
         seen.add(link.tool_id)
     if fields:
-        first = next(iter(fields.items()))
-        raise Invalid(f"{first[0]}: {first[1]}", fields=fields)
+        path, first = next(iter(fields.items()))
+        raise Invalid(f"{path}: {first.text}", fields=fields)
 
 
 async def set_agent_tools(

@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, utcnow, value_taken
-from agentloft.core.errors import AppError, Conflict, Invalid, NotFound
+from agentloft.core.errors import AppError, Conflict, Invalid, NotFound, invalid_field, problem
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
 from agentloft.tools.base import ToolResult
@@ -152,7 +152,7 @@ def _merge_map(incoming: dict[str, str] | None, stored: dict[str, str]) -> dict[
 
 def _check_url(url: str | None) -> None:
     if url is not None and not re.match(r"^https?://[^/\s]+", url):
-        raise Invalid("url: must be an http or https URL", fields={"url": "must be an http or https URL"})
+        raise invalid_field("url", "not_http_url", "must be an http or https URL")
 
 
 def _apply(row: McpServer, box: SecretBox, changes: dict[str, Any]) -> None:
@@ -174,15 +174,17 @@ def _apply(row: McpServer, box: SecretBox, changes: dict[str, Any]) -> None:
 
 def _check_complete(row: McpServer) -> None:
     if row.transport == "http" and not row.url:
-        raise Invalid("url: an http server needs a url", fields={"url": "required for http"})
+        raise Invalid("url: an http server needs a url",
+                      fields={"url": problem("required_for_transport", "required for http", transport="http")})
     if row.transport == "stdio" and not row.command:
-        raise Invalid("command: a stdio server needs a command", fields={"command": "required for stdio"})
+        raise Invalid("command: a stdio server needs a command",
+                      fields={"command": problem("required_for_transport", "required for stdio", transport="stdio")})
     _check_url(row.url)
 
 
 def _slug_conflict(slug: str) -> Conflict:
     return Conflict(f"an MCP server with slug '{slug}' exists", code="mcp_server_slug_taken",
-                    fields={"slug": "taken"})
+                    fields={"slug": problem("slug_taken", "taken")})
 
 
 async def _flush(db: AsyncSession, slug: str) -> None:

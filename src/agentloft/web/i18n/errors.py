@@ -2,10 +2,11 @@
 
 The API keeps English messages with stable codes (``core.errors``); pages word a known code here
 (``apiError.<code>``, used by ``dom.showError`` and the error page) and fall back to the API's message.
-What is wrong with each field is worded the same way, by its ``fieldCodes`` entry (``fieldError.<code>``,
-pydantic's error types and a few of our own, with their values as ``{max_length}`` and the like), the field
-named by ``fieldName.<path>`` where a page shows it away from its input (the chat's composer); a problem
-without words here (a check's own sentence, ``value_error``) is shown as the API gave it.
+What is wrong with each field is worded the same way, by its ``fieldCodes`` entry (``fieldError.<code>``:
+pydantic's error types, and every code a check of ours may name, ``core.errors.ProblemCode``, with their
+values as ``{max_length}`` and the like), the field named by ``fieldName.<path>`` where a page shows it
+away from its input (the chat's composer); a problem without words here (a rarer pydantic type) is shown
+as the API gave it.
 A tool's failure shown in the chat is worded by its code (``toolError.<code>``, from the ``data-tool-error``
 part); what the model reads stays as the tool wrote it. Tool types (``toolType.<slug>``) and the texts
 of the tools a fresh install creates (``toolDefault.<type>.name|description``, shown while an admin has
@@ -55,6 +56,19 @@ STRINGS: dict[str, dict[str, str]] = {
         "fieldError.url_scheme": "must start with {expected_schemes}",
         "fieldError.url_type": "is not a valid web address",
         "fieldError.no_search_terms": "enter something to search for",
+        "fieldError.wrong_password": "the current password is wrong",
+        "fieldError.no_such_model": "no such model",
+        "fieldError.required_for_remote_agent": "required for a remote agent",
+        "fieldError.required_for_transport": "required for {transport}",
+        "fieldError.not_http_url": "must be an http or https URL",
+        "fieldError.slug_taken": "taken",
+        "fieldError.unknown_tool_type": "unknown tool type '{type}'",
+        "fieldError.tool_type_not_creatable": "tools of type '{type}' are not made by hand: they come from their "
+        "source (an MCP server's refresh)",
+        "fieldError.no_such_tool": "no such tool '{tool_id}'",
+        "fieldError.tool_listed_twice": "tool '{tool_id}' is listed twice",
+        "fieldError.not_a_cidr": "'{entry}' is not a valid network (CIDR)",
+        "fieldError.not_editable": "cannot be changed",
         "apiError.network": "The server could not be reached. Check your connection and try again.",
         "apiError.internal_error": "Something went wrong on the server. Try again; if it persists, tell an "
         "administrator.",
@@ -215,6 +229,18 @@ STRINGS: dict[str, dict[str, str]] = {
         "fieldError.url_scheme": "必须以 {expected_schemes} 开头",
         "fieldError.url_type": "不是有效的网址",
         "fieldError.no_search_terms": "请输入要搜索的内容",
+        "fieldError.wrong_password": "当前密码不正确",
+        "fieldError.no_such_model": "没有这个模型",
+        "fieldError.required_for_remote_agent": "远程智能体必填",
+        "fieldError.required_for_transport": "使用 {transport} 时必填",
+        "fieldError.not_http_url": "必须是 http 或 https 网址",
+        "fieldError.slug_taken": "已被占用",
+        "fieldError.unknown_tool_type": "未知的工具类型“{type}”",
+        "fieldError.tool_type_not_creatable": "“{type}”类型的工具不能手动创建：它们来自其来源（MCP 服务器的刷新）",
+        "fieldError.no_such_tool": "没有工具“{tool_id}”",
+        "fieldError.tool_listed_twice": "工具“{tool_id}”列出了两次",
+        "fieldError.not_a_cidr": "“{entry}”不是有效的网段（CIDR）",
+        "fieldError.not_editable": "不能修改",
         "apiError.network": "无法连接服务器。请检查网络后重试。",
         "apiError.internal_error": "服务器出错了。请重试；如果一直出错，请告诉管理员。",
         "apiError.not_authenticated": "请先登录。",

@@ -11,7 +11,7 @@ from pydantic import Field, StringConstraints
 from starlette.concurrency import run_in_threadpool
 
 from agentloft.auth.dependencies import CurrentUser
-from agentloft.core.errors import Invalid
+from agentloft.core.errors import Invalid, problem
 from agentloft.core.schemas import ApiModel
 from agentloft.web import markdown
 
@@ -49,7 +49,8 @@ async def render_markdown(body: MarkdownInput, _: CurrentUser) -> MarkdownOutput
 @router.post("/markdown/batch", response_model=MarkdownBatchOutput)
 async def render_markdown_batch(body: MarkdownBatchInput, _: CurrentUser) -> MarkdownBatchOutput:
     if sum(len(t) for t in body.texts) > MAX_TEXT:
-        raise Invalid("the texts together are too long", fields={"texts": f"at most {MAX_TEXT} characters"})
+        too_long = problem("string_too_long", f"at most {MAX_TEXT} characters", max_length=MAX_TEXT)
+        raise Invalid("the texts together are too long", fields={"texts": too_long})
     if sum(len(t) for t in body.texts) < THREAD_FROM:
         return MarkdownBatchOutput(html=markdown.render_many(body.texts))
     return MarkdownBatchOutput(html=await run_in_threadpool(markdown.render_many, body.texts))
