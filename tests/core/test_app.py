@@ -230,6 +230,11 @@ def test_hand_written_field_problems_carry_codes_too(admin: ApiClient) -> None:
     assert codes(r) == {"type": {"code": "unknown_tool_type", "params": {"type": "no-such-type"}}}
     r = admin.put("/api/admin/settings", json={"allowedInternalHosts": ["10.0.0.0/33"]})
     assert codes(r) == {"allowedInternalHosts": {"code": "not_a_cidr", "params": {"entry": "10.0.0.0/33"}}}
+    r = admin.post("/api/admin/agents", json={"slug": "far", "name": "Far", "kind": "remote"})
+    assert codes(r) == {"cardUrl": {"code": "required_for_remote_agent"}}
+    r = admin.post("/api/agent-tools", json={"slug": "clock", "name": "Clock", "type": "datetime",
+                                             "config": {"defaultTimezone": "Mars/Olympus"}})
+    assert codes(r) == {"config.defaultTimezone": {"code": "unknown_time_zone", "params": {"zone": "Mars/Olympus"}}}
 
 
 def test_ids_have_the_seeds_shape_and_a_uniform_random_part() -> None:

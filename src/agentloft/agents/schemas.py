@@ -3,8 +3,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StringConstraints, model_validator
+from pydantic import Field, StrictBool, StrictInt, StringConstraints, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
 
+from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel, BodyId
 
 Slug = Annotated[
@@ -34,7 +36,11 @@ class AgentCreate(ApiModel):
     @model_validator(mode="after")
     def _remote_needs_card(self) -> AgentCreate:
         if self.kind == "remote" and not self.card_url:
-            raise ValueError("cardUrl: a remote agent needs the URL of its agent card")
+            # Named as the field's own problem (not the body's), as the service names it on an update.
+            missing = pydantic_problem("required_for_remote_agent", "required for a remote agent")
+            raise ValidationError.from_exception_data(
+                type(self).__name__, [InitErrorDetails(type=missing, loc=("cardUrl",), input=None)]
+            )
         return self
 
 

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 
+from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
@@ -37,7 +38,12 @@ class Config(ApiModel):
     @field_validator("default_timezone")
     @classmethod
     def _known(cls, value: str) -> str:
-        _zone(value)
+        try:
+            _zone(value)
+        except ValueError as exc:
+            raise pydantic_problem(
+                "unknown_time_zone", "unknown time zone '{zone}' (use an IANA name such as 'Europe/Berlin')", zone=value
+            ) from exc
         return value
 
 

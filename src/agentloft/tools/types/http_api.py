@@ -22,6 +22,7 @@ from urllib.parse import quote, unquote
 
 from pydantic import Field, field_validator
 
+from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
@@ -69,7 +70,7 @@ class Config(ApiModel):
         names = [p.name for p in params]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"duplicate parameter names: {', '.join(dupes)}")
+            raise pydantic_problem("duplicate_names", "duplicate parameter names: {names}", names=", ".join(dupes))
         return params
 
 

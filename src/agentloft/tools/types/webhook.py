@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel
 from agentloft.tools import netguard
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
@@ -51,7 +52,8 @@ class Config(ApiModel):
         try:
             json.loads(value)
         except ValueError as exc:
-            raise ValueError(f"payload template is not valid JSON: {exc}") from exc
+            raise pydantic_problem("not_valid_json", "payload template is not valid JSON: {error}",
+                                   error=str(exc)) from exc
         return value
 
 
