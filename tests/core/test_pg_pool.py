@@ -18,14 +18,8 @@ from tests.pg import database as pg
 
 @pytest.fixture
 def db_url() -> Iterator[str]:
-    if not pg.server_url():
-        pytest.skip("PostgreSQL half: set AGENTLOFT_TEST_POSTGRES_URL")
-    name = pg.new_name("pool")
-    url = pg.create_database(name)
-    try:
+    with pg.scratch_database("pool") as url:
         yield url
-    finally:
-        pg.drop_database(name)
 
 
 def _count_pings(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -29,14 +29,8 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 @pytest.fixture
 def pg_name() -> Iterator[str]:
-    if not pg.server_url():
-        pytest.skip("PostgreSQL half: set AGENTLOFT_TEST_POSTGRES_URL")
-    name = pg.new_name("grams")
-    pg.create_database(name)
-    try:
-        yield name
-    finally:
-        pg.drop_database(name)
+    with pg.scratch_database("grams") as url:
+        yield pg.name_of(url)
 
 
 async def _fill(db: Database) -> None:

@@ -25,20 +25,14 @@ TEXTS = {
 
 @pytest.fixture
 def db_url() -> Iterator[str]:
-    if not pg.server_url():
-        pytest.skip("PostgreSQL half: set AGENTLOFT_TEST_POSTGRES_URL")
-    name = pg.new_name("fold")
-    url = pg.create_database(name)
-    migrate.upgrade(url)
-    pg.query(url, "INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) "
-                  "VALUES (1, 'u1', 'x', 'user', false, now(), now())")
-    for key, content in TEXTS.items():
-        pg.query(url, "INSERT INTO agent_documents (id, user_id, type, title, content, created_at, updated_at) "
-                      "VALUES (?, 1, 'memory', 't', ?, now(), now())", (key, content))
-    try:
+    with pg.scratch_database("fold") as url:
+        migrate.upgrade(url)
+        pg.query(url, "INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) "
+                      "VALUES (1, 'u1', 'x', 'user', false, now(), now())")
+        for key, content in TEXTS.items():
+            pg.query(url, "INSERT INTO agent_documents (id, user_id, type, title, content, created_at, "
+                          "updated_at) VALUES (?, 1, 'memory', 't', ?, now(), now())", (key, content))
         yield url
-    finally:
-        pg.drop_database(name)
 
 
 def test_the_folded_text_is_agentloft_fold_for_every_row(db_url: str) -> None:

@@ -28,15 +28,9 @@ Kept = dict[tuple[int, str, str], int]
 
 @pytest.fixture
 def db_url() -> Iterator[str]:
-    if not pg.server_url():
-        pytest.skip("PostgreSQL half: set AGENTLOFT_TEST_POSTGRES_URL")
-    name = pg.new_name("counts")
-    url = pg.create_database(name)
-    migrate.upgrade(url)
-    try:
+    with pg.scratch_database("counts") as url:
+        migrate.upgrade(url)
         yield url
-    finally:
-        pg.drop_database(name)
 
 
 @pytest.fixture

@@ -14,11 +14,13 @@ import asyncio
 import itertools
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import asyncpg
+import pytest
 from sqlalchemy.engine import URL, make_url
 
 ENV = "AGENTLOFT_TEST_POSTGRES_URL"
@@ -113,6 +115,20 @@ def create_database(name: str, template: str | None = None) -> str:
 def drop_database(name: str) -> None:
     """Drop ``name`` even if a stopped server's pool still holds a connection."""
     _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def scratch_database(prefix: str) -> Iterator[str]:
+    """An empty database of one test's own (its app URL), dropped when the test ends; the test is skipped
+    when the suite runs without PostgreSQL (the PostgreSQL-only halves)."""
+    if not server_url():
+        pytest.skip(f"PostgreSQL half: set {ENV}")
+    name = new_name(prefix)
+    url = create_database(name)
+    try:
+        yield url
+    finally:
+        drop_database(name)
 
 
 def name_of(url: str) -> str:
