@@ -93,6 +93,23 @@ def test_stop_saves_what_was_produced(
     assert chat(user, "helper", "again", session_id=sid).text == "new turn"
 
 
+def test_deleting_a_chat_stops_its_reply(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, make_user: Any
+) -> None:
+    """A deleted chat must not go on calling the model where nobody can see or stop it."""
+    eve = make_user("eve")
+    fake_model.push(Step(text=LONG, delay=0.05))
+    sid, _ = _read_some(user, 3)
+    assert eve.delete(f"/api/agent-sessions/{sid}").status_code == 404
+    assert user.delete(f"/api/agent-sessions/{sid}").status_code == 204
+    content, status = app.sql("SELECT content, status FROM agent_messages WHERE session_id = ? AND role = "
+                              "'assistant'", (sid,))[0]
+    assert status == "stopped" and content.startswith("w0 w1 w2") and content != LONG
+    assert session_status(app, sid) == "idle"
+    assert user.get(f"/api/agent-sessions/{sid}").status_code == 404
+    assert user.post(f"/api/agent-sessions/{sid}/stop").status_code == 404
+
+
 def test_stop_ends_open_streams_with_abort(
     app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
 ) -> None:

@@ -84,6 +84,22 @@ def test_a_chat_on_one_worker_is_followed_and_stopped_through_the_other(
     assert user_b.ok("GET", f"/api/agent-sessions/{session_id}")["active"] is False
 
 
+def test_a_chat_deleted_through_the_other_worker_stops_there(
+    app: LiveApp, twin: LiveApp, user: ApiClient, helper: dict[str, Any], fake_model: FakeModel
+) -> None:
+    fake_model.push(Step(text=LONG, delay=0.05))
+    with user.stream("POST", "/api/agents/helper/chat", json={"message": "a long story"}) as resp:
+        session_id = resp.headers["x-session-id"]
+        lines = resp.iter_lines()
+        _read_until_text(lines, 3)
+        assert on(twin, user).delete(f"/api/agent-sessions/{session_id}").status_code == 204
+        rest = "\n".join(lines)
+    assert '"type":"abort"' in rest.replace(" ", ""), "the run on the first worker was stopped"
+    status, content = app.sql("SELECT status, content FROM agent_messages WHERE session_id = ? AND "
+                              "role = 'assistant'", (session_id,))[0]
+    assert status == "stopped" and LONG.startswith(content) and len(content) < len(LONG)
+
+
 def test_a_regenerated_reply_is_stopped_through_the_other_worker(
     app: LiveApp, twin: LiveApp, user: ApiClient, helper: dict[str, Any], fake_model: FakeModel
 ) -> None:

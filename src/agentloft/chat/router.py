@@ -4,8 +4,8 @@
   the ``X-Session-Id`` response header (and in the ``start`` chunk's ``messageId`` for the reply).
 - ``POST /api/llm/chat`` {message, sessionId?} → the same with the default model and the user's tools.
 - ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters), ``GET/PATCH/DELETE
-  /api/agent-sessions/{id}``; ``POST /api/agent-sessions/{id}/title`` names a session from its first
-  exchange (``chat.titles``).
+  /api/agent-sessions/{id}`` (deleting stops a running reply); ``POST /api/agent-sessions/{id}/title``
+  names a session from its first exchange (``chat.titles``).
 - ``GET /api/agent-sessions/search?q=`` (same filters and paging) → the sessions whose title or messages
   hold every term, best first, each with where it matched and a snippet (``chat.search``).
 - ``GET /api/agent-sessions/{id}/stream`` → replay + follow the running turn (``X-Stream-Resume:
@@ -166,8 +166,9 @@ async def rename_session(session: OwnedSession, body: SessionUpdate, user: Curre
 
 
 @router.delete("/api/agent-sessions/{session_id}", status_code=204)
-async def delete_session(session: OwnedSession, user: CurrentUser, db: DbSession) -> Response:
-    await service.delete_session(db=db, session_id=session.id, user_id=user.id)
+async def delete_session(session_id: str, user: CurrentUser, rt: Rt) -> Response:
+    """Delete the session; a reply it is writing is stopped first (``turns.delete``)."""
+    await turns.delete(rt, user=user, session_id=session_id)
     return Response(status_code=204)
 
 

@@ -121,6 +121,16 @@ async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
     return True
 
 
+async def delete(rt: Runtime, *, user: User, session_id: str) -> None:
+    """Delete the user's session and stop its run, on whichever worker runs it: a deleted chat must not
+    go on calling the model and its tools where its owner can neither see nor stop it. Deleted first and
+    committed, so no new turn can start on it in between (every claim skips deleted sessions); the run
+    then saves what it produced, as for any stop, into the deleted session."""
+    async with rt.db.session() as db:
+        await service.delete_session(db=db, session_id=session_id, user_id=user.id)
+    await rt.runs.stop_anywhere(session_id)
+
+
 async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[str, Any]:
     async with rt.db.session() as db:
         row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
