@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import add_fake_model, api
-from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, ToolCall, call, text
 from tests.support import LiveApp
 
 pytestmark = pytest.mark.e2e
@@ -82,6 +82,31 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
     expect(page.locator(".message.assistant .md strong")).to_have_text("42")
 
 
+def test_reload_while_an_approved_call_goes_on_shows_each_part_once(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    """A reply resumed after an approval: what came before the approval is the saved message's, the rest
+    comes with the replay, and the checkpoints of the resumed run add nothing twice."""
+    page = admin_page
+    setup_agent(page, fake_model_server)
+    words = " ".join(f"word{i}" for i in range(40))
+    fake_model.push(Step(text="Let me compute.", tool_calls=[ToolCall("calc", {"expression": "6*7"})]),
+                    text(words + " END", delay=0.1))
+    page.goto("/chat")
+    send(page, "What is 6*7?")
+    card = page.locator(".tool-card[data-tool='calc']")
+    card.get_by_role("button", name="Approve “calc”", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/chat/as_"))
+    saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])
+    page.reload()
+    answer = page.locator(".message.assistant").last
+    expect(answer).to_contain_text("word39 END", timeout=15_000)
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    assert answer.inner_text().count("word10 ") == 1 and answer.inner_text().count("Let me compute.") == 1
+    expect(answer.locator(".tool-card[data-tool='calc']")).to_have_count(1)
+    expect(card.get_by_test_id("tool-state")).to_have_text("Done")
+
+
 def test_reject_a_tool_call_with_a_reason(
     admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
@@ -117,14 +142,16 @@ def test_reload_mid_reply_resumes_the_stream(
     send(page, "Talk slowly")
     answer = page.locator(".message.assistant .md").last
     expect(answer).to_contain_text("word3")
+    expect(page).to_have_url(re.compile(r"/chat/as_"))
+    saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])  # a checkpoint was saved
     page.reload()
-    # The replay brings back what streamed before the reload, then it follows live to the end.
+    # The replay brings back what streamed before the reload, once, then it follows live to the end.
     answer = page.locator(".message.assistant .md").last
     expect(answer).to_contain_text("word1 word2")
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
     expect(answer).to_contain_text("word39 END", timeout=15_000)
     expect(page.get_by_role("button", name="Send")).to_be_visible()
-    assert answer.inner_text().count("word10 ") == 1
+    assert page.locator(".message.assistant").last.inner_text().count("word10 ") == 1  # every text part
     status, content = saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: row[0] != "streaming")
     assert status == "complete" and content.endswith("END")
 

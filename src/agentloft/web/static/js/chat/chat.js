@@ -140,7 +140,7 @@ function setStreaming(on) {
   sendButton.hidden = on;
   stopButton.hidden = !on;
   stopButton.disabled = false;
-  input.disabled = false;
+  input.disabled = Boolean(state.closed);
   root.dataset.streaming = on ? 'true' : 'false';
   keepFocus(from);
 }
@@ -398,10 +398,35 @@ async function loadSession(id) {
   if (detail.agentSlug) agentSelect.value = detail.agentSlug;
   else agentSelect.value = '';
   agentSelect.disabled = true;
-  setHeader(detail.title, detail.agentName || t('chat.plainModel'));
-  renderMessages(detail.messages);
+  const agentGone = detail.kind === 'agent' && !detail.agentSlug;
+  setHeader(detail.title, agentGone ? t('chat.agentGone') : detail.agentName || t('chat.plainModel'));
+  if (agentGone) closeChat();
+  renderMessages(detail.active ? detail.messages.map(beforeRun) : detail.messages);
   follower.jump();
   if (detail.active) await resume(id);
+}
+
+/** The chat's agent was deleted: the conversation can still be read, copied, searched and deleted, but
+ * nothing can answer in it any more (the server refuses new messages, Edit and Regenerate), so the
+ * message box says so instead of offering them. */
+function closeChat() {
+  state.closed = true;
+  input.disabled = true;
+  input.placeholder = t('chat.agentGoneHint');
+  sendButton.disabled = true;
+  actions.regenerate = null;
+  actions.resend = null;
+}
+
+/** A reply still being written, as it was when its run began: the replay (`resume`) brings back the rest
+ * from the run's first chunk, and the run's own checkpoints of it would otherwise show twice. A run
+ * starts with the reply or after the user answered its tool calls, so what came before it ends with the
+ * last call that has an answer. */
+function beforeRun(m) {
+  if (m.role !== 'assistant' || m.status !== 'streaming') return m;
+  let end = 0;
+  m.parts.forEach((p, i) => { if (typeof p.approval?.approved === 'boolean') end = i + 1; });
+  return { ...m, parts: m.parts.slice(0, end) };
 }
 
 /** Pick up a reply that is still streaming: replay its run from the start, then follow live. */
@@ -420,8 +445,8 @@ async function resume(id) {
     if (body.active === false) return loadSession(id); // finished meanwhile: show what was saved
     return undefined;
   }
-  // The saved message holds what was there before this run (nothing, or the parts up to an approval);
-  // the replay adds the run's chunks on top, in order.
+  // The message shows what was there before this run (`beforeRun`); the replay adds the run's chunks on
+  // top, in order.
   await follow(response);
 }
 
@@ -452,7 +477,7 @@ document.getElementById('new-chat').addEventListener('click', () => {
 window.addEventListener('popstate', () => window.location.reload());
 
 async function start() {
-  sendButton.disabled = false; // the form is handled from here on
+  sendButton.disabled = Boolean(state.closed); // the form is handled from here on
   refreshSessions();
   if (state.sessionId) {
     try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
