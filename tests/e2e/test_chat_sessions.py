@@ -4,6 +4,7 @@ and search over titles and message text."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -138,3 +139,26 @@ def test_titles_groups_badges_rename_delete_and_search(
     page.get_by_test_id("more-sessions").scroll_into_view_if_needed()
     expect(items).to_have_count(121)
     expect(page.get_by_test_id("more-sessions")).to_have_count(0)
+
+
+def test_a_chat_whose_agent_was_deleted_can_be_read_but_not_continued(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    add_fake_model(page, fake_model_server)
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    page.goto("/chat")
+    fake_model.push(text("Brew at 93 degrees."))
+    send(page, "How hot should the water be?")
+    expect(page.get_by_test_id("regenerate")).to_have_count(1)
+    api(page, "DELETE", f"/api/admin/agents/{agent['id']}")
+    page.reload()
+    expect(page.locator("#chat-agent")).to_have_text("Deleted agent")
+    expect(page.locator("#session-list .session-item .session-sub").first).to_have_text("Deleted agent")
+    expect(page.locator(".message.assistant")).to_contain_text("Brew at 93 degrees.")
+    expect(page.get_by_label("Message")).to_be_disabled()
+    expect(page.get_by_label("Message")).to_have_attribute("placeholder", re.compile("was deleted"))
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    expect(page.get_by_test_id("regenerate")).to_have_count(0)
+    expect(page.locator(".msg-actions [data-action='edit']")).to_have_count(0)
+    expect(page.get_by_role("button", name="Copy").first).to_be_visible()  # what it said can still be taken

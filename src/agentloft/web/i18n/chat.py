@@ -6,6 +6,8 @@ STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "chat.agent": "Agent",
         "chat.plainModel": "Model only (your tools)",
+        "chat.agentGone": "Deleted agent",
+        "chat.agentGoneHint": "The agent of this chat was deleted, so it cannot answer here any more.",
         "chat.newChat": "New chat",
         "chat.sessions": "Conversations",
         "chat.noSessions": "No conversations yet.",
@@ -125,6 +127,8 @@ STRINGS: dict[str, dict[str, str]] = {
     "zh-CN": {
         "chat.agent": "智能体",
         "chat.plainModel": "仅模型（使用你的工具）",
+        "chat.agentGone": "已删除的智能体",
+        "chat.agentGoneHint": "此对话的智能体已被删除，无法在这里继续回答。",
         "chat.newChat": "新对话",
         "chat.sessions": "对话列表",
         "chat.noSessions": "还没有对话。",

@@ -477,7 +477,7 @@ document.getElementById('new-chat').addEventListener('click', () => {
 window.addEventListener('popstate', () => window.location.reload());
 
 async function start() {
-  sendButton.disabled = Boolean(state.closed); // the form is handled from here on
+  sendButton.disabled = false; // the form is handled from here on
   refreshSessions();
   if (state.sessionId) {
     try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }

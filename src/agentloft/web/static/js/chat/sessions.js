@@ -71,7 +71,7 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
     const link = h('a', { href: `/chat/${s.id}`, 'aria-current': current ? 'page' : null, dataset: { sessionId: s.id } },
       h('span', { class: 'session-title', text: s.title || t('chat.newChat') }),
       h('span', { class: 'session-sub muted small-text' },
-        h('span', { text: s.agentName || t('chat.plainModel') }),
+        h('span', { text: s.agentName || t(s.kind === 'agent' ? 'chat.agentGone' : 'chat.plainModel') }),
         s.status === 'awaiting_approval' ? h('span', { class: 'badge warn', dataset: { testid: 'approval-badge' }, text: t('chat.needsApproval') }) : null),
       snippet);
     const rename = h('button', { type: 'button', class: 'linklike icon', title: t('chat.rename'), text: '✎' });
