@@ -145,6 +145,35 @@ def _stored_state(data: dict[str, Any] | None) -> int | None:
         return None
 
 
+def _plain_text(part: Part) -> bool:
+    return part.WhichOneof("content") == "text" and not part.HasField("metadata") and not part.filename
+
+
+def compact_artifacts(task: Task) -> None:
+    """Join each artifact's runs of plain text parts into one part, in place, and drop empty ones.
+
+    Why: the reply streams as artifact chunks appended to one artifact, and the SDK appends every chunk's
+    part, so a finished task held one part per chunk (one per model delta for a slow model) and the empty
+    part of the last chunk; a client that reads the first part got the first word. The stream itself is
+    unchanged. In place, because the SDK keeps the task it saves as the one it answers with (a blocking
+    SendMessage, the first event of SubscribeToTask): a2a-sdk 1.3.0's ``TaskManager`` does, and
+    tests/a2a/test_server_sdk.py fails if it stops doing so."""
+    for artifact in task.artifacts:
+        parts = list(artifact.parts)
+        joined: list[Part] = []
+        for part in parts:
+            if _plain_text(part) and not part.text:
+                continue
+            if joined and _plain_text(part) and _plain_text(joined[-1]) \
+                    and part.media_type == joined[-1].media_type:
+                joined[-1] = Part(text=joined[-1].text + part.text, media_type=part.media_type)
+                continue
+            joined.append(part)
+        if len(joined) != len(parts) and (joined or len(parts) > 1):
+            del artifact.parts[:]
+            artifact.parts.extend(joined or [Part(text="")])
+
+
 class RowTaskStore(VersionedTaskStore):
     """Tasks of one agent, kept as protocol JSON on ``a2a_task_sessions``; every read filters by owner, and
     every save compares and bumps ``task_version`` (a cancel wins over a running task, as the SDK asks)."""
@@ -158,6 +187,7 @@ class RowTaskStore(VersionedTaskStore):
         owner = _owner(context)
         if owner is None:
             return TaskVersion.MISSING
+        compact_artifacts(task)
         data = MessageToDict(task)
         async with self.rt.db.session() as db:
             row = await db.get(A2ATaskSession, task.id)
