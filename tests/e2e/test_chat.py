@@ -143,6 +143,8 @@ def test_reload_mid_reply_resumes_the_stream(
     answer = page.locator(".message.assistant .md").last
     expect(answer).to_contain_text("word3")
     expect(page).to_have_url(re.compile(r"/chat/as_"))
+    expect(page.locator("#session-list")).to_contain_text("Talk slowly")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()  # listed while its reply is written
     saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])  # a checkpoint was saved
     page.reload()
     # The replay brings back what streamed before the reload, once, then it follows live to the end.

@@ -234,6 +234,7 @@ async function send(text) {
     history.pushState({}, '', `/chat/${sessionId}`);
     agentSelect.disabled = true;
     setHeader(t('chat.newChat'), agentSelect.selectedOptions[0]?.textContent); // the title comes with the list
+    refreshSessions(); // stored with its first message: listed now, not once the reply has ended
   }
   if (state.stopWanted) stop();
   await follow(response);
