@@ -59,6 +59,11 @@ def test_every_page_fits_a_phone(
 
     # At 360 px the language and the user menu (with the navigation and sign-out) are on screen.
     page.set_viewport_size(PHONES[0])
+    # A tool's name and slug stand one under the other beside the label, not spread across the cell.
+    page.goto("/admin/agent-tools")
+    cell = page.locator("tr[data-slug='notes'] td").first
+    name, slug = (cell.locator(part).bounding_box() for part in ("strong", "code"))
+    assert name and slug and slug["y"] >= name["y"] + name["height"] - 1, (name, slug)
     page.goto("/admin/models")
     page.wait_for_load_state("networkidle")
     for testid in ("lang-menu", "user-menu"):

@@ -37,8 +37,9 @@ function permissionToggle(tool) {
 function row(tool) {
   const type = typeOf(tool.type);
   return h('tr', { dataset: { slug: tool.slug } },
-    h('td', {}, h('strong', { text: toolName(tool) }), ' ', h('code', { class: 'muted', text: tool.slug }),
-      tool.description ? h('div', { class: 'muted small-text', text: toolDescription(tool) }) : null),
+    h('td', {}, h('div', { class: 'cell-stack' }, h('strong', { text: toolName(tool) }), ' ',
+      h('code', { class: 'muted', text: tool.slug }),
+      tool.description ? h('div', { class: 'muted small-text', text: toolDescription(tool) }) : null)),
     h('td', { text: type ? typeName(type) : tool.type }),
     h('td', {}, tool.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled')),
       tool.unavailable ? h('div', {}, badge(t('tools.unavailable', { reason: tool.unavailable }), 'warn')) : null),
