@@ -30,6 +30,7 @@ def test_duplicate_slug_is_409(admin: ApiClient) -> None:
     a = admin.ok("POST", "/api/admin/agents", json=_agent())
     r = admin.post("/api/admin/agents", json=_agent(name="Other"))
     assert r.status_code == 409 and r.json()["error"]["code"] == "agent_slug_taken"
+    assert r.json()["error"]["fieldCodes"] == {"slug": {"code": "slug_taken"}}  # the form marks the field
     b = admin.ok("POST", "/api/admin/agents", json=_agent(slug="other"))
     r = admin.put(f"/api/admin/agents/{b['id']}", json={"slug": "helper"})
     assert r.status_code == 409

@@ -53,7 +53,8 @@ def test_a_refused_save_keeps_the_editor_open_with_the_reason(admin_page: Page) 
     dialog.get_by_label("Name").fill("Second")
     dialog.get_by_label("Slug").fill("helper")
     dialog.get_by_role("button", name="Save").click()
-    expect(dialog.locator(".form-error")).to_contain_text("exists")
+    expect(dialog.locator(".field-error")).to_have_text(["taken"])  # beside the field, as for tools
+    expect(dialog.get_by_label("Slug")).to_have_attribute("aria-invalid", "true")
     expect(dialog).to_be_visible()
     expect(page.locator("tbody tr")).to_have_count(1)
 

@@ -75,12 +75,12 @@ def test_first_admin_sets_up_a_model_and_an_agent(
     expect(agent_row).to_contain_text("Local fake")
     page.screenshot(path="/tmp/agentloft-admin-agents.png", full_page=True)
 
-    # A duplicate slug shows the API's message in the dialog.
+    # A duplicate slug is named beside the field in the dialog.
     page.get_by_role("button", name="New agent").click()
     agent_dialog.get_by_label("Name").fill("Other")
     agent_dialog.get_by_label("Slug").fill("helper")
     agent_dialog.get_by_role("button", name="Save").click()
-    expect(agent_dialog.locator(".form-error")).to_be_visible()
+    expect(agent_dialog.locator(".field-error")).to_have_text(["taken"])
     agent_dialog.get_by_role("button", name="Cancel").click()
 
     # Sign out, sign back in, everything is still there.

@@ -40,7 +40,8 @@ async def _slug_taken(db: AsyncSession, slug: str, except_id: int | None = None)
 
 
 def _conflict(slug: str) -> Conflict:
-    return Conflict(f"an agent with slug '{slug}' exists", code="agent_slug_taken")
+    return Conflict(f"an agent with slug '{slug}' exists", code="agent_slug_taken",
+                    fields={"slug": problem("slug_taken", "taken")})
 
 
 def remote_token(*, row: Agent, box: SecretBox) -> str | None:
