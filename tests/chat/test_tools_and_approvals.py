@@ -125,6 +125,27 @@ def test_tool_needing_approval_pauses_then_approve_runs_it(
     assert session_status(app, sid) == "idle"
 
 
+def test_a_resumed_reply_is_saved_with_its_answers_from_its_start(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    """A page opened while a resumed reply streams shows the saved reply up to the last answered call and
+    replays the rest (chat.js ``beforeRun``): the answers must be saved when the run starts, not with its
+    first checkpoint a second later."""
+    _wire(admin, agent, ("guard", "test-guarded", {"needsApproval": True}))
+    sid = _pause(user, fake_model, {"action": "read"}).session_id
+    fake_model.push(Step(text="Done, it worked.", first_delay=1.5))
+    with user.stream("POST", f"/api/agent-sessions/{sid}/approvals", json={"toolCallId": "ap1",
+                                                                         "approved": True}) as resp:
+        lines = resp.iter_lines()
+        next(line for line in lines if line.startswith("data:"))  # the resumed run has started
+        reply = user.ok("GET", f"/api/agent-sessions/{sid}")["messages"][-1]
+        assert reply["status"] == "streaming"
+        part = next(p for p in reply["parts"] if p.get("toolCallId") == "ap1")
+        assert part["approval"] == {"id": "ap1", "approved": True}
+        assert [line for line in lines if line][-1] == "data: [DONE]"
+
+
 def test_rejection_tells_the_model_with_the_reason(
     app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
     test_tools: None,

@@ -356,10 +356,12 @@ async def _prepare_resume(
             raise Conflict("other tool calls still wait for an answer", code="approval_pending")
         inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
         await service.claim_session(db=db, session_id=session_id, from_status=AWAITING_APPROVAL)
-        await service.update_message(db=db, message_id=reply.id, status=STREAMING)
         collector = PartsCollector(reply.parts)
         for a in approvals:
             collector.mark_approval(a.tool_call_id, a.status == "approved", a.reason)
+        # Saved with the answers from the start: a page opened while the run goes on shows what came
+        # before it as the reply's, up to the last answered call, and follows the rest live.
+        await service.update_message(db=db, message_id=reply.id, status=STREAMING, parts=collector.parts)
     scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                      agent_id=agent.id if agent else None)
     return await _open_turn(
