@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from agentloft.core.textsearch import register_sqlite_functions
 from tests.documents.conftest import ToolCaller, create_doc
@@ -27,6 +28,27 @@ def test_crud_round_trip(app: LiveApp, user: ApiClient) -> None:
     assert r.status_code == 404
     assert r.json() == {"error": {"code": "document_not_found", "message": "document not found or no access"}}
     assert app.sql("SELECT count(*) FROM agent_documents") == [(0,)]
+
+
+def test_an_update_recuts_the_summary_only_when_the_content_changes(app: LiveApp, user: ApiClient,
+                                                                    make_user: Any) -> None:
+    doc = create_doc(user, content="first body")
+    url = f"{BASE}/{doc['id']}"
+    own = user.ok("PUT", url, json={"summary": "my own words"})
+    assert (own["summary"], own["content"]) == ("my own words", "first body")
+    same = user.ok("PUT", url, json={"content": "first body", "title": doc["title"]})  # nothing changes
+    assert same == own  # the own summary stays, updatedAt too, and no version is kept
+    assert user.ok("GET", f"{url}/versions")["total"] == 1
+    changed = user.ok("PUT", url, json={"content": "second   body\nhere"})
+    assert changed["summary"] == "second body here" and changed["updatedAt"] > own["updatedAt"]
+    both = user.ok("PUT", url, json={"content": "third body", "summary": "  "})  # empty: cut from the new one
+    assert both["summary"] == "third body"
+    user.ok("PUT", url, json={"summary": "mine again"})
+    recut = user.ok("PUT", url, json={"summary": ""})  # empty alone: cut from the stored content
+    assert recut["summary"] == "third body" and recut["content"] == "third body"
+    assert make_user("eve").put(url, json={"content": "x"}).status_code == 404
+    assert user.put(f"{BASE}/ad_missing", json={"content": "x"}).status_code == 404
+    assert user.ok("GET", url)["content"] == "third body"
 
 
 def test_list_shape_newest_first_type_and_paging(user: ApiClient) -> None:
