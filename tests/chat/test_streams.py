@@ -28,6 +28,13 @@ def _read_some(client: ApiClient, n_deltas: int, message: str = "tell me") -> tu
     return sid, seen
 
 
+def _reply(app: LiveApp, session_id: str) -> tuple[str, str]:
+    """The stored assistant reply's (content, status)."""
+    content, status = app.sql("SELECT content, status FROM agent_messages WHERE session_id = ? AND "
+                              "role = 'assistant'", (session_id,))[0]
+    return content, status
+
+
 def test_reconnect_replays_the_whole_run_then_follows_live(
     app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
 ) -> None:
@@ -50,8 +57,7 @@ def test_a_closed_browser_does_not_stop_the_run(
     fake_model.push(Step(text=WORDS, delay=0.02))
     sid, _ = _read_some(user, 2)
     wait_for(lambda: session_status(app, sid) == "idle")
-    content, status = app.sql("SELECT content, status FROM agent_messages WHERE session_id = ? AND role = "
-                              "'assistant'", (sid,))[0]
+    content, status = _reply(app, sid)
     assert (content, status) == (WORDS, "complete")
 
 
@@ -83,8 +89,7 @@ def test_stop_saves_what_was_produced(
     sid, _ = _read_some(user, 3)
     assert eve.post(f"/api/agent-sessions/{sid}/stop").status_code == 404
     assert user.ok("POST", f"/api/agent-sessions/{sid}/stop") == {"stopped": True}
-    content, status = app.sql("SELECT content, status FROM agent_messages WHERE session_id = ? AND role = "
-                              "'assistant'", (sid,))[0]
+    content, status = _reply(app, sid)
     assert status == "stopped" and content.startswith("w0 w1 w2") and content != LONG
     assert session_status(app, sid) == "idle"
     assert user.ok("POST", f"/api/agent-sessions/{sid}/stop") == {"stopped": False}
@@ -102,8 +107,7 @@ def test_deleting_a_chat_stops_its_reply(
     sid, _ = _read_some(user, 3)
     assert eve.delete(f"/api/agent-sessions/{sid}").status_code == 404
     assert user.delete(f"/api/agent-sessions/{sid}").status_code == 204
-    content, status = app.sql("SELECT content, status FROM agent_messages WHERE session_id = ? AND role = "
-                              "'assistant'", (sid,))[0]
+    content, status = _reply(app, sid)
     assert status == "stopped" and content.startswith("w0 w1 w2") and content != LONG
     assert session_status(app, sid) == "idle"
     assert user.get(f"/api/agent-sessions/{sid}").status_code == 404
