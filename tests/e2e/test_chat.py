@@ -97,7 +97,7 @@ def test_reload_while_an_approved_call_goes_on_shows_each_part_once(
     card = page.locator(".tool-card[data-tool='calc']")
     card.get_by_role("button", name="Approve “calc”", exact=True).click()
     expect(page).to_have_url(re.compile(r"/chat/as_"))
-    saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])
+    assert "word10" in saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])[1]
     page.reload()
     answer = page.locator(".message.assistant").last
     expect(answer).to_contain_text("word39 END", timeout=15_000)
@@ -145,7 +145,8 @@ def test_reload_mid_reply_resumes_the_stream(
     expect(page).to_have_url(re.compile(r"/chat/as_"))
     expect(page.locator("#session-list")).to_contain_text("Talk slowly")
     expect(page.get_by_role("button", name="Stop")).to_be_visible()  # listed while its reply is written
-    saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])  # a checkpoint was saved
+    checkpoint = saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])
+    assert "word10" in checkpoint[1], "a checkpoint was saved before the reload"
     page.reload()
     # The replay brings back what streamed before the reload, once, then it follows live to the end.
     answer = page.locator(".message.assistant .md").last

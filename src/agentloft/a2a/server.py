@@ -169,7 +169,7 @@ def compact_artifacts(task: Task) -> None:
                 joined[-1] = Part(text=joined[-1].text + part.text, media_type=part.media_type)
                 continue
             joined.append(part)
-        if len(joined) != len(parts) and (joined or len(parts) > 1):
+        if len(joined) != len(parts):
             del artifact.parts[:]
             artifact.parts.extend(joined or [Part(text="")])
 
