@@ -248,17 +248,60 @@ def test_type_filter_with_short_terms_follows_type_changes(user: ApiClient) -> N
     assert sorted(_titles(user, "测", type="document")) == ["备忘", "报告"]
 
 
-def test_window_finds_the_newest_matches_when_they_are_old(user: ApiClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    # PostgreSQL looks for the newest matches among the newest documents first and widens the search when
-    # too few are there: here every match is older than the 40 documents after it.
+def _window_statements(client: ApiClient, q: str, **params: object) -> tuple[dict, list[str]]:
+    """The search's page, and the statements it ran that select documents (PostgreSQL's window and
+    count queries; SQLite's read its FTS tables and are not listed)."""
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "FROM agent_documents" in statement and "agent_documents_" not in statement:
+            statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        got = client.ok("GET", BASE, params={"q": q, **params})
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    return got, statements
+
+
+def test_a_search_without_a_kept_total_reads_the_matches_once(app: LiveApp, user: ApiClient,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # PostgreSQL: the total and the window come from one statement (a count, then a window, read every
+    # match's page twice); past the window, the total still comes with the older matches.
     monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    for i in range(7):
+        create_doc(user, title=f"咖啡 {i}", content="热的" if i % 2 else "冷的")
+    got, statements = _window_statements(user, "咖啡 的", pageSize=2)
+    assert got["total"] == 7 and [d["title"] for d in got["items"]] == ["咖啡 6", "咖啡 5"]
+    if app.database_url:
+        assert len(statements) == 1 and "count(*) OVER ()" in statements[0]
+    got = user.ok("GET", BASE, params={"q": "咖啡 的", "pageSize": 2, "page": 3})
+    assert got["total"] == 7 and [d["title"] for d in got["items"]] == ["咖啡 2", "咖啡 1"]
+    assert user.ok("GET", BASE, params={"q": "咖啡 热", "pageSize": 2})["total"] == 3
+    got, statements = _window_statements(user, "咖啡 茶")
+    assert got["total"] == 0 and got["items"] == []
+    if app.database_url:  # an empty first page means no match: nothing to count again
+        assert len(statements) == 1
+
+
+def test_window_finds_the_newest_matches_when_they_are_old(app: LiveApp, user: ApiClient,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # PostgreSQL, a kept total: the newest matches are looked for among the newest documents first, and
+    # the look widens when too few are there: here every match is older than the 40 documents after it.
+    monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    monkeypatch.setattr(search, "PG_KEEP_COUNT_FROM", 1)
     for i in range(8):
         create_doc(user, title=f"旧 {i}" if i != 1 else "旧 标题 1", content="咖啡")
     for i in range(40):
         create_doc(user, title=f"new {i}", content="tea")
-    got = user.ok("GET", BASE, params={"q": "咖啡 旧", "pageSize": 4})
-    assert got["total"] == 8
+    first = user.ok("GET", BASE, params={"q": "咖啡", "pageSize": 4})  # counts, and keeps the count
+    got, statements = _window_statements(user, "咖啡", pageSize=4)
+    assert got == first and got["total"] == 8
     assert [d["title"] for d in got["items"]] == ["旧 7", "旧 6", "旧 5", "旧 4"]  # newest 3 ranked, then older
+    if app.database_url:  # every look was among the newest documents (a date cut-off), none at all matches
+        windows = [s.split("SELECT agent_documents.id,")[0] for s in statements if "WITH w AS" in s]
+        assert len(windows) >= 2 and all("OFFSET" in w and "OVER ()" not in w for w in windows)
     got = user.ok("GET", BASE, params={"q": "咖啡 标题"})
     assert [d["title"] for d in got["items"]] == ["旧 标题 1"]
 
@@ -266,26 +309,20 @@ def test_window_finds_the_newest_matches_when_they_are_old(user: ApiClient, monk
 def test_window_reads_every_match_rather_than_a_wide_date_range(
     app: LiveApp, user: ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # PostgreSQL: when the next look would cover more dates per match than reading every match costs,
-    # it reads every match at once (the gram index scans each date key of a range). Here 8 old matches
-    # sit behind 40 newer documents; at one date per match the first look (12 newest) is already too wide.
+    # PostgreSQL, a kept total: when the next look would cover more dates per match than reading every
+    # match costs, it reads every match at once (the gram index scans each date key of a range). Here 8
+    # old matches sit behind 40 newer documents; at one date per match the first look (12 newest) is
+    # already too wide.
     monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    monkeypatch.setattr(search, "PG_KEEP_COUNT_FROM", 1)
     monkeypatch.setattr(search, "PG_DATES_PER_MATCH", 1)
     for i in range(8):
         create_doc(user, title=f"旧 {i}", content="咖啡")
     for i in range(40):
         create_doc(user, title=f"new {i}", content="tea")
-    windows: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        if "WITH w AS" in statement:
-            windows.append(statement)
-
-    event.listen(Engine, "before_cursor_execute", seen)
-    try:
-        got = user.ok("GET", BASE, params={"q": "咖啡", "pageSize": 4})
-    finally:
-        event.remove(Engine, "before_cursor_execute", seen)
+    user.ok("GET", BASE, params={"q": "咖啡"})  # counts, and keeps the count
+    got, statements = _window_statements(user, "咖啡", pageSize=4)
     assert got["total"] == 8 and [d["title"] for d in got["items"]] == ["旧 7", "旧 6", "旧 5", "旧 4"]
     if app.database_url:  # the window query is PostgreSQL's
+        windows = [s for s in statements if "WITH w AS" in s]
         assert len(windows) == 1 and "OFFSET" not in windows[0].split("SELECT agent_documents.id,")[0]

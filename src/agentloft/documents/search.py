@@ -23,15 +23,15 @@ scan yields only the user's matches, and only the newest when the window looks f
 rank weighs hits in the title, tags and summary, then adds title similarity; like SQLite it ranks the
 newest ``RANK_WINDOW`` matches (ranking every match cost time in proportion to the matches: common
 words and single characters missed the latency goal). The exact total of a lone short term with many
-matches comes from a count kept with every write (migration 0014, ``_pg_total``): counting them visits
-one heap page per match.
+matches comes from a count kept with every write (migration 0014, ``_pg_kept_total``): counting them
+visits one heap page per match. Any other total is counted in the pass that finds the window.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVarTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -52,6 +52,7 @@ from agentloft.core.db import UTCDateTime
 from agentloft.core.textsearch import FtsMatch, Query, parse_query
 from agentloft.documents.models import AgentDocument
 
+_Row = TypeVarTuple("_Row")
 RANK_WINDOW = 500
 # PostgreSQL: how many of the user's newest documents the first look for the window covers, and from how
 # many on it looks at all of them (``_postgres``).
@@ -205,7 +206,7 @@ async def _sqlite(db: AsyncSession, user_id: int, type: str | None, query: Query
 # --- PostgreSQL --------------------------------------------------------------------------------------
 
 
-def _scoped(stmt: Select[Any], user_id: int, type: str | None) -> Select[Any]:
+def _scoped(stmt: Select[*_Row], user_id: int, type: str | None) -> Select[*_Row]:
     stmt = stmt.where(AgentDocument.user_id == user_id)
     return stmt.where(AgentDocument.type == type) if type else stmt
 
@@ -225,25 +226,36 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
     """The newest RANK_WINDOW matches ranked (``_pg_rank``, then newest), older ones newest first, as on
     SQLite, and the exact total.
 
-    The total is a count over the gram or trigram bitmap: PostgreSQL 15 visits each matching row's heap
-    page for it even when the visibility map marks the page all-visible (measured: 18,193 pages for a
-    word in 20,718 documents, before and after VACUUM). The newest matches are then looked for among the
-    user's newest documents only: first as many as ``PG_FIRST_DEPTH`` windows, then more in proportion to
-    what that depth held, until the window is full or every match was looked at (``_pg_depth``).
-    PostgreSQL cannot read a GIN index in date order, and reading every match's row for its date cost
-    ~230 ms for a two-character word held by 16,888 documents."""
+    Without a kept total (``_pg_kept_total``) one statement reads every match once, for the total and the
+    window: PostgreSQL 15 visits each matching row's heap page to count it even when the visibility map
+    marks the page all-visible (measured: 18,193 pages for a word in 20,718 documents, before and after
+    VACUUM), so the date that orders the window comes with the count at no extra page (a count, then a
+    look for the window, read the same pages twice: a word in 3,050 documents, 46 -> 15 ms). With a kept
+    total (a lone short term in many documents) the newest matches are looked for among the user's newest
+    documents only: first as many as ``PG_FIRST_DEPTH`` windows, then more in proportion to what that depth
+    held, until the window is full or every match was looked at (``_pg_depth``). PostgreSQL cannot read a
+    GIN index in date order, and reading every match's row for its date cost ~230 ms for a two-character
+    word held by 16,888 documents."""
     await textsearch.pg_custom_plans(db)
     conds = textsearch.pg_match(PG_SEARCH_EXPR, PG_SEARCH_FOLDED, query, "q")
-    total = await _pg_total(db, user_id, type, query, conds)
-    if not total:
+    key = _count_key(user_id, type, query)
+    kept = await _pg_kept_total(db, key)
+    if kept is None:
+        items, _, total = await _pg_ranked(db, user_id, type, query, conds, None, offset, limit)
+        if key is not None and total >= PG_KEEP_COUNT_FROM:
+            counted = _scoped(select(func.count()).select_from(AgentDocument), user_id, type).where(*conds)
+            recounted = await _keep_count(db, counted, key)
+            total = total if recounted is None else recounted
+    elif not (total := kept):
         return Found([], 0)
-    want = min(total, RANK_WINDOW)
-    depth = None if total <= RANK_WINDOW else _pg_depth(PG_FIRST_DEPTH * RANK_WINDOW, total)
-    while True:
-        items, in_window = await _pg_ranked(db, user_id, type, query, conds, depth, offset, limit)
-        if depth is None or in_window >= want:
-            break
-        depth = _pg_depth(depth * 2 * want // max(in_window, 1), total)  # about twice what should hold it
+    else:
+        want = min(total, RANK_WINDOW)
+        depth = None if total <= RANK_WINDOW else _pg_depth(PG_FIRST_DEPTH * RANK_WINDOW, total)
+        while True:
+            items, in_window, _ = await _pg_ranked(db, user_id, type, query, conds, depth, offset, limit)
+            if depth is None or in_window >= want:
+                break
+            depth = _pg_depth(depth * 2 * want // max(in_window, 1), total)  # about twice what should hold it
     if len(items) < limit and offset + len(items) < total:
         d = AgentDocument
         older = _scoped(select(d), user_id, type).where(*conds).order_by(d.created_at.desc().nulls_last(), d.id.desc())
@@ -252,27 +264,21 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
     return Found(items, total)
 
 
-async def _pg_total(db: AsyncSession, user_id: int, type: str | None, query: Query,
-                    conds: list[ColumnElement[bool]]) -> int:
-    """The exact number of matches: the count kept for a lone short term when there is one (migration
-    0014), else a count over the indexes, kept from then on when it reached ``PG_KEEP_COUNT_FROM``."""
-    counted = _scoped(select(func.count()).select_from(AgentDocument), user_id, type).where(*conds)
-    term = _lone_short_term(query)
-    if term is None:
-        return int((await db.execute(counted)).scalar_one())
-    key = {"u": user_id, "t": type or "", "g": term.text}
+def _count_key(user_id: int, type: str | None, query: Query) -> dict[str, Any] | None:
+    """The key of the query's kept total (migration 0014), or None when it is not the one kind of query
+    a kept total answers: a lone short term."""
+    if len(query.terms) != 1 or not query.terms[0].short:
+        return None
+    return {"u": user_id, "t": type or "", "g": query.terms[0].text}
+
+
+async def _pg_kept_total(db: AsyncSession, key: dict[str, Any] | None) -> int | None:
+    """The total kept for the query, or None when none is (then the search counts, and keeps the count
+    when it reached ``PG_KEEP_COUNT_FROM``)."""
+    if key is None:
+        return None
     kept = (await db.execute(text(f"SELECT n FROM {_COUNTS} WHERE {_COUNT_KEY}"), key)).scalar()
-    if kept is not None:
-        return int(kept)
-    total = int((await db.execute(counted)).scalar_one())
-    if total >= PG_KEEP_COUNT_FROM and (recounted := await _keep_count(db, counted, key)) is not None:
-        return recounted
-    return total
-
-
-def _lone_short_term(query: Query) -> textsearch.Term | None:
-    """The query's only term when it is short: the one kind of query a kept count answers."""
-    return query.terms[0] if len(query.terms) == 1 and query.terms[0].short else None
+    return None if kept is None else int(kept)
 
 
 async def _keep_count(db: AsyncSession, counted: Select[Any], key: dict[str, Any]) -> int | None:
@@ -305,11 +311,13 @@ def _pg_depth(depth: int, total: int) -> int | None:
 
 async def _pg_ranked(db: AsyncSession, user_id: int, type: str | None, query: Query,
                      conds: list[ColumnElement[bool]], depth: int | None, offset: int,
-                     limit: int) -> tuple[list[AgentDocument], int]:
+                     limit: int) -> tuple[list[AgentDocument], int, int]:
     """One ranked page of the newest RANK_WINDOW matches among the user's ``depth`` newest documents
-    (None: all of them), and how many matches that window holds."""
+    (None: all of them), how many matches that window holds, and (``depth`` None) how many there are in
+    all, counted in the same pass (``count(*) OVER ()`` before the window's LIMIT); -1 otherwise."""
     d = AgentDocument
-    matches = _scoped(select(d.id), user_id, type).where(*conds)
+    everything = func.count().over() if depth is None else literal(-1)
+    matches = _scoped(select(d.id, everything.label("total")), user_id, type).where(*conds)
     if depth is not None:  # from the date of the depth-th newest document on (all, when there are fewer)
         cutoff = _scoped(select(d.created_at), user_id, type).order_by(d.created_at.desc())
         since = func.coalesce(cutoff.offset(depth - 1).limit(1).scalar_subquery(), _EPOCH)
@@ -320,12 +328,15 @@ async def _pg_ranked(db: AsyncSession, user_id: int, type: str | None, query: Qu
     window = (matches.order_by(d.created_at.desc().nulls_last(), d.id.desc()).limit(RANK_WINDOW)
               .cte("w").prefix_with("MATERIALIZED"))
     size = select(func.count()).select_from(window).scalar_subquery()
-    ranked = (select(d, size.label("size")).join(window, window.c.id == d.id)
+    ranked = (select(d, size.label("size"), window.c.total).join(window, window.c.id == d.id)
               .order_by(_pg_rank(query).desc(), d.created_at.desc(), d.id.desc()).offset(offset).limit(limit))
     rows = (await db.execute(ranked)).all()
     if rows:
-        return [row[0] for row in rows], int(rows[0][1])
-    return [], int((await db.execute(select(func.count()).select_from(window))).scalar_one())
+        return [row[0] for row in rows], int(rows[0][1]), int(rows[0][2])
+    if not offset:  # the first page of an empty window: nothing matched
+        return [], 0, 0
+    size, total = (await db.execute(select(func.count(), func.max(window.c.total)).select_from(window))).one()
+    return [], int(size), int(total or 0)
 
 
 # --- entry points ------------------------------------------------------------------------------------
