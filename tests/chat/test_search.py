@@ -7,6 +7,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
 from agentloft.core.textsearch import register_sqlite_functions
 from tests.chat.helpers import chat, make_agent
 from tests.fakes.openai_server import FakeModel, text
@@ -144,6 +147,26 @@ def test_paging_filters_and_bad_queries(
     assert user.get(SEARCH).status_code == 422
     for q in ['"', "%", "_", "5%", "(a", "NEAR*", "a\"b"]:
         assert user.get(SEARCH, params={"q": q}).status_code in (200, 422), q
+
+
+def test_a_search_that_finds_nothing_runs_one_statement(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    # An empty first page means no match: the total is 0 without counting the matches again.
+    start(user, "数据 report", "ok", fake_model, title="数据")
+    searches: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "hits" in statement:
+            searches.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        page = user.ok("GET", SEARCH, params={"q": "数据 咖啡"})
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert page["total"] == 0 and page["items"] == []
+    assert len(searches) == 1
 
 
 def test_index_follows_renames_messages_and_deletes(

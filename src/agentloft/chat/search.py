@@ -219,6 +219,8 @@ async def search_sessions(
     rows = (await db.execute(stmt)).all()
     if rows:
         total = int(rows[0].total)
+    elif not offset:  # an empty first page: nothing matched
+        total = 0
     else:
         total = int((await db.execute(select(func.count()).select_from(matching.subquery()))).scalar_one())
     found: list[tuple[AgentSession, str | None]] = [(r[0], r[1]) for r in rows]
