@@ -170,17 +170,24 @@ def _ranking(in_title: Any, in_messages: Any, updated_at: Any, session_id: Any) 
     return in_title.desc(), weighted.desc(), updated_at.desc(), session_id.desc()
 
 
-def _best_message(hits: CTE, session_id: Any) -> Any:
-    """PostgreSQL's best message: the message of one session holding the most terms, newest first among
-    equals, as a correlated subquery: evaluated for the page's sessions only (over every matching session
-    it cost a scan of all hits per session)."""
+def _best_messages(hits: CTE, page: CTE) -> Subquery:
+    """PostgreSQL's best message of each page session (``sid``, ``mid``): the message holding the most
+    terms, newest first among equals. One pass over the hits, keeping the page sessions' through an
+    array of their ids: a correlated subquery per page session, or a join with the page (which the
+    planner, misjudging both sides' sizes, ran as a loop), scanned every hit once per page session:
+    12-24 ms of a common character's 58 ms, against ~4 ms."""
+    held = (
+        select(hits.c.sid, hits.c.mid, func.count(distinct(hits.c.t)).label("n"),
+               func.max(hits.c.newness).label("newest"))
+        .where(hits.c.in_title == 0, hits.c.sid == func.any(func.array(select(page.c.id).scalar_subquery())))
+        .group_by(hits.c.sid, hits.c.mid)
+        .subquery("held")
+    )
     return (
-        select(hits.c.mid)
-        .where(hits.c.sid == session_id, hits.c.in_title == 0)
-        .group_by(hits.c.mid)
-        .order_by(func.count(distinct(hits.c.t)).desc(), func.max(hits.c.newness).desc())
-        .limit(1)
-        .scalar_subquery()
+        select(held.c.sid, held.c.mid)
+        .distinct(held.c.sid)
+        .order_by(held.c.sid, held.c.n.desc(), held.c.newest.desc())
+        .subquery("best")
     )
 
 
@@ -211,12 +218,14 @@ async def search_sessions(
     matching = sessions.add_columns(agg.c.tt, agg.c.mt, func.count().over().label("total"))
 
     inner = _ranking(agg.c.tt, agg.c.mt, AgentSession.updated_at, AgentSession.id)
-    page = matching.order_by(*inner).offset(offset).limit(limit).subquery("page")
+    page = matching.order_by(*inner).offset(offset).limit(limit).cte("page")
     session = aliased(AgentSession, page)
-    best = _best_message(hits, page.c.id) if pg else literal(None, String)
-    stmt = (select(session, best, page.c.total)
-            .order_by(*_ranking(page.c.tt, page.c.mt, page.c.updated_at, page.c.id)))
-    rows = (await db.execute(stmt)).all()
+    if pg:
+        best = _best_messages(hits, page)
+        stmt = select(session, best.c.mid, page.c.total).outerjoin(best, best.c.sid == page.c.id)
+    else:
+        stmt = select(session, literal(None, String), page.c.total)
+    rows = (await db.execute(stmt.order_by(*_ranking(page.c.tt, page.c.mt, page.c.updated_at, page.c.id)))).all()
     if rows:
         total = int(rows[0].total)
     elif not offset:  # an empty first page: nothing matched
