@@ -120,15 +120,17 @@ async def _sqlite_best(db: AsyncSession, query: Query, user_id: int, session_ids
 
 
 def _pg_hits(query: Query, user_id: int) -> CTE:
+    """The messages' owner is their own column (kept by the database, migration 0016), which their gram
+    index is keyed by: joining the user's sessions instead listed every user's matches first."""
     m, s = AgentMessage, AgentSession
+    owner = literal_column("agent_messages.user_id", Integer)
     arms: list[Select[Any, Any, Any, Any, Any]] = []
     for i, term in enumerate(query.terms):
         one = query.only(term)
         arms.append(
             select(m.session_id.label("sid"), literal(i).label("t"), literal(0).label("in_title"),
                    m.id.label("mid"), m.sort_order.label("newness"))
-            .join(s, s.id == m.session_id)
-            .where(s.user_id == user_id, m.source != A2A, *textsearch.pg_match(*PG_MESSAGE, one, f"m{i}"))
+            .where(owner == user_id, m.source != A2A, *textsearch.pg_match(*PG_MESSAGE, one, f"m{i}"))
         )
         arms.append(
             select(s.id.label("sid"), literal(i), literal(1), literal(None, String), literal(0.0))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0015_version_trigger"
+HEAD = "0016_message_owner"
 
 T = TypeVar("T")
 
