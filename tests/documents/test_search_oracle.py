@@ -1,8 +1,10 @@
 """Search against an oracle: random documents in mixed scripts (Chinese, kana, full-width and ASCII letters
 and digits, CJK punctuation) and random queries of one to three terms of one to three characters; every
 search must find exactly the documents whose folded title, summary, tags or content hold every term, with
-the exact total, also by type, and again after random edits and deletes. On PostgreSQL the kept totals of
-lone short terms (migration 0014) are made early, so the later searches read them."""
+the exact total, also by type, and again after random edits and deletes; and any page of a search must be
+that slice of the whole list. The ranked window is small, so most searches also add older matches. On
+PostgreSQL the kept totals of lone short terms (migration 0014) are made early, so the later searches
+read them (and look for their window among the newest documents)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ TYPES = ("memory", "document")
 @pytest.fixture
 def migrated(blank_database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setattr(search, "PG_KEEP_COUNT_FROM", 3)
+    monkeypatch.setattr(search, "RANK_WINDOW", 7)  # most searches rank a window and add older matches
     migrate.upgrade(blank_database_url)
     yield blank_database_url
 
@@ -55,6 +58,11 @@ async def _check(db: Database, docs: dict[str, AgentDocument], rng: random.Rando
         want = {i for i, d in docs.items() if _holds(d, q) and kind in (None, d.type)}
         got = [d.id for d in found.items]
         assert (found.total, sorted(got)) == (len(want), sorted(want)), (q, kind)
+        offset, limit = rng.randint(0, len(got)), rng.randint(1, 10)  # a page is a slice of the whole list
+        async with db.session() as s:
+            page = await search.search_documents(db=s, user_id=1, type=kind, q=q, offset=offset, limit=limit)
+        assert page is not None
+        assert (page.total, [d.id for d in page.items]) == (len(want), got[offset:offset + limit]), (q, kind)
 
 
 async def _write(db: Database, docs: dict[str, AgentDocument], rng: random.Random) -> None:
