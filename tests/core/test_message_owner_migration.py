@@ -6,6 +6,7 @@ down and up again. SQLite has nothing to migrate here."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -113,7 +114,8 @@ async def _migrated(url: str) -> None:
         assert NEW_INDEX in indexes and OLD_INDEX not in indexes
         plan = await _search_plan(db)  # the index finds only the user's matches
         assert f"Bitmap Index Scan on {NEW_INDEX}" in plan, plan
-        assert "Index Cond: ((user_id = 1) AND" in plan.split(f"Bitmap Index Scan on {NEW_INDEX}")[1].split("->")[0], plan
+        scan = plan.split(f"Bitmap Index Scan on {NEW_INDEX}")[1].split("->")[0]
+        assert "Index Cond: ((user_id = 1) AND" in scan, plan
         assert await _found(db) == [(1, ["s1"]), (1, ["s2"]), (1, ["s1"]), (0, [])]
     finally:
         await db.dispose()
@@ -159,3 +161,29 @@ def test_messages_carry_their_owner_and_the_search_reads_it(url: str) -> None:
     asyncio.run(_migrated(url))
     asyncio.run(_kept(url))
     asyncio.run(_down_and_up(url))
+
+
+async def _without_btree_gin(url: str, name: str) -> set[str]:
+    """Migrated from before 0011 by a role that may not create extensions; returns the messages' indexes
+    after checking the searches."""
+    await asyncio.to_thread(migrate.upgrade, url, "0009_scale_out")
+    db = Database(url)
+    try:
+        await _sql(db, f'REVOKE CREATE ON DATABASE "{name}" FROM CURRENT_USER')
+        try:
+            await asyncio.to_thread(migrate.upgrade, url)
+        finally:
+            await _sql(db, f'GRANT CREATE ON DATABASE "{name}" TO CURRENT_USER')
+        await _fill(db)
+        assert await _owners(db) == {"m1": 1, "m2": 2, "m3": 1}
+        assert await _found(db) == [(1, ["s1"]), (1, ["s2"]), (1, ["s1"]), (0, [])]
+        return {r[0] for r in await _sql(db, "SELECT indexname FROM pg_indexes WHERE tablename = 'agent_messages'")}
+    finally:
+        await db.dispose()
+
+
+def test_without_btree_gin_the_old_index_stays_and_search_works(url: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agentloft.migrations"):
+        indexes = asyncio.run(_without_btree_gin(url, pg.name_of(url)))
+    assert OLD_INDEX in indexes and NEW_INDEX not in indexes
+    assert any("keeping the message gram index" in r.getMessage() for r in caplog.records), caplog.records
