@@ -9,14 +9,16 @@ import asyncio
 import inspect
 import shutil
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
 
 from agentloft.app import create_app
 from agentloft.cli import proxy_options
@@ -129,6 +131,22 @@ async def file_database(path: Path, *statements: str) -> Database:
         for statement in statements:
             await s.execute(text(statement))
     return db
+
+
+@contextmanager
+def executed_statements(target: Any = Engine) -> Iterator[list[tuple[str, Any]]]:
+    """Each statement run through ``target`` while the block runs, with its parameters, in order. The
+    default, every engine, includes a live app's own (it runs in this process)."""
+    seen: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        seen.append((statement, parameters))
+
+    event.listen(target, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(target, "before_cursor_execute", record)
 
 
 async def wait_until(condition: Callable[[], bool | Awaitable[bool]], *, limit_s: float = 5.0,

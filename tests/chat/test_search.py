@@ -7,13 +7,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
-
 from agentloft.core.textsearch import register_sqlite_functions
 from tests.chat.helpers import chat, make_agent
 from tests.fakes.openai_server import FakeModel, text
-from tests.support import ApiClient, LiveApp
+from tests.support import ApiClient, LiveApp, executed_statements
 
 SEARCH = "/api/agent-sessions/search"
 
@@ -154,19 +151,10 @@ def test_a_search_that_finds_nothing_runs_one_statement(
 ) -> None:
     # An empty first page means no match: the total is 0 without counting the matches again.
     start(user, "数据 report", "ok", fake_model, title="数据")
-    searches: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        if "hits" in statement:
-            searches.append(statement)
-
-    event.listen(Engine, "before_cursor_execute", seen)
-    try:
+    with executed_statements() as executed:
         page = user.ok("GET", SEARCH, params={"q": "数据 咖啡"})
-    finally:
-        event.remove(Engine, "before_cursor_execute", seen)
     assert page["total"] == 0 and page["items"] == []
-    assert len(searches) == 1
+    assert len([s for s, _ in executed if "hits" in s]) == 1
 
 
 def test_index_follows_renames_messages_and_deletes(

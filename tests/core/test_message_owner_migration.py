@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import event, insert, text
+from sqlalchemy import insert, text
 
 from agentloft.auth.models import User
 from agentloft.chat import search
@@ -21,6 +21,7 @@ from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.core import migrate, textsearch
 from agentloft.core.db import Database
 from tests.pg import database as pg
+from tests.support import executed_statements
 
 BEFORE = "0015_version_trigger"
 NEW_INDEX = "idx_agent_messages_search_user_grams"
@@ -48,6 +49,10 @@ async def _sql(db: Database, sql: str) -> list[Any]:
     async with db.session() as s:
         result = await s.execute(text(sql))
         return list(result.all()) if result.returns_rows else []
+
+
+async def _indexes(db: Database) -> set[str]:
+    return {r[0] for r in await _sql(db, "SELECT indexname FROM pg_indexes WHERE tablename = 'agent_messages'")}
 
 
 async def _fill(db: Database) -> None:
@@ -83,19 +88,10 @@ async def _found(db: Database) -> list[tuple[int, list[str]]]:
 async def _search_plan(db: Database) -> str:
     """The plan of the chat search's own statement for a short term of user 1."""
     await _sql(db, "ANALYZE agent_messages")
-    caught: list[tuple[str, Any]] = []
-
-    def seen(conn: object, cursor: object, statement: str, parameters: Any, *args: object) -> None:
-        if "WITH hits" in statement:
-            caught.append((statement, parameters))
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
-    try:
+    with executed_statements(db.engine.sync_engine) as executed:
         async with db.session() as s:
             await search.search_sessions(db=s, user_id=1, q="咖啡", offset=0, limit=20)
-    finally:
-        event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
-    statement, parameters = caught[0]
+    statement, parameters = next((s, p) for s, p in executed if "WITH hits" in s)
     async with db.session() as s:
         await textsearch.pg_custom_plans(s)
         raw = await (await s.connection()).get_raw_connection()
@@ -110,7 +106,7 @@ async def _migrated(url: str) -> None:
         await _fill(db)
         await asyncio.to_thread(migrate.upgrade, url)
         assert await _owners(db) == {"m1": 1, "m2": 2, "m3": 1}  # the messages already there
-        indexes = {r[0] for r in await _sql(db, "SELECT indexname FROM pg_indexes WHERE tablename = 'agent_messages'")}
+        indexes = await _indexes(db)
         assert NEW_INDEX in indexes and OLD_INDEX not in indexes
         plan = await _search_plan(db)  # the index finds only the user's matches
         assert f"Bitmap Index Scan on {NEW_INDEX}" in plan, plan
@@ -144,7 +140,7 @@ async def _down_and_up(url: str) -> None:
     try:
         columns = await _sql(db, "SELECT 1 FROM information_schema.columns WHERE table_name = 'agent_messages' "
                                  "AND column_name = 'user_id'")
-        indexes = {r[0] for r in await _sql(db, "SELECT indexname FROM pg_indexes WHERE tablename = 'agent_messages'")}
+        indexes = await _indexes(db)
         assert not columns and OLD_INDEX in indexes and NEW_INDEX not in indexes
     finally:
         await db.dispose()
@@ -177,7 +173,7 @@ async def _without_btree_gin(url: str, name: str) -> set[str]:
         await _fill(db)
         assert await _owners(db) == {"m1": 1, "m2": 2, "m3": 1}
         assert await _found(db) == [(1, ["s1"]), (1, ["s2"]), (1, ["s1"]), (0, [])]
-        return {r[0] for r in await _sql(db, "SELECT indexname FROM pg_indexes WHERE tablename = 'agent_messages'")}
+        return await _indexes(db)
     finally:
         await db.dispose()
 

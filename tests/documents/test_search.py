@@ -4,12 +4,10 @@ step with updates and deletes, scoped to the user."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
 from agentloft.documents import search
 from tests.documents.conftest import create_doc
-from tests.support import ApiClient, LiveApp
+from tests.support import ApiClient, LiveApp, executed_statements
 
 BASE = "/api/agent-documents"
 
@@ -251,18 +249,9 @@ def test_type_filter_with_short_terms_follows_type_changes(user: ApiClient) -> N
 def _window_statements(client: ApiClient, q: str, **params: object) -> tuple[dict, list[str]]:
     """The search's page, and the statements it ran that select documents (PostgreSQL's window and
     count queries; SQLite's read its FTS tables and are not listed)."""
-    statements: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        if "FROM agent_documents" in statement and "agent_documents_" not in statement:
-            statements.append(statement)
-
-    event.listen(Engine, "before_cursor_execute", seen)
-    try:
+    with executed_statements() as executed:
         got = client.ok("GET", BASE, params={"q": q, **params})
-    finally:
-        event.remove(Engine, "before_cursor_execute", seen)
-    return got, statements
+    return got, [s for s, _ in executed if "FROM agent_documents" in s and "agent_documents_" not in s]
 
 
 def test_a_search_without_a_kept_total_reads_the_matches_once(app: LiveApp, user: ApiClient,

@@ -246,9 +246,8 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
             counted = _scoped(select(func.count()).select_from(AgentDocument), user_id, type).where(*conds)
             recounted = await _keep_count(db, counted, key)
             total = total if recounted is None else recounted
-    elif not (total := kept):
-        return Found([], 0)
     else:
+        total = kept
         want = min(total, RANK_WINDOW)
         depth = None if total <= RANK_WINDOW else _pg_depth(PG_FIRST_DEPTH * RANK_WINDOW, total)
         while True:
