@@ -38,6 +38,15 @@ export async function errorFrom(response) {
     err.message || `${response.status} ${response.statusText}`, err.fields, err.fieldCodes);
 }
 
+let signingOut = false;
+
+/** Sign out and go to the sign-in page. A request of the page that fails meanwhile (its session is gone)
+ * does not turn that into a sign-in that leads back here, for whoever signs in next. */
+export async function signOut() {
+  signingOut = true;
+  try { await api('POST', '/api/auth/logout'); } finally { window.location.assign('/login'); }
+}
+
 export async function api(method, url, body, { signal } = {}) {
   const hasBody = body !== undefined;
   let response;
@@ -55,7 +64,7 @@ export async function api(method, url, body, { signal } = {}) {
   }
   if (!response.ok) {
     const error = await errorFrom(response);
-    if (error.status === 401 && error.code === 'not_authenticated') {
+    if (error.status === 401 && error.code === 'not_authenticated' && !signingOut) {
       window.location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
     }
     throw error;

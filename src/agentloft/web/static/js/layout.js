@@ -1,11 +1,9 @@
 // Every page: sign-out, menus that close on a click elsewhere or Escape, table cells labelled for phones,
 // and the theme button.
-import { api } from './api.js';
+import { signOut } from './api.js';
 import { t } from './i18n.js';
 
-document.getElementById('sign-out')?.addEventListener('click', async () => {
-  try { await api('POST', '/api/auth/logout'); } finally { window.location.assign('/login'); }
-});
+document.getElementById('sign-out')?.addEventListener('click', signOut);
 
 document.addEventListener('click', (event) => {
   for (const menu of document.querySelectorAll('details.menu[open]')) {
