@@ -60,6 +60,29 @@ def test_test_action_success_and_provider_error(
     assert bad["ok"] is False and "invalid api key provided" in bad["error"]
 
 
+def test_a_model_tested_with_activate_becomes_the_default_only_when_it_answers(
+    app: LiveApp, admin: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    """The setup page's Save and test: saved switched off, and switched on as the default only by a test
+    that passed; a model that answered 404 (a wrong base URL) is left off and its error reads as words."""
+    old = _create(admin, name="Old", baseUrl=fake_model_server.base_url, model="fake-model")
+    new = _create(admin, name="New", baseUrl=fake_model_server.base_url, model="wrong", enabled=False)
+    fake_model.push(Step(error_status=404, error_message="The model `wrong` does not exist"))
+    bad = admin.ok("POST", f"/api/admin/models/{new['id']}/test", json={"activate": True})
+    assert bad["ok"] is False
+    assert bad["error"] == "The model answered with HTTP 404: The model `wrong` does not exist"
+    rows = "SELECT name, enabled, is_default FROM model_configs ORDER BY id"
+    assert app.sql(rows) == [("Old", 1, 1), ("New", 0, 0)]
+    fake_model.push(Step(text="OK"))
+    assert admin.ok("POST", f"/api/admin/models/{new['id']}/test", json={"activate": True})["ok"] is True
+    assert app.sql(rows) == [("Old", 1, 0), ("New", 1, 1)]
+    fake_model.push(Step(text="OK"))
+    assert admin.ok("POST", f"/api/admin/models/{old['id']}/test")["ok"] is True  # a plain test changes nothing
+    assert app.sql(rows) == [("Old", 1, 0), ("New", 1, 1)]
+    r = admin.post(f"/api/admin/models/{old['id']}/test", json={"activate": "yes"})
+    assert r.status_code == 422 and "activate" in r.json()["error"]["fields"]
+
+
 def test_test_action_connection_refused(admin: ApiClient) -> None:
     m = _create(admin, baseUrl="http://127.0.0.1:9/v1")
     res = admin.ok("POST", f"/api/admin/models/{m['id']}/test")
@@ -94,6 +117,7 @@ def test_presets_and_setup_status(admin: ApiClient, user: ApiClient) -> None:
     assert set(presets) == {"openai", "anthropic", "ollama", "vllm", "lmstudio", "openrouter", "deepseek"}
     assert presets["ollama"]["baseUrl"] == "http://127.0.0.1:11434/v1" and presets["ollama"]["needsApiKey"] is False
     assert presets["anthropic"]["provider"] == "anthropic" and presets["openai"]["needsApiKey"] is True
+    assert presets["vllm"]["baseUrl"] == "http://127.0.0.1:8001/v1"  # 8000 is agentloft's own port
     assert user.get("/api/admin/models/presets").status_code == 403
     assert user.ok("GET", "/api/setup/status") == {"hasModel": False}
     _create(admin, enabled=False)

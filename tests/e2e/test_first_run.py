@@ -40,9 +40,19 @@ def test_empty_install_to_a_streamed_answer_through_onboarding(
     page.get_by_role("button", name="Create account").click()
     expect(page).to_have_url(f"{app.url}/setup")
 
-    # The OpenAI preset asks for a key; Ollama fills its local URL and needs none.
+    # The OpenAI preset asks for a key, and saves nothing without one; Ollama fills its local URL and needs
+    # none; a custom OpenAI-compatible server takes a URL and, if it wants one, a key.
     expect(page.get_by_label("OpenAI", exact=True)).to_be_checked()
     expect(page.get_by_label("API key")).to_be_visible()
+    page.get_by_label("Model name").fill("gpt-4o-mini")
+    page.get_by_role("button", name="Save and test").click()
+    expect(page.locator(".field-error")).to_have_text("OpenAI needs an API key.")
+    expect(page.get_by_label("API key")).to_be_focused()
+    assert app.sql("SELECT count(*) FROM model_configs") == [(0,)]
+    page.get_by_label("Custom (OpenAI-compatible)").check()
+    expect(page.get_by_label("Base URL")).to_have_value("")
+    expect(page.get_by_label("API key")).to_be_visible()
+    expect(page.get_by_text("Only if your server asks for one.")).to_be_visible()
     page.get_by_label("Ollama").check()
     expect(page.get_by_label("Base URL")).to_have_value("http://127.0.0.1:11434/v1")
     expect(page.get_by_label("API key")).to_be_hidden()
@@ -88,18 +98,23 @@ def test_test_failure_shows_the_providers_error_and_a_retry_updates_the_same_mod
     page.goto("/")
     expect(page).to_have_url(f"{app.url}/setup")
     page.get_by_label("vLLM").check()
+    expect(page.get_by_label("Base URL")).to_have_value("http://127.0.0.1:8001/v1")
+    expect(page.get_by_text("start it with --port 8001")).to_be_visible()
     page.get_by_label("Base URL").fill(fake_model_server.base_url)
     page.get_by_label("Model name").fill("wrong-model")
     fake_model.push(text("", error_status=404, error_message="The model `wrong-model` does not exist"))
     page.get_by_role("button", name="Save and test").click()
     result = page.get_by_test_id("setup-result")
     expect(result).to_contain_text("The model did not answer:")
-    expect(result).to_contain_text("does not exist")
+    expect(result).to_contain_text("The model answered with HTTP 404: The model `wrong-model` does not exist")
+    # a model that did not answer is kept, switched off: it is not the default, and Done is not offered
+    assert app.sql("SELECT enabled, is_default FROM model_configs") == [(0, 0)]
+    expect(page.get_by_role("button", name="Done — start chatting")).to_be_hidden()
     page.get_by_label("Model name").fill("fake-model")
     fake_model.push(text("OK"))
     page.get_by_role("button", name="Save and test").click()
     expect(result).to_have_text(re.compile(r"It works"))
-    assert app.sql("SELECT name, model FROM model_configs") == [("vLLM", "fake-model")]
+    assert app.sql("SELECT name, model, enabled, is_default FROM model_configs") == [("vLLM", "fake-model", 1, 1)]
 
 
 def test_screens_in_both_languages(

@@ -30,7 +30,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from agentloft.chat.stream import describe_failure
+from agentloft.llm.failures import describe_failure
 from tests.chat.helpers import attach, chat, make_agent, make_tool, register_test_tools
 from tests.fakes.anthropic_server import FakeAnthropic, FakeAnthropicServer, Reply
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step

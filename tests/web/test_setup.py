@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloft.llm.presets import PRESETS
+from agentloft.core.settings import Settings
+from agentloft.llm.presets import SETUP_PRESETS
 from tests.chat.helpers import chat
 from tests.fakes.openai_server import FakeModel, FakeModelServer, text
 from tests.support import ApiClient, signup, start_app
@@ -25,9 +26,13 @@ def test_admin_without_a_model_is_sent_to_setup(admin: ApiClient) -> None:
     assert location(admin, "/chat") == "/setup"
     page = admin.get("/setup")
     assert page.status_code == 200 and 'id="setup-form"' in page.text
-    for preset in PRESETS:  # every preset is offered with what it fills in and whether it needs a key
+    for preset in SETUP_PRESETS:  # every preset is offered with what it fills in and whether it needs a key
         assert f'value="{preset.id}"' in page.text, preset.id
     assert 'data-base-url="http://127.0.0.1:11434/v1"' in page.text and 'data-needs-key="false"' in page.text
+    # any other OpenAI-compatible server, with a key field of its own (shown, not required)
+    assert 'value="custom"' in page.text and 'data-offers-key="true"' in page.text
+    own_port = f":{Settings.model_fields['port'].default}/"
+    assert not [p.id for p in SETUP_PRESETS if p.base_url and own_port in p.base_url]  # never agentloft itself
     assert 'data-testid="setup-has-model"' not in page.text
 
 

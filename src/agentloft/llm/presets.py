@@ -2,6 +2,10 @@
 
 The model names are suggestions shown as placeholders; providers rename models often, so the admin
 always types or confirms the name.
+
+vLLM's own default port is 8000, which is agentloft's too (``AGENTLOFT_PORT``): on one machine they cannot
+both have it, and a preset pointing at 8000 would test agentloft against itself (a 404 from our own API).
+The preset therefore says 8001 and the setup page tells how to start vLLM there (``--port 8001``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ PRESETS: tuple[ModelPreset, ...] = (
                 needs_api_key=True, model_hint="claude-sonnet-4-5"),
     ModelPreset(id="ollama", label="Ollama", provider="openai", base_url="http://127.0.0.1:11434/v1",
                 needs_api_key=False, model_hint="llama3.2"),
-    ModelPreset(id="vllm", label="vLLM", provider="openai", base_url="http://127.0.0.1:8000/v1",
+    ModelPreset(id="vllm", label="vLLM", provider="openai", base_url="http://127.0.0.1:8001/v1",
                 needs_api_key=False, model_hint="meta-llama/Llama-3.1-8B-Instruct"),
     ModelPreset(id="lmstudio", label="LM Studio", provider="openai", base_url="http://127.0.0.1:1234/v1",
                 needs_api_key=False, model_hint="qwen2.5-7b-instruct"),
@@ -24,3 +28,11 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(id="deepseek", label="DeepSeek", provider="openai", base_url="https://api.deepseek.com/v1",
                 needs_api_key=True, model_hint="deepseek-chat"),
 )
+
+# Any other server that speaks the OpenAI API (llama.cpp, LocalAI, a company gateway…): the admin types
+# its base URL, and a key only if that server wants one. Admin → Models has the same choice as its blank
+# "Custom" option (which also lets the provider be picked), so the API's preset list leaves this one out.
+CUSTOM_PRESET = ModelPreset(id="custom", label="Custom (OpenAI-compatible)", provider="openai", base_url=None,
+                            needs_api_key=False, offers_api_key=True, model_hint="my-model")
+
+SETUP_PRESETS: tuple[ModelPreset, ...] = (*PRESETS, CUSTOM_PRESET)

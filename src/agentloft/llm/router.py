@@ -14,6 +14,7 @@ from agentloft.llm.schemas import (
     ModelConfigRead,
     ModelConfigUpdate,
     ModelPreset,
+    ModelTestOptions,
     ModelTestResult,
     SetupStatus,
 )
@@ -64,6 +65,11 @@ async def delete_model(model_id: DbInt, _: AdminUser, db: DbSession) -> Response
 
 
 @admin_router.post("/{model_id}/test", response_model=ModelTestResult)
-async def test_model(model_id: DbInt, _: AdminUser, rt: Rt, db: DbSession) -> ModelTestResult:
+async def test_model(
+    model_id: DbInt, _: AdminUser, rt: Rt, db: DbSession, options: ModelTestOptions | None = None
+) -> ModelTestResult:
     row = await service.get_model(db=db, model_id=model_id)
-    return await service.test_model(row=row, box=rt.box, models=rt.models)
+    result = await service.test_model(row=row, box=rt.box, models=rt.models)
+    if result.ok and options is not None and options.activate:
+        await service.make_default(db=db, row=row)
+    return result

@@ -69,7 +69,17 @@ class ModelPreset(ApiModel):
     provider: Provider
     base_url: str | None
     needs_api_key: bool
+    offers_api_key: bool = Field(default=False, description="The key field shows though none is needed.")
     model_hint: str
+
+
+class ModelTestOptions(ApiModel):
+    """What to do with a model once its test has answered."""
+
+    activate: StrictBool = Field(default=False, description=(
+        "When the test passes, switch the model on and make it the default; when it fails, leave it as "
+        "it is. The setup page saves a model switched off and asks for this, so a model that does not "
+        "answer never becomes the one every chat uses."))
 
 
 class SetupStatus(ApiModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from pydantic_ai import Agent
@@ -16,11 +17,13 @@ from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
 from agentloft.llm.clients import ModelClients
+from agentloft.llm.failures import describe_failure
 from agentloft.llm.models import ModelConfig
 from agentloft.llm.providers import ModelSpec
 from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
 
 BOOTSTRAP_NAME = "Default (from environment)"
+log = logging.getLogger(__name__)
 
 
 def to_read(row: ModelConfig) -> ModelConfigRead:
@@ -116,6 +119,14 @@ async def update_model(
     return row
 
 
+async def make_default(*, db: AsyncSession, row: ModelConfig) -> None:
+    """Switch ``row`` on and make it the default (the one chats without a model of their own use)."""
+    row.enabled = True
+    row.is_default = True
+    await db.flush()
+    await _clear_default(db, row.id)
+
+
 async def delete_model(*, db: AsyncSession, model_id: int) -> None:
     row = await get_model(db=db, model_id=model_id)
     await db.delete(row)
@@ -158,10 +169,7 @@ async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: 
     row.base_url = settings.openai_base_url.rstrip("/")
     row.model = settings.default_model or "gpt-4o-mini"
     row.api_key_enc = box.encrypt(settings.openai_api_key) if settings.openai_api_key else None
-    row.enabled = True
-    row.is_default = True
-    await db.flush()
-    await _clear_default(db, row.id)
+    await make_default(db=db, row=row)
 
 
 async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients,
@@ -181,7 +189,8 @@ async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients,
         reply = str(result.output)
         return ModelTestResult(ok=True, latency_ms=_ms(started), reply=reply[:200])
     except Exception as exc:
-        return ModelTestResult(ok=False, latency_ms=_ms(started), error=_describe(exc))
+        log.info("model test failed: %r", exc)
+        return ModelTestResult(ok=False, latency_ms=_ms(started), error=describe_failure(exc))
 
 
 def _ms(started: float) -> int:
