@@ -92,11 +92,40 @@ def test_api_tokens_authenticate_without_csrf(app: LiveApp, admin: ApiClient) ->
     with ApiClient(app.url, csrf=False, headers={"Authorization": f"Bearer {created['token']}"}) as bearer:
         assert bearer.ok("GET", "/api/auth/me")["username"] == "admin"
         # a write with a bearer token needs no CSRF token
-        assert bearer.ok("POST", "/api/auth/tokens", json={"name": "second"}, status=201)
+        assert bearer.ok("POST", "/api/agent-documents", json={"title": "t", "content": "c"}, status=201)
     admin.ok("DELETE", f"/api/auth/tokens/{created['id']}", status=204)
     with ApiClient(app.url, headers={"Authorization": f"Bearer {created['token']}"}) as bearer:
         assert bearer.get("/api/auth/me").status_code == 401
     assert admin.delete(f"/api/auth/tokens/{created['id']}").status_code == 404
+
+
+def test_an_api_token_cannot_create_tokens_or_change_passwords(app: LiveApp, admin: ApiClient, make_user) -> None:
+    """Tokens leak more easily than passwords: were one enough to make tokens, revoking it would leave the
+    ones it made working; were it enough to change the password, it could lock the owner out. Both need
+    the session cookie, even when a request sends the cookie beside the token."""
+    bob = make_user("bob")
+    bob_id = bob.ok("GET", "/api/auth/me")["id"]
+    token = bob.ok("POST", "/api/auth/tokens", json={"name": "script"})["token"]
+    admin_token = admin.ok("POST", "/api/auth/tokens", json={"name": "ops"})["token"]
+    change = {"currentPassword": "password123", "newPassword": "a-new-secret"}
+    with ApiClient(app.url, csrf=False, headers={"Authorization": f"Bearer {token}"}) as bearer:
+        for method, url, body in [("POST", "/api/auth/tokens", {"name": "spawned"}),
+                                  ("POST", "/api/auth/password", change)]:
+            r = bearer.request(method, url, json=body)
+            assert r.status_code == 403, (url, r.text)
+            assert r.json()["error"]["code"] == "session_required"
+        assert bearer.ok("GET", "/api/auth/me")["username"] == "bob"  # the token itself still works
+    with ApiClient(app.url, headers={"Authorization": f"Bearer {token}"}, cookies=bob.cookies) as both:
+        r = both.post("/api/auth/tokens", json={"name": "spawned"})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "session_required"
+    with ApiClient(app.url, csrf=False, headers={"Authorization": f"Bearer {admin_token}"}) as admin_bearer:
+        r = admin_bearer.patch(f"/api/admin/users/{bob_id}", json={"password": "set-by-a-token"})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "session_required"
+        assert admin_bearer.ok("PATCH", f"/api/admin/users/{bob_id}", json={"role": "admin"})["role"] == "admin"
+    assert [t["name"] for t in bob.ok("GET", "/api/auth/tokens")["items"]] == ["script"]
+    assert bob.get("/api/auth/me").status_code == 200  # no password changed: the browser is still in
+    with app.client() as c:
+        assert login(c, "bob")["username"] == "bob"
 
 
 def test_tokens_are_per_user(make_user, admin: ApiClient) -> None:

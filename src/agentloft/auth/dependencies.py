@@ -1,4 +1,5 @@
-"""Who is calling: ``OptionalUser``, ``CurrentUser`` (401 if nobody) and ``AdminUser`` (403 if not admin).
+"""Who is calling: ``OptionalUser``, ``CurrentUser`` (401 if nobody), ``AdminUser`` (403 if not admin) and
+``SessionUser`` (403 unless signed in with a session cookie).
 
 A bearer token wins over a cookie. The lookup runs once per request and is cached on ``request.state``;
 a session cookie's or an API token's account is also kept between requests in the read cache
@@ -6,6 +7,11 @@ a session cookie's or an API token's account is also kept between requests in th
 disabled account is refused by the next request. A token's ``last_used_at`` is written at most once a
 minute (``auth.service.TOKEN_USE_INTERVAL``), not on every request: a write transaction per API call
 cost more than the lookup itself.
+
+Some acts need a session cookie, not an API token (``require_session``): creating a token and changing a
+password. A token is a secret that leaks more easily than a password (scripts, config files, another
+machine's environment); were it enough for those, whoever found one could mint tokens of their own that
+outlive its revocation, or lock the owner out of their account.
 """
 
 from __future__ import annotations
@@ -119,6 +125,19 @@ async def _admin_user(user: Annotated[User, Depends(_current_user)]) -> User:
     return user
 
 
+def require_session(request: Request) -> None:
+    """403 ``session_required`` unless the request was authenticated by a session cookie (a bearer token
+    wins over a cookie, so a request that sends both counts as the token's)."""
+    if getattr(request.state, "auth_method", None) != "cookie":
+        raise Forbidden("API tokens cannot do this; sign in with your password and do it from the browser",
+                        code="session_required")
+
+
+async def _cookie_user(request: Request, user: Annotated[User, Depends(_current_user)]) -> User:
+    require_session(request)
+    return user
+
+
 async def request_user(request: Request) -> User | None:
     """The caller of a request no route dependency ran for (e.g. the page for an unknown address)."""
     return await _optional_user(request)
@@ -127,3 +146,4 @@ async def request_user(request: Request) -> User | None:
 OptionalUser = Annotated[User | None, Depends(_optional_user)]
 CurrentUser = Annotated[User, Depends(_current_user)]
 AdminUser = Annotated[User, Depends(_admin_user)]
+SessionUser = Annotated[User, Depends(_cookie_user)]

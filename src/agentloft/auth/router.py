@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from agentloft.auth import service
-from agentloft.auth.dependencies import SESSION_COOKIE, AdminUser, CurrentUser
+from agentloft.auth.dependencies import SESSION_COOKIE, AdminUser, CurrentUser, SessionUser, require_session
 from agentloft.auth.models import User
 from agentloft.auth.schemas import (
     Credentials,
@@ -82,10 +82,11 @@ async def _count_attempt(request: Request, rt: Rt, username: str) -> None:
 
 @router.post("/password", status_code=204)
 async def change_password(
-    body: PasswordChange, request: Request, user: CurrentUser, rt: Rt, db: DbSession
+    body: PasswordChange, request: Request, user: SessionUser, rt: Rt, db: DbSession
 ) -> Response:
-    """Change one's own password. The current one is checked and counted like a sign-in attempt; every
-    other browser signed in to the account is signed out (API tokens stay)."""
+    """Change one's own password, from a signed-in browser only (403 ``session_required`` with an API
+    token). The current one is checked and counted like a sign-in attempt; every other browser signed in
+    to the account is signed out (API tokens stay)."""
     await _count_attempt(request, rt, user.username)
     await service.change_own_password(
         db=db, user_id=user.id, current=body.current_password, new=body.new_password,
@@ -110,7 +111,9 @@ async def me(user: CurrentUser) -> Me:
 
 
 @router.post("/tokens", response_model=TokenCreated, status_code=201)
-async def create_token(body: TokenCreate, user: CurrentUser, db: DbSession) -> TokenCreated:
+async def create_token(body: TokenCreate, user: SessionUser, db: DbSession) -> TokenCreated:
+    """A new API token, from a signed-in browser only: a token cannot create tokens (403
+    ``session_required``), so revoking one is never outlived by tokens it made."""
     return await service.create_api_token(db=db, user_id=user.id, name=body.name)
 
 
@@ -142,6 +145,10 @@ async def admin_list_users(_: AdminUser, db: DbSession, paging: Paging) -> Page[
 async def admin_update_user(
     user_id: DbInt, body: UserUpdate, request: Request, admin: AdminUser, db: DbSession
 ) -> UserRead:
-    """A new ``password`` signs the account's browsers out; an admin setting their own keeps this one."""
+    """A new ``password`` signs the account's browsers out; an admin setting their own keeps this one.
+    Setting a password needs a signed-in browser, as changing one's own does (403 ``session_required``
+    with an API token); roles and disabling do not."""
+    if body.password is not None:
+        require_session(request)
     own = request.cookies.get(SESSION_COOKIE) if user_id == admin.id else None
     return UserRead.model_validate(await service.update_user(db=db, user_id=user_id, data=body, keep_session=own))
