@@ -14,21 +14,25 @@ SDK's endpoint with that request.
 Also here: the JSON-RPC side's content-type rule. A JSON-RPC request whose ``Content-Type`` is not JSON
 answers ``ContentTypeNotSupportedError`` (-32005, the JSON-RPC face of the REST binding's 415), as the A2A
 conformance kit expects; a JSON body that does not parse still answers -32700 from the SDK.
+
+Both bindings read the body through ``a2a.limits`` first, which refuses what is too large for the SDK to
+parse in good time; these are the two error shapes such a refusal is answered in.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
+from a2a.server.jsonrpc_models import JSONRPCError
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import ServerCallContextBuilder, create_rest_routes
 from a2a.types import ContentTypeNotSupportedError
+from a2a.utils.error_handlers import build_rest_error_payload
+from a2a.utils.errors import A2AError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
+from agentloft.a2a.limits import CheckedRequest
 from agentloft.core.errors import AppError, NotFound
 
 REST_PATH = "rest"
@@ -40,14 +44,15 @@ def _routes(handler: RequestHandler, builder: ServerCallContextBuilder) -> list[
     return [r for r in create_rest_routes(handler, context_builder=builder) if isinstance(r, Route)]
 
 
-async def dispatch(request: Request, path: str, handler: RequestHandler, builder: ServerCallContextBuilder) -> Response:
+async def dispatch(request: CheckedRequest, path: str, handler: RequestHandler, builder: ServerCallContextBuilder
+                   ) -> Response:
     """Answer one REST request whose path below ``/a2a/{slug}/rest`` is ``path``."""
     scope = {**request.scope, "path": "/" + path.lstrip("/"), "root_path": "", "raw_path": b""}
     allowed = False
     for route in _routes(handler, builder):
         match, child = route.matches(scope)
         if match == Match.FULL:
-            return await route.endpoint(Request({**scope, **child}, request.receive))
+            return await route.endpoint(request.with_scope({**scope, **child}))
         allowed = allowed or match == Match.PARTIAL
     message = f"no A2A REST method at {request.method} /{path}"
     if allowed:
@@ -60,15 +65,19 @@ def is_json(request: Request) -> bool:
     return media in JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
 
 
-async def content_type_error(request: Request) -> Response:
+def content_type_error(request: CheckedRequest) -> Response:
     """The JSON-RPC error for a body that is not declared as JSON; the id is kept when the body has one."""
-    request_id: Any = None
-    try:
-        body = json.loads(await request.body())
-        if isinstance(body, dict) and isinstance(body.get("id"), str | int) and not isinstance(body["id"], bool):
-            request_id = body["id"]
-    except ValueError:
-        pass
     media = request.headers.get("content-type") or "none"
     error = ContentTypeNotSupportedError(message=f"Content-Type must be application/json, not {media}")
+    return jsonrpc_error(request.request_id(), error)
+
+
+def jsonrpc_error(request_id: str | int | None, error: A2AError | JSONRPCError) -> Response:
+    """A JSON-RPC error response, with HTTP 200 as the SDK answers its own."""
     return JSONResponse(build_error_response(request_id, error), status_code=200)
+
+
+def rest_error(error: A2AError) -> Response:
+    """An HTTP+JSON binding error, in the SDK's payload and with the HTTP status it names."""
+    payload = build_rest_error_payload(error)
+    return JSONResponse(payload, status_code=int(payload["error"]["code"]))

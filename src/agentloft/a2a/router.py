@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from agentloft.a2a import rest, service
+from agentloft.a2a import limits, rest, service
 from agentloft.a2a import server as a2a_server
 from agentloft.auth.dependencies import CurrentUser, bearer_token, token_user
 from agentloft.core.dependencies import DbSession, Rt
@@ -95,20 +95,33 @@ async def agent_card(slug: str, request: Request, db: DbSession) -> JSONResponse
 async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
     """A2A 1.0 JSON-RPC for one agent (SendMessage, SendStreamingMessage, GetTask, CancelTask, …)."""
     request.state.a2a_user = await _a2a_user(request, rt)
+    try:
+        checked = await limits.read(request)
+    except limits.Refused as refused:
+        return rest.jsonrpc_error(None, refused.jsonrpc_error())
     if not rest.is_json(request):
-        return await rest.content_type_error(request)
+        return rest.content_type_error(checked)
+    try:
+        limits.check_message(limits.jsonrpc_message(checked))
+    except limits.Refused as refused:
+        return rest.jsonrpc_error(checked.request_id(), refused.jsonrpc_error())
     async with rt.db.session() as db:
         agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
     card = a2a_server.build_card(agent, _base_url(request))
     dispatcher = rt.a2a.dispatcher(agent, card)
-    return await dispatcher.handle_requests(request)
+    return await dispatcher.handle_requests(checked)
 
 
 @router.api_route("/a2a/{slug}/rest/{path:path}", methods=["GET", "POST", "DELETE"], include_in_schema=False)
 async def a2a_rest(slug: str, path: str, request: Request, rt: Rt) -> Response:
     """A2A 1.0 HTTP+JSON for one agent (``message:send``, ``message:stream``, ``tasks/{id}``, …)."""
     request.state.a2a_user = await _a2a_user(request, rt)
+    try:
+        checked = await limits.read(request)
+        limits.check_message(limits.rest_message(checked))
+    except limits.Refused as refused:
+        return rest.rest_error(refused.rest_error())
     async with rt.db.session() as db:
         agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
     handler = rt.a2a.handler(agent, a2a_server.build_card(agent, _base_url(request)))
-    return await rest.dispatch(request, path, handler, rt.a2a.context_builder)
+    return await rest.dispatch(checked, path, handler, rt.a2a.context_builder)

@@ -9,7 +9,11 @@ from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.core.schemas import ApiModel, ClientText
 
-Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100_000), ClientText]
+# The longest message a user may send an agent; A2A callers and the agent-invoke tool are held to it too.
+MAX_MESSAGE_CHARS = 100_000
+
+Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_MESSAGE_CHARS),
+                    ClientText]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), ClientText]
 
 
