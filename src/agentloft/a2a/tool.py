@@ -13,6 +13,7 @@ import logging
 from pydantic import Field
 
 from agentloft.a2a import service
+from agentloft.chat.schemas import MAX_MESSAGE_CHARS
 from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
@@ -36,7 +37,8 @@ class Config(ApiModel):
 
 class Input(ApiModel):
     agent_slug: str = Field(min_length=1, max_length=200, description="Slug of the agent to call.")
-    input: str = Field(min_length=1, description="The task or question for that agent, with all context it needs.")
+    input: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS,
+                       description="The task or question for that agent, with all context it needs.")
 
 
 def options_from(config: Config) -> service.InvokeOptions:

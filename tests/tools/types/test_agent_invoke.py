@@ -21,3 +21,6 @@ async def test_bad_input_never_reaches_the_a2a_call(run: Run) -> None:
     assert not bad.success and "agentSlug: String should have at least 1 character" in bad.error
     missing = await run(INVOKE, {"agentSlug": "writer"})
     assert not missing.success and "input: Field required" in missing.error
+    # the chat's limit: a model cannot hand another agent more than a user may send one
+    long = await run(INVOKE, {"agentSlug": "writer", "input": "x" * 100_001})
+    assert not long.success and "input: String should have at most 100000 characters" in long.error
