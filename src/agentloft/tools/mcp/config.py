@@ -17,8 +17,15 @@ class Config(ApiModel):
     title: str = Field(default="", max_length=500)
     description: str = Field(default="", max_length=20_000, description="The server's description of the tool.")
     input_schema: dict[str, Any] = Field(default_factory=lambda: dict(EMPTY_SCHEMA))
+    annotations: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The server's hints about the tool (title, readOnlyHint, destructiveHint, idempotentHint, "
+                    "openWorldHint), reviewed like its description.",
+    )
     missing: bool = Field(default=False, description="The server no longer lists the tool.")
-    changed: bool = Field(default=False, description="Its description or schema changed while it was enabled.")
+    changed: bool = Field(
+        default=False, description="Its title, description, input schema or hints changed while it was enabled."
+    )
     timeout_seconds: float = Field(default=60, gt=0, le=3600, description="Time limit for one call.")
     max_output_chars: int = Field(
         default=100_000, ge=1_000, le=10_000_000,

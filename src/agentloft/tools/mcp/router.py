@@ -10,7 +10,7 @@
   ``tools.mcp.schemas``), delete (204; the server's tools go too, and with them their agent links).
 - ``POST /api/admin/mcp-servers/{id}/refresh`` – list the server's tools now and bring its tool rows in
   line; answers the tools (``McpToolRead``: ``toolId, slug, name, title, description, inputSchema,
-  enabled, adminOnly, needsApproval, missing, changed``). 502 ``mcp_server_failed`` with the reason when
+  annotations, enabled, adminOnly, needsApproval, missing, changed``). 502 ``mcp_server_failed`` with the reason when
   the server cannot be reached or refuses.
 - ``GET /api/admin/mcp-servers/{id}/tools`` – the same list as stored, without asking the server.
 

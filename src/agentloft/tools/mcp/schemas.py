@@ -90,8 +90,10 @@ class McpToolRead(ApiModel):
     title: str
     description: str = Field(description="The server's (third-party) description, shown to the model.")
     input_schema: dict[str, Any]
+    annotations: dict[str, Any] = Field(description="The server's hints (readOnlyHint, destructiveHint, ...).")
     enabled: bool
     admin_only: bool
     needs_approval: bool
     missing: bool = Field(description="The server no longer lists this tool; it stays disabled, its links kept.")
-    changed: bool = Field(description="Its description or schema changed since an admin enabled it.")
+    changed: bool = Field(description="What the model is shown of it (title, description, input schema, hints) "
+                                      "changed since an admin enabled it.")

@@ -6,10 +6,13 @@ MCP-specific lives here:
 
 - **Refresh** lists the server's tools and brings the rows in line: a new tool becomes a row that starts
   disabled, so an admin reads the third-party description before any model sees it; a listed tool gets
-  the server's current title, description and schema (if those changed while it was enabled, it is
-  disabled again and marked ``changed``, since what the model is told is what the admin approved); a
-  tool the server no longer lists is disabled and marked ``missing``, its agent links kept, so it comes
-  back where it was if the server lists it again and an admin enables it.
+  the server's current title, description, schema and hints. If any of what the model and the admin are
+  shown of it (``REVIEWED``: its name, title, description, input schema, annotations) changed while it
+  was enabled, it is disabled again and marked ``changed``, since what the model is told is what the
+  admin approved: the model reads the title when there is no description, and a hint such as
+  ``destructiveHint`` is what an admin decides approval by. A tool the server no longer lists is
+  disabled and marked ``missing``, its agent links kept, so it comes back where it was if the server
+  lists it again and an admin enables it.
 - **Slugs**: ``<server slug>__<tool name>``, lower case, other characters as ``-``; when that is longer than
   64 characters or taken by another tool, it is cut and ends in ``-`` and six characters of a hash of the
   server and the tool's name.
@@ -109,8 +112,9 @@ def _tool_read(row: AgentTool) -> McpToolRead:
     return McpToolRead(
         tool_id=row.id, slug=row.slug, name=config.get("toolName", ""), title=config.get("title") or row.name,
         description=config.get("description", ""), input_schema=config.get("inputSchema") or EMPTY_SCHEMA,
-        enabled=row.enabled, admin_only=bool(row.admin_only), needs_approval=row.needs_approval,
-        missing=bool(config.get("missing")), changed=bool(config.get("changed")) and not row.enabled,
+        annotations=config.get("annotations") or {}, enabled=row.enabled, admin_only=bool(row.admin_only),
+        needs_approval=row.needs_approval, missing=bool(config.get("missing")),
+        changed=bool(config.get("changed")) and not row.enabled,
     )
 
 
@@ -271,19 +275,35 @@ def fit_slug(*, server_slug: str, tool_name: str, taken: set[str]) -> str:
     raise Conflict(f"no free slug for tool '{tool_name}'", code="tool_slug_taken")
 
 
+TITLE_MAX = 500
+
+
+def _annotations(value: types.ToolAnnotations | None) -> dict[str, Any]:
+    """A tool's hints as stored: the protocol's fields only (whatever else a server adds is not kept),
+    the title cut like the tool's own."""
+    if value is None:
+        return {}
+    known = set(types.ToolAnnotations.model_fields)
+    hints = value.model_dump(mode="json", by_alias=True, exclude_none=True, include=known)
+    if isinstance(hints.get("title"), str):
+        hints["title"] = hints["title"][:TITLE_MAX]
+    return hints
+
+
 @dataclass
 class _Listed:
     name: str
     title: str
     description: str
     input_schema: dict[str, Any]
+    annotations: dict[str, Any]
 
     @classmethod
     def of(cls, tool: types.Tool) -> _Listed:
         annotations = tool.annotations
         title = tool.title or (annotations.title if annotations and annotations.title else None) or tool.name
         return cls(name=tool.name, title=title, description=(tool.description or "").strip(),
-                   input_schema=tool.input_schema or dict(EMPTY_SCHEMA))
+                   input_schema=tool.input_schema or dict(EMPTY_SCHEMA), annotations=_annotations(annotations))
 
 
 ADMIN_CHOICES = {"timeoutSeconds": "timeout_seconds", "maxOutputChars": "max_output_chars"}
@@ -292,15 +312,28 @@ ADMIN_CHOICES = {"timeoutSeconds": "timeout_seconds", "maxOutputChars": "max_out
 def _config(listed: _Listed, server_id: str, old: dict[str, Any] | None = None) -> dict[str, Any]:
     """The tool's config as the server now describes it, with the limits an admin set kept."""
     kept = {field: (old or {})[key] for key, field in ADMIN_CHOICES.items() if (old or {}).get(key)}
-    cfg = Config(server_id=server_id, tool_name=listed.name, title=listed.title[:500],
-                 description=listed.description[:20_000], input_schema=listed.input_schema, **kept)
+    cfg = Config(server_id=server_id, tool_name=listed.name, title=listed.title[:TITLE_MAX],
+                 description=listed.description[:20_000], input_schema=listed.input_schema,
+                 annotations=listed.annotations, **kept)
     return cfg.model_dump(mode="json", by_alias=True)
+
+
+# The config keys holding what the model and the admin are shown of a tool: a change to any of them is
+# reviewed (see the module docstring).
+REVIEWED = ("toolName", "title", "description", "inputSchema", "annotations")
+
+
+def _changed(old: Mapping[str, Any], fresh: Mapping[str, Any]) -> bool:
+    """Whether what the model is shown differs. A row stored before the hints were kept has no
+    ``annotations``: they reached no model then, so this refresh records them without a review."""
+    keys = REVIEWED if "annotations" in old else tuple(k for k in REVIEWED if k != "annotations")
+    return any(old.get(key) != fresh.get(key) for key in keys)
 
 
 def _update_row(row: AgentTool, listed: _Listed, server_id: str) -> None:
     old = dict(row.config or {})
     fresh = _config(listed, server_id, old)
-    changed = (old.get("description"), old.get("inputSchema")) != (fresh["description"], fresh["inputSchema"])
+    changed = _changed(old, fresh)
     if changed and row.enabled:
         row.enabled = False
         fresh["changed"] = True

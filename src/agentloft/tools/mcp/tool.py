@@ -1,9 +1,10 @@
 """The ``mcp`` tool type: one tool of an MCP server, as an ``agent_tools`` row.
 
 Its config names the server (``serverId``) and the tool's own name (``toolName``, what goes on the
-wire), and keeps what the server said about the tool (``title``, ``description``, ``inputSchema``) as of
-the last refresh. The schema is data, not a Pydantic model, so the type checks the model's arguments
-against it with ``jsonschema`` (the wrapper turns a mismatch into a failed result, as for every type).
+wire), and keeps what the server said about the tool (``title``, ``description``, ``inputSchema``,
+``annotations``) as of the last refresh. The schema is data, not a Pydantic model, so the type checks the
+model's arguments against it with ``jsonschema`` (the wrapper turns a mismatch into a failed result, as
+for every type).
 Rows are made by a server's refresh, never by hand. While the server is disabled its tools are
 unavailable: no model gets them (``unavailable``).
 """

@@ -17,9 +17,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "mcp.tools": "Tools",
         "mcp.empty": "No MCP servers yet.",
         "mcp.toolsOf": "Tools of",
-        "mcp.toolsIntro": "Descriptions come from the server. A tool the server stopped listing is disabled "
-        "and marked missing; its agents keep it. A tool whose description changed while enabled is "
-        "disabled until you enable it again.",
+        "mcp.toolsIntro": "Titles, descriptions and hints come from the server. A tool the server stopped "
+        "listing is disabled and marked missing; its agents keep it. A tool whose title, description, input "
+        "schema or hints changed while enabled is disabled until you enable it again.",
         "mcp.refresh": "Refresh",
         "mcp.showTools": "Tools",
         "mcp.tool": "Tool",
@@ -27,6 +27,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "mcp.noTools": "No tools yet: refresh the server.",
         "mcp.noDescription": "(no description)",
         "mcp.inputSchema": "Input schema",
+        "mcp.hints": "Hints",
         "mcp.missing": "missing",
         "mcp.changed": "changed",
         "mcp.slug": "Slug",
@@ -76,8 +77,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "mcp.tools": "工具",
         "mcp.empty": "还没有 MCP 服务器。",
         "mcp.toolsOf": "工具：",
-        "mcp.toolsIntro": "描述来自服务器。服务器不再列出的工具会被停用并标记为缺失，智能体仍保留它。"
-        "启用期间描述发生变化的工具会被停用，直到你再次启用。",
+        "mcp.toolsIntro": "标题、描述和提示来自服务器。服务器不再列出的工具会被停用并标记为缺失，智能体仍保留它。"
+        "启用期间标题、描述、输入结构或提示发生变化的工具会被停用，直到你再次启用。",
         "mcp.refresh": "刷新",
         "mcp.showTools": "工具",
         "mcp.tool": "工具",
@@ -85,6 +86,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "mcp.noTools": "还没有工具：请刷新服务器。",
         "mcp.noDescription": "（无描述）",
         "mcp.inputSchema": "输入结构",
+        "mcp.hints": "提示",
         "mcp.missing": "缺失",
         "mcp.changed": "已变化",
         "mcp.slug": "标识",

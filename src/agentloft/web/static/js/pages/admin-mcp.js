@@ -1,6 +1,6 @@
-// Admin: MCP servers (add, edit, delete, refresh) and the selected server's tools. A tool's description is the
-// server's own text, shown as plain text so the admin reads exactly what the model would be told before
-// enabling it. The switches change the tool row through /api/agent-tools, like any other tool.
+// Admin: MCP servers (add, edit, delete, refresh) and the selected server's tools. A tool's title, description
+// and hints are the server's own text, shown as plain text so the admin reads exactly what the model would be
+// told before enabling it. The switches change the tool row through /api/agent-tools, like any other tool.
 import { api, loadAll } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
@@ -83,7 +83,11 @@ function toolRow(tool) {
       h('div', { class: 'muted small-text' }, h('code', { text: tool.slug }))),
     h('td', { class: 'mcp-description' }, h('div', { class: 'small-text pre-wrap', text: tool.description || t('mcp.noDescription') }),
       h('details', {}, h('summary', { class: 'muted small-text', text: t('mcp.inputSchema') }),
-        h('pre', { class: 'result-json small-text', text: JSON.stringify(tool.inputSchema, null, 2) }))),
+        h('pre', { class: 'result-json small-text', text: JSON.stringify(tool.inputSchema, null, 2) })),
+      Object.keys(tool.annotations || {}).length
+        ? h('details', {}, h('summary', { class: 'muted small-text', text: t('mcp.hints') }),
+          h('pre', { class: 'result-json small-text', text: JSON.stringify(tool.annotations, null, 2) }))
+        : null),
     toolSwitch(tool, 'enabled', t('field.enabled')),
     toolSwitch(tool, 'adminOnly', t('tools.adminOnly')),
     toolSwitch(tool, 'needsApproval', t('tools.needsApprovalShort')));
