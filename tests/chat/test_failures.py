@@ -37,9 +37,11 @@ def test_model_http_500_is_an_error_chunk_and_the_session_stays_usable(
     assert errors and errors[0]["errorText"] == "The model answered with HTTP 500: the model is overloaded"
     assert res.types[-1] == "[DONE]"
     # The kind of failure comes first, for the page to word it in the reader's language; it is kept.
-    assert res.of("data-error") == [{"type": "data-error", "data": {"code": "model_http", "status": 500}}]
+    # The provider's own words go along as they are (no catalog can translate them).
+    data = {"code": "model_http", "status": 500, "detail": "the model is overloaded"}
+    assert res.of("data-error") == [{"type": "data-error", "data": data}]
     saved = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]["parts"]
-    assert {"type": "data-error", "data": {"code": "model_http", "status": 500}} in saved
+    assert {"type": "data-error", "data": data} in saved
     status, content, error = _failed(app, res.session_id)
     assert (status, content) == ("failed", "") and "HTTP 500" in error
     assert session_status(app, res.session_id) == "idle"
@@ -55,7 +57,7 @@ def test_malformed_chunks_mid_stream_keep_the_partial_text(
     res = chat(user, "helper", "count")
     assert res.text == "one two three "
     assert "could not be read" in res.of("error")[0]["errorText"]
-    assert res.of("data-error")[0]["data"] == {"code": "model_bad_reply"}
+    assert res.of("data-error")[0]["data"]["code"] == "model_bad_reply"
     status, content, _ = _failed(app, res.session_id)
     assert (status, content) == ("failed", "one two three ")
     parts = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]["parts"]
@@ -66,6 +68,19 @@ def test_malformed_chunks_mid_stream_keep_the_partial_text(
     # the next request carries the earlier question, so the model knows what was asked
     contents = [m.get("content") for m in fake_model.requests[-1]["messages"]]
     assert "count" in contents and "again" in contents
+
+
+def test_a_connection_dropped_after_text_arrived_says_so_not_unreachable(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    """The model was reached (its first words are here): it is not a base URL to check but a reply cut off."""
+    fake_model.push(Step(text="one two three four five", drop_after=2))
+    res = chat(user, "helper", "count")
+    assert res.text == "one two "
+    assert res.of("error")[0]["errorText"] == "The model's connection broke off in the middle of the reply."
+    assert res.of("data-error")[0]["data"] == {"code": "model_cut"}
+    status, content, _ = _failed(app, res.session_id)
+    assert (status, content) == ("failed", "one two ")
 
 
 def test_connection_refused(app: LiveApp, user: ApiClient, admin: ApiClient, fake_model: FakeModel) -> None:

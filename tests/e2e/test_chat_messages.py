@@ -123,3 +123,10 @@ def test_a_failure_is_explained_in_chinese(
     expect(error).to_contain_text("找不到该模型（HTTP 404）。")
     expect(error).to_contain_text("请在“管理 → 模型”中检查模型名称和 Base URL。")
     expect(page.get_by_role("button", name="重试")).to_be_visible()
+    # Under the Chinese words only the provider's own (no English sentence of ours), and no empty bubble
+    # above the box, live and after a reload.
+    for _ in range(2):
+        expect(page.get_by_test_id("error-detail")).to_have_text("no such model")
+        expect(error).not_to_contain_text("The model answered")
+        expect(page.locator(".message.assistant .bubble")).to_be_hidden()
+        page.reload()

@@ -51,6 +51,7 @@ class Step:
     error_status: int | None = None
     error_message: str = "fake model failure"
     malformed_after: int | None = None  # send this many good chunks, then garbage
+    drop_after: int | None = None  # send this many text chunks, then drop the connection mid-body
     hang: bool = False  # accept the request and never answer
     delay: float = 0.0  # seconds between chunks
     first_delay: float = 0.0  # seconds before the first chunk
@@ -195,10 +196,14 @@ async def _stream(step: Step, model: str) -> AsyncIterator[bytes]:
         async for piece in deliver(cut([e.encode() for _, e in events], step.writes)):
             yield piece
         return
+    if step.drop_after is not None:  # the role chunk, then that many text chunks
+        events = events[: 1 + step.drop_after]
     for pause, event in events:
         if pause:
             await asyncio.sleep(pause)
         yield event.encode()
+    if step.drop_after is not None:
+        raise ConnectionResetError("fake model dropped the connection")  # uvicorn aborts the response
 
 
 def _non_stream(step: Step, model: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 The encoder is reused as is (``sdk_version=6`` for ``tool-approval-request``); only the failure paths
 change: a model failure becomes an ``error`` chunk a person can read (not a provider's raw repr), preceded
-by a ``data-error`` part with its kind (``failure_code``) so the page can word it in the reader's language, and
+by a ``data-error`` part with its kind (``llm.failures.classify``) so the page can word it in the reader's language, and
 hitting the step limit ends the reply with a ``data-notice`` part instead of an error.
 """
 
@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import TextPart
 from pydantic_ai.ui.vercel_ai import VercelAIEventStream
 from pydantic_ai.ui.vercel_ai.response_types import BaseChunk, DataChunk, ErrorChunk
 
-from agentloft.llm.failures import describe_failure, failure_code
+from agentloft.llm.failures import classify
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ class EngineEventStream(VercelAIEventStream):
     max_steps: int = 0
     failure_text: str | None = None
     limit_hit: bool = False
+    answering: bool = False  # the current response has streamed some text: a broken connection cut it off
 
     async def on_error(self, error: Exception) -> AsyncIterator[BaseChunk]:
         for part in self._streamed_call_parts.values():
@@ -40,6 +42,17 @@ class EngineEventStream(VercelAIEventStream):
             return
         self._finish_reason = "error"
         log.warning("model run failed: %r", error)
-        self.failure_text = describe_failure(error)
-        yield DataChunk(type="data-error", data=failure_code(error))
+        failure = classify(error, mid_reply=self.answering)
+        self.failure_text = failure.text
+        yield DataChunk(type="data-error", data=failure.data())
         yield ErrorChunk(error_text=self.failure_text)
+
+    async def before_response(self) -> AsyncIterator[BaseChunk]:
+        self.answering = False
+        async for chunk in super().before_response():
+            yield chunk
+
+    async def handle_text_start(self, part: TextPart, follows_text: bool = False) -> AsyncIterator[BaseChunk]:
+        self.answering = True
+        async for chunk in super().handle_text_start(part, follows_text):
+            yield chunk

@@ -109,6 +109,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_unreachable.hint": "Ask an administrator whether the model server is running.",
         "chat.error.model_unreachable.hintAdmin": "Check that the model server is running and that its base URL "
         "under Admin → Models is right, then retry.",
+        "chat.error.model_cut": "The model's connection broke off in the middle of the reply.",
+        "chat.error.model_cut.hint": "Retry to get a whole reply. If it keeps happening, tell an administrator.",
+        "chat.error.model_cut.hintAdmin": "Retry. If it keeps happening, check the model server's log and any "
+        "proxy in front of it for connections closed early.",
         "chat.error.model_bad_reply": "The model's reply could not be read.",
         "chat.error.model_bad_reply.hint": "Retry. If it keeps happening, tell an administrator.",
         "chat.error.model_bad_reply.hintAdmin": "Retry. If it keeps happening, check that the server under Admin → "
@@ -229,6 +233,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_unreachable.hint": "请询问管理员模型服务器是否在运行。",
         "chat.error.model_unreachable.hintAdmin": "请确认模型服务器正在运行，并检查“管理 → 模型”中的 Base URL，"
         "然后重试。",
+        "chat.error.model_cut": "模型的连接在回复中途断开了。",
+        "chat.error.model_cut.hint": "重试即可得到完整回复。如果一直发生，请告诉管理员。",
+        "chat.error.model_cut.hintAdmin": "请重试。如果一直发生，请查看模型服务及其前面代理的日志，"
+        "看连接是否被提前关闭。",
         "chat.error.model_bad_reply": "无法读取模型的回复。",
         "chat.error.model_bad_reply.hint": "请重试。如果反复出现，请告诉管理员。",
         "chat.error.model_bad_reply.hintAdmin": "请重试。如果反复出现，请确认“管理 → 模型”中的服务器兼容 OpenAI API。",

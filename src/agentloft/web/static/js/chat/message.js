@@ -234,14 +234,18 @@ function failureNote(message, actions) {
   const status = info.status ? String(info.status) : '';
   const specific = status && t(`chat.error.model_http_${status}`) !== `chat.error.model_http_${status}`;
   const key = specific ? `chat.error.model_http_${status}` : `chat.error.${code}`;
-  const title = t(key) !== key ? t(key, { status }) : t('chat.error.failed');
+  const known = t(key) !== key;
+  const title = known ? t(key, { status }) : t('chat.error.failed');
   const hintKeys = [...(actions && actions.isAdmin ? [`${key}.hintAdmin`] : []), `${key}.hint`];
   const hintKey = hintKeys.find((k) => t(k) !== k);
   const hint = hintKey ? t(hintKey) : '';
+  // Below the words in the reader's language: what the provider itself said (its words, untranslatable),
+  // never our English sentence for a failure the title already names; that only for one it cannot name.
+  const detail = 'detail' in info ? info.detail : (known && code !== 'failed' ? '' : message.error);
   const box = h('div', { class: 'message-error', role: 'alert', dataset: { testid: 'message-error', code } },
     h('strong', { text: title }),
     hint ? h('p', { class: 'error-hint', text: hint }) : null,
-    message.error ? h('p', { class: 'error-detail small-text', text: message.error }) : null);
+    detail ? h('p', { class: 'error-detail small-text', dataset: { testid: 'error-detail' }, text: detail }) : null);
   return box;
 }
 
@@ -290,6 +294,7 @@ export class MessageView {
   }
 
   partNode(part, index) {
+    if (part.type === 'text' && !part.text) return null; // a reply that failed before its first word
     if (part.type === 'text') {
       if (this.message.role === 'user') return h('div', { class: 'plain', text: part.text });
       let view = this.boxes.get(index);
@@ -355,6 +360,7 @@ export class MessageView {
       nodes.push(h('span', { class: 'typing', role: 'status', 'aria-label': t('chat.writing'), text: '…' }));
     }
     this.body.replaceChildren(...nodes);
+    this.body.hidden = !nodes.length; // no empty bubble above a failed reply's error box
     this.footer.replaceChildren(...this.footerNodes());
   }
 
