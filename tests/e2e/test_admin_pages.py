@@ -50,6 +50,12 @@ def test_a_refused_save_keeps_the_editor_open_with_the_reason(admin_page: Page) 
     page.goto("/admin/agents")
     page.get_by_role("button", name="New agent").click()
     dialog = page.locator("#agent-dialog")
+    # Saved empty from the bottom of the dialog: the first field that needs something gets the focus,
+    # which scrolls the dialog up to it.
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog.get_by_label("Name")).to_be_focused()
+    expect(dialog.get_by_label("Name")).to_have_attribute("aria-invalid", "true")
+    expect(dialog.get_by_label("Name")).to_be_in_viewport()
     dialog.get_by_label("Name").fill("Second")
     dialog.get_by_label("Slug").fill("helper")
     dialog.get_by_role("button", name="Save").click()
@@ -62,6 +68,13 @@ def test_a_refused_save_keeps_the_editor_open_with_the_reason(admin_page: Page) 
 def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page: Page) -> None:
     page = admin_page
     page.goto("/admin/users")
+    # Add user with nothing filled in: each problem once, beside its field in words, the first focused.
+    page.get_by_role("button", name="Add user").click()
+    form = page.locator("#user-form")
+    expect(form.locator(".field-error")).to_have_count(2)
+    expect(page.get_by_label("Username")).to_be_focused()
+    expect(page.locator("p.form-error")).to_be_hidden()
+    expect(page.locator("main")).not_to_contain_text("username:")
     role = page.locator("select[data-role='root']")
     expect(role).to_have_value("admin")
     role.select_option("user")  # the only admin: refused

@@ -95,19 +95,23 @@ export function showFieldErrors(form, fields = {}, fieldCodes = {}) {
   return orphans;
 }
 
-/** Show an ApiError on a form, each problem once: field messages beside their inputs, and the form's
- * .form-error only for what has no input of its own. */
-export function showFormError(form, error) {
+/** Show an ApiError on a form, each problem once: field messages beside their inputs, and the error box
+ * (the form's .form-error unless `box` names another) only for what has no input of its own. The first
+ * invalid input takes the focus, which also scrolls a long dialog to it: the reader is at the Save
+ * button, the empty Name field may be a screen above. */
+export function showFormError(form, error, box = form.querySelector('.form-error')) {
   const fields = error.fields || {};
   const orphans = showFieldErrors(form, fields, error.fieldCodes);
-  const box = form.querySelector('.form-error');
+  const firstInvalid = form.querySelector('[aria-invalid="true"]');
+  if (firstInvalid) firstInvalid.focus();
   if (Object.keys(fields).length && !orphans.length) { showError(box, null); return; }
   if (orphans.length) {
     box.textContent = orphans.map((path) => fieldDetail(error, path)).join(t('error.detailSeparator'));
     box.hidden = false;
-    return;
+  } else {
+    showError(box, error);
   }
-  showError(box, error);
+  if (!firstInvalid && box) box.scrollIntoView({ block: 'nearest' });
 }
 
 export function resetFormErrors(form) {

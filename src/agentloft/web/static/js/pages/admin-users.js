@@ -76,8 +76,7 @@ form.addEventListener('submit', async (event) => {
       form.reset();
       await refresh();
     } catch (error) {
-      showFormError(form, error);
-      showError(errorBox, error);
+      showFormError(form, error, errorBox); // each problem once: beside its field, or in the box
     }
   });
 });

@@ -3,7 +3,7 @@
 // The model is saved switched off and tested with `activate`: the server switches it on and makes it the
 // default only when it answered, so a failed test never leaves the chats on a model that cannot reply.
 import { api } from '../api.js';
-import { busy, readForm, resetFormErrors, showFieldErrors, showFormError } from '../dom.js';
+import { busy, readForm, resetFormErrors, showFormError } from '../dom.js';
 import { t } from '../i18n.js';
 
 const form = document.getElementById('setup-form');
@@ -120,8 +120,7 @@ form.addEventListener('submit', async (event) => {
   resetFormErrors(form);
   const missing = missingFields();
   if (Object.keys(missing).length) {
-    showFieldErrors(form, missing);
-    form.querySelector('[aria-invalid="true"]').focus();
+    showFormError(form, { fields: missing }); // beside each field, the first one focused
     return;
   }
   await busy(saveButton, async () => {
