@@ -58,7 +58,8 @@ def test_non_admin_gets_a_403_page_without_admin_nav(user: ApiClient) -> None:
         r = user.get(path)
         assert r.status_code == 403, path
         assert r.headers["content-type"].startswith("text/html")
-        assert "admin_required" in r.text and "Only administrators may do this." in r.text
+        assert 'data-code="admin_required"' in r.text and "Only administrators may do this." in r.text
+        assert ">admin_required<" not in r.text  # a person reads words, not the code
     page = user.get("/chat").text
     assert 'href="/admin/agents"' not in page and 'href="/agent-documents"' in page
 
