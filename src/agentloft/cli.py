@@ -8,6 +8,7 @@ import getpass
 import sys
 from typing import TYPE_CHECKING, Any
 
+from agentloft import __version__
 from agentloft.core import migrate
 from agentloft.core.settings import ConfigError, Settings, load_settings
 
@@ -132,6 +133,21 @@ def _read_password(args: argparse.Namespace) -> str | None:
     return given or None
 
 
+def _say_error(exc: Exception) -> None:
+    """A refusal on stderr the way the API words it: each field and what is wrong with it. pydantic's own
+    text repeats the rejected value (``input_value='short'``), and for a password that is the secret."""
+    from pydantic import ValidationError
+
+    from agentloft.core.errors import AppError, invalid_from_pydantic
+
+    error = invalid_from_pydantic(exc) if isinstance(exc, ValidationError) else exc
+    if isinstance(error, AppError) and error.fields:
+        for path, problem in error.fields.items():
+            print(f"error: {path}: {problem.text}", file=sys.stderr)
+    else:
+        print(f"error: {error}", file=sys.stderr)
+
+
 def _user_create(settings: Settings, args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -146,21 +162,24 @@ def _user_create(settings: Settings, args: argparse.Namespace) -> int:
     try:
         asyncio.run(_create_user(settings, args.username, password, role))
     except (AppError, ValidationError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say_error(exc)
         return 1
     print(f"created {role} '{args.username}'")
     return 0
 
 
 async def _set_password(settings: Settings, username: str, password: str) -> None:
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter, ValidationError
 
     from agentloft.auth import service
     from agentloft.auth.schemas import Password
     from agentloft.core.db import Database
-    from agentloft.core.errors import NotFound
+    from agentloft.core.errors import NotFound, invalid_from_pydantic
 
-    TypeAdapter(Password).validate_python(password)  # the rules every new password meets
+    try:
+        TypeAdapter(Password).validate_python(password)  # the rules every new password meets
+    except ValidationError as exc:
+        raise invalid_from_pydantic(exc, prefix="password") from None
     db = Database(settings.resolved_database_url)
     try:
         async with db.session() as session:
@@ -184,7 +203,7 @@ def _user_password(settings: Settings, args: argparse.Namespace) -> int:
     try:
         asyncio.run(_set_password(settings, args.username, password))
     except (AppError, ValidationError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say_error(exc)
         return 1
     print(f"password set for '{args.username}'; browsers signed in with the old one are signed out "
           "(a server running on SQLite notices after its restart)")
@@ -193,7 +212,8 @@ def _user_password(settings: Settings, args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloft", description="Self-hosted AI agent platform")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"agentloft {__version__}")
+    sub = parser.add_subparsers(dest="command")  # none: the help (see ``main``)
 
     serve = sub.add_parser("serve", help="migrate the database and serve the web app and API")
     serve.add_argument("--host", default=None, help="default: AGENTLOFT_HOST or 127.0.0.1")
@@ -230,7 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `agentloft` alone: what it can do, rather than "arguments are required"
+        parser.print_help()
+        return 0
     try:
         settings = load_settings()
     except ConfigError as exc:

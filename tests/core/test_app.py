@@ -14,6 +14,7 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
+import agentloft
 from agentloft.core.settings import ConfigError, load_settings
 from tests.fakes.openai_server import FakeModel
 from tests.pg import database as pg
@@ -102,6 +103,19 @@ def test_cli_db_upgrade_and_user_create(tmp_path: Path) -> None:
             assert login(c, "boss")["role"] == "admin"
     finally:
         live.stop()
+
+
+def test_cli_alone_helps_says_its_version_and_never_echoes_a_rejected_password(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    r = _cli(data_dir=data)
+    assert r.returncode == 0 and r.stdout.startswith("usage: agentloft") and "user" in r.stdout, r.stderr
+    r = _cli("--version", data_dir=data)
+    assert r.returncode == 0 and r.stdout.strip() == f"agentloft {agentloft.__version__}"
+    for extra, stdin in ((["--password", "sh0rt!"], ""), ([], "sh0rt!\n")):  # given, or on stdin
+        r = _cli("user", "create", "boss", *extra, data_dir=data, stdin=stdin)
+        assert r.returncode == 1 and r.stderr == "error: password: String should have at least 8 characters\n"
+    r = _cli("user", "password", "boss", data_dir=data, stdin="sh0rt!\n")
+    assert r.returncode == 1 and r.stderr == "error: password: String should have at least 8 characters\n"
 
 
 def test_cli_reads_a_password_from_stdin_and_resets_one(tmp_path: Path) -> None:
