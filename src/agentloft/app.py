@@ -156,7 +156,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
     settings = settings or load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.prepare_data_dir()
     quiet_request_logs()
 
     @asynccontextmanager

@@ -71,7 +71,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from agentloft.app import create_app
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.prepare_data_dir()
     settings.ensure_secret_key()  # before any worker starts, so they all read the same one
     migrate.upgrade(settings.resolved_database_url)  # once, before the workers start
     try:
@@ -91,7 +91,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.prepare_data_dir()
     migrate.upgrade(settings.resolved_database_url)
     print("database is up to date")
     return 0
@@ -156,7 +156,7 @@ def _user_create(settings: Settings, args: argparse.Namespace) -> int:
     password = _read_password(args)
     if password is None:
         return 1
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.prepare_data_dir()
     migrate.upgrade(settings.resolved_database_url)
     role: Role = "admin" if args.admin else "user"
     try:
@@ -199,6 +199,7 @@ def _user_password(settings: Settings, args: argparse.Namespace) -> int:
     password = _read_password(args)
     if password is None:
         return 1
+    settings.prepare_data_dir()
     migrate.upgrade(settings.resolved_database_url)
     try:
         asyncio.run(_set_password(settings, args.username, password))
@@ -257,10 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         settings = load_settings()
-    except ConfigError as exc:
+        return int(args.func(settings, args) or 0)
+    except ConfigError as exc:  # the settings, or what they name (a data dir this user cannot make private)
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
-    return int(args.func(settings, args) or 0)
 
 
 if __name__ == "__main__":

@@ -4,22 +4,33 @@ The secret key encrypts stored API keys and signs nothing else; when it is not g
 and kept in ``<data dir>/secret_key`` so restarts keep decrypting. Production mode refuses to start
 without an explicit key, because a key that lives next to the data protects nothing from whoever can
 read the data.
+
+The data dir, the SQLite database with its WAL and shared-memory files, and the key file are the server's
+alone: every start makes them owner-only (:meth:`Settings.prepare_data_dir`), and every sandbox hides them
+(:meth:`Settings.private_paths`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy import make_url
 
 # An install that found an empty database would greet the first visitor as its new administrator: the
 # file's name must never change.
 SQLITE_FILE = "agentloft.db"
 MISNAMED_SQLITE_FILE = "agentloft.core.db"
+SECRET_KEY_FILE = "secret_key"
+# The files SQLite keeps beside a database (``-journal`` only while a rollback journal is in use).
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 class ConfigError(RuntimeError):
@@ -178,17 +189,68 @@ class Settings(BaseSettings):
             return self.database_url
         return f"sqlite+aiosqlite:///{self.sqlite_path.resolve()}"
 
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The SQLite database's file, wherever the URL puts it (None for PostgreSQL or an in-memory one)."""
+        url = make_url(self.resolved_database_url)
+        if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+            return None
+        return Path(url.database)
+
+    def database_files(self) -> list[Path]:
+        """The SQLite database and the files SQLite keeps beside it (whether they exist yet or not)."""
+        db = self.sqlite_file
+        return [] if db is None else [db, *(db.with_name(db.name + side) for side in SQLITE_SIDE_FILES)]
+
+    def private_paths(self) -> list[Path]:
+        """What no sandbox may ever see, as absolute paths: the data dir, the key file and the database's
+        files, wherever the URL puts them. A sandbox that binds a directory holding one of them hides it
+        (``tools.sandbox.hiding``)."""
+        return [Path(os.path.abspath(p)) for p in (self.data_dir, self.data_dir / SECRET_KEY_FILE,
+                                                   *self.database_files())]
+
+    def prepare_data_dir(self) -> None:
+        """Create the data dir, and make it (0700), the database's files and the key file (0600) readable by
+        this server's user only: at every start, so an install made before this rule is fixed too. The
+        database file is created here, empty (SQLite takes an empty file for an empty database), because
+        SQLite gives the WAL and shared-memory files it creates later the database file's own mode; the
+        default umask made all of them world-readable (0644), password hashes and chats included."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        shared = self.data_dir.resolve() == Path("/") or self.data_dir.stat().st_mode & stat.S_ISVTX
+        if shared:  # made 0700, / or /tmp would lock every other user of the machine out
+            raise ConfigError(f"AGENTLOFT_DATA_DIR is {self.data_dir}, a directory other users share; give "
+                              "the server a directory of its own (such as /var/lib/agentloft)")
+        _owner_only(self.data_dir, 0o700)
+        db = self.sqlite_file
+        if db is not None:
+            db.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(db, os.O_WRONLY | os.O_CREAT, 0o600))
+        for path in (self.data_dir / SECRET_KEY_FILE, *self.database_files()):
+            if path.exists():
+                _owner_only(path, 0o600)
+
     def ensure_secret_key(self) -> str:
-        """Return the secret key, creating and keeping one in the data dir on first start."""
+        """Return the secret key, creating and keeping one in the data dir on first start (created 0600, so
+        it is never readable by others, not even for a moment)."""
         if self.secret_key:
             return self.secret_key
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        path = self.data_dir / "secret_key"
-        if not path.exists():
-            path.write_text(secrets.token_urlsafe(48))
-            path.chmod(0o600)
+        path = self.data_dir / SECRET_KEY_FILE
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_urlsafe(48))
         self.secret_key = path.read_text().strip()
         return self.secret_key
+
+
+def _owner_only(path: Path, mode: int) -> None:
+    """``chmod`` to ``mode``; a path this user may not change stops the start with the reason."""
+    try:
+        path.chmod(mode)
+    except OSError as exc:
+        raise ConfigError(f"cannot make {path} private to this server's user ({exc.strerror}); run the server "
+                          "as the user that owns it") from exc
 
 
 def load_settings(**overrides: Any) -> Settings:
