@@ -8,7 +8,10 @@ whatever the interpreter installed before it. So the boundary is the kernel's:
   program sees read-only system directories (``/usr`` and the merged-``/usr`` links, plus any extra
   read-only paths the caller names, e.g. the interpreter's prefix), a fresh ``/proc`` that lists only its
   own processes, a minimal ``/dev``, and two private, size-limited tmpfs: ``/tmp`` and the working
-  directory ``/scratch``. No ``/etc``, no data directory, no home directories, no server environment
+  directory ``/scratch``. The server's private paths (``Settings.private_paths``: the data dir, the
+  database's files, the key file) are covered wherever a bound tree holds them (:func:`hiding`): a data
+  dir under ``/usr`` or under the interpreter's prefix shows up empty and locked. No ``/etc``, no home
+  directories, no server environment
   (``--clearenv``), no network (an empty namespace with only loopback), no nested user namespaces
   (``--disable-userns``). The program is the namespace's first process (``--as-pid-1``): when it ends,
   the kernel kills and reaps everything else inside, whatever it did to its process group, and bwrap
@@ -46,7 +49,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +145,50 @@ async def ensure_sandbox(name: str, probe: Sequence[str], read_only: Sequence[st
     return user
 
 
+def inside(path: str, root: str) -> bool:
+    """``path`` is ``root`` or lies below it (both absolute and normalised)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _existing(private: Iterable[str]) -> list[str]:
+    """The private paths that exist, resolved, less those inside another one (hidden with it)."""
+    real = sorted({os.path.realpath(p) for p in private if os.path.lexists(p)}, key=len)
+    return [p for i, p in enumerate(real) if not any(inside(p, q) for q in real[:i])]
+
+
+def visible(binds: Iterable[str], private: Iterable[str]) -> list[str]:
+    """The paths to bind, less any that is (or lies inside) a private path: binding it would show it."""
+    hidden = _existing(private)
+    return [b for b in binds if not any(inside(os.path.realpath(b), p) for p in hidden)]
+
+
+def hiding(binds: Iterable[str], private: Iterable[str]) -> list[str]:
+    """bwrap options that cover each private path wherever one of ``binds`` (bound at its own path) shows it.
+
+    They must come after the binds: bwrap mounts in order, and a mount over a path hides what an earlier
+    one showed there. A directory gets an empty tmpfs that only root may enter, made read-only so nobody
+    can change that; a file gets ``/dev/null`` (which cannot even be opened there: bwrap binds ``nodev``).
+    A private path that does not exist yet cannot be covered (bwrap would have to create its mount point
+    in a read-only tree); the owner-only modes every start sets (``Settings.prepare_data_dir``) keep such
+    a file, a WAL that SQLite creates later, unreadable."""
+    roots = [(b, os.path.realpath(b)) for b in dict.fromkeys(binds)]
+    out: list[str] = []
+    shown: set[str] = set()
+    for secret in _existing(private):
+        for root, real_root in roots:
+            if not inside(secret, real_root):
+                continue
+            path = os.path.normpath(os.path.join(root, os.path.relpath(secret, real_root)))
+            if path in shown:
+                continue
+            shown.add(path)
+            if os.path.isdir(secret):
+                out += ["--perms", "0000", "--size", "4096", "--tmpfs", path, "--remount-ro", path]
+            else:
+                out += ["--ro-bind", "/dev/null", path]
+    return out
+
+
 def prlimit_argv(limits: Limits) -> list[str]:
     """``prlimit <limits> --``: sets the limits on itself, then execs what follows with them."""
     return [
@@ -156,18 +203,31 @@ def setpriv_argv(user: SandboxUser) -> list[str]:
     return ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", "--"]
 
 
-def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_only: Sequence[str],
-               info_fd: int) -> list[str]:
-    """``setpriv ... -- prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
-    mounts = ["--ro-bind", "/usr", "/usr"]
+def system_mounts() -> tuple[list[str], list[str]]:
+    """bwrap options for the system roots (``/bin``, ``/lib``...: links recreated as links, directories
+    bound read-only), and the directories among them that they bind."""
+    options: list[str] = []
+    binds: list[str] = []
     for root in SYSTEM_ROOTS:
         if os.path.islink(root):
-            mounts += ["--symlink", os.readlink(root), root]
+            options += ["--symlink", os.readlink(root), root]
         elif os.path.isdir(root):
-            mounts += ["--ro-bind", root, root]
-    for path in read_only:
-        if path != "/usr" and not path.startswith("/usr/"):
+            options += ["--ro-bind", root, root]
+            binds.append(root)
+    return options, binds
+
+
+def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_only: Sequence[str],
+               info_fd: int, private: Sequence[str] = ()) -> list[str]:
+    """``setpriv ... -- prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
+    roots, binds = system_mounts()
+    mounts = ["--ro-bind", "/usr", "/usr", *roots]
+    binds.append("/usr")
+    for path in visible(read_only, private):
+        if not inside(path, "/usr"):
             mounts += ["--ro-bind", path, path]
+            binds.append(path)
+    mounts += hiding(binds, private)
     size = str(limits.scratch_bytes)
     return [
         *setpriv_argv(user), *prlimit_argv(limits),
@@ -182,12 +242,13 @@ def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_o
 
 async def run_confined(command: Sequence[str], *, user: SandboxUser, limits: Limits, wall_seconds: float,
                        output_cap: int, stdin: bytes = b"", pass_fds: Sequence[int] = (),
-                       read_only: Sequence[str] = ()) -> Completed:
-    """Run ``command`` in the sandbox as ``user``; ``pass_fds`` stay open for it (e.g. a memfd with input)."""
+                       read_only: Sequence[str] = (), private: Sequence[str] = ()) -> Completed:
+    """Run ``command`` in the sandbox as ``user``; ``pass_fds`` stay open for it (e.g. a memfd with input);
+    ``private`` paths stay hidden even where ``read_only`` (or ``/usr``) holds them."""
     info_read, info_write = os.pipe()  # bwrap reports the host pid of the sandbox's first process here
     os.set_blocking(info_read, False)
     try:
-        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write)
+        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write, private=private)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -3,8 +3,12 @@ why a stdio server cannot start."""
 
 from __future__ import annotations
 
+import json
 import pwd
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,10 +31,96 @@ def test_named_paths_are_bound_but_never_the_data_dir(tmp_path: Path) -> None:
     script = tmp_path / "server.py"
     script.write_text("")
     spec = StdioSpec(command="/usr/bin/python3", args=(str(script), str(secret)))
-    params = BwrapLauncher(data_dir=data, user=USER)(spec)
+    params = BwrapLauncher(private=(str(data),), user=USER)(spec)
     paths = bound([params.command, *params.args])
     assert str(script) in paths and "/usr" in paths
     assert not [p for p in paths if p.startswith(str(data))]
+
+
+# A stand-in for a filesystem server: for each path it is given, what it can see and read there.
+PROBE = """import json, os, sys
+seen = {}
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as f:
+            seen[path] = "read " + f.read().decode()
+    except IsADirectoryError:
+        seen[path] = "lists " + ",".join(sorted(os.listdir(path)))
+    except OSError as exc:
+        seen[path] = type(exc).__name__
+print(json.dumps(seen))
+"""
+
+
+def open_tree(parent: str) -> Path:
+    """A directory under ``parent`` that everybody may read, as a careless install's data dir would be:
+    only the sandbox stands between the server and what is in it."""
+    root = Path(tempfile.mkdtemp(prefix="agentloft-launch-", dir=parent))
+    root.chmod(0o755)
+    return root
+
+
+def private_data(root: Path, **settings: str) -> Settings:
+    """A data dir under ``root`` with a database and a key file in it, all world-readable."""
+    data = root / "data"
+    data.mkdir(mode=0o755)
+    loaded = Settings(data_dir=data, **settings)
+    for path in (data / "agentloft.db", data / "secret_key", *loaded.database_files()[:1]):
+        path.write_text(f"secret of {path.name}")
+        path.chmod(0o644)
+    return loaded
+
+
+def probe(launcher: BwrapLauncher, root: Path, *paths: str) -> dict[str, str]:
+    script = root / "probe.py"
+    script.write_text(PROBE)
+    script.chmod(0o644)
+    params = launcher(StdioSpec(command="/usr/bin/python3", args=(str(script), *paths)))
+    done = subprocess.run([params.command, *params.args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def tmp_tree() -> Iterator[Path]:
+    root = open_tree("/tmp")
+    yield root
+    shutil.rmtree(root)
+
+
+@pytest.fixture
+def opt_tree() -> Iterator[Path]:
+    root = open_tree("/opt")
+    yield root
+    shutil.rmtree(root)
+
+
+def test_a_server_given_the_root_directory_cannot_read_the_data(tmp_tree: Path) -> None:
+    """A filesystem server is often started with ``/`` as its argument; binding it showed the whole disk,
+    the data dir with it, and also a database that lives outside the data dir."""
+    settings = private_data(tmp_tree, database_url=f"sqlite+aiosqlite:///{tmp_tree}/elsewhere.db")
+    data = settings.data_dir
+    paths = ("/", str(data), str(data / "agentloft.db"), str(data / "secret_key"), f"{tmp_tree}/elsewhere.db")
+    shown = probe(BwrapLauncher(private=(), user=USER), tmp_tree, *paths)  # the control: nothing hidden
+    assert shown[str(data / "agentloft.db")] == "read secret of agentloft.db", shown
+    launcher = BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=USER)
+    seen = probe(launcher, tmp_tree, *paths)
+    assert seen["/"].startswith("lists ") and "usr" in seen["/"]  # the argument is honoured
+    assert seen[str(data)] == "PermissionError"
+    assert seen[str(data / "agentloft.db")] == seen[str(data / "secret_key")] == "PermissionError"
+    assert seen[f"{tmp_tree}/elsewhere.db"] == "PermissionError"  # /dev/null in its place, mounted nodev
+
+
+def test_a_data_dir_under_opt_stays_hidden(opt_tree: Path) -> None:
+    """``/opt`` is bound whole; a data dir inside it was readable by every stdio server."""
+    settings = private_data(opt_tree)
+    data = settings.data_dir
+    launcher = BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=USER)
+    seen = probe(launcher, opt_tree, str(opt_tree), str(data), str(data / "agentloft.db"))
+    assert seen == {str(opt_tree): "lists data,probe.py", str(data): "PermissionError",
+                    str(data / "agentloft.db"): "PermissionError"}
+    exposed = probe(BwrapLauncher(private=(), user=USER), opt_tree, str(data / "agentloft.db"))
+    assert exposed == {str(data / "agentloft.db"): "read secret of agentloft.db"}
 
 
 def test_a_script_under_tmp_runs(tmp_path: Path) -> None:
@@ -42,14 +132,14 @@ def test_a_script_under_tmp_runs(tmp_path: Path) -> None:
     script.chmod(0o644)
     data = tmp_path / "data"
     data.mkdir()
-    params = BwrapLauncher(data_dir=data, user=USER)(StdioSpec(command="/usr/bin/python3", args=(str(script),)))
+    params = BwrapLauncher(private=(str(data),), user=USER)(StdioSpec(command="/usr/bin/python3", args=(str(script),)))
     done = subprocess.run([params.command, *params.args], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "inside", done.stderr
 
 
 def test_drops_to_the_sandbox_user_and_clears_the_environment(tmp_path: Path) -> None:
     spec = StdioSpec(command="/usr/bin/env", env=(("TOKEN", "t"),), secret="s", network=False)
-    params = BwrapLauncher(data_dir=tmp_path, user=USER)(spec)
+    params = BwrapLauncher(private=(str(tmp_path),), user=USER)(spec)
     argv = [params.command, *params.args]
     assert "--clearenv" in argv and "--unshare-net" in argv and "--die-with-parent" in argv
     tail = argv[argv.index("--", argv.index("--clearenv")) + 1:]
@@ -59,18 +149,18 @@ def test_drops_to_the_sandbox_user_and_clears_the_environment(tmp_path: Path) ->
     setenv = {argv[i + 1]: argv[i + 2] for i, word in enumerate(argv) if word == "--setenv"}
     assert setenv == {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TOKEN": "t",
                       "MCP_BEARER_TOKEN": "s"}
-    with_net = BwrapLauncher(data_dir=tmp_path, user=USER)(StdioSpec(command="/usr/bin/env", network=True))
+    with_net = BwrapLauncher(private=(str(tmp_path),), user=USER)(StdioSpec(command="/usr/bin/env", network=True))
     assert "--unshare-net" not in with_net.args
 
 
 @pytest.mark.parametrize(
     ("launcher", "message"),
     [
-        (BwrapLauncher(data_dir=Path("/nonexistent"), user=USER, bwrap=None),
+        (BwrapLauncher(private=("/nonexistent",), user=USER, bwrap=None),
          "'bwrap' or 'setpriv' is not installed"),
-        (BwrapLauncher(data_dir=Path("/nonexistent"), user="no-such-user-here"),
+        (BwrapLauncher(private=("/nonexistent",), user="no-such-user-here"),
          "the sandbox user 'no-such-user-here' does not exist"),
-        (BwrapLauncher(data_dir=Path("/nonexistent"), user="root"), "must not be root"),
+        (BwrapLauncher(private=("/nonexistent",), user="root"), "must not be root"),
     ],
 )
 def test_refusals_say_why(launcher: BwrapLauncher, message: str) -> None:

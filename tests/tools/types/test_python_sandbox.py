@@ -9,6 +9,7 @@ the sandbox user really could get there without it.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pwd
 import secrets
@@ -25,10 +26,11 @@ import uvloop
 from agentloft.app import build_runtime
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import load_settings
+from agentloft.tools import sandbox
 from agentloft.tools.types.python_exec import TOOL_TYPE as PY
 from agentloft.tools.types.python_exec import Config as PythonConfig
-from agentloft.tools.types.python_exec import run_snippet
-from tests.tools.types.conftest import Run, processes_with, wait_until_gone
+from agentloft.tools.types.python_exec import limits, run_snippet
+from tests.tools.types.conftest import Run, make_ctx, processes_with, wait_until_gone
 from tests.tools.types.local_server import LocalWeb
 
 SANDBOX_USER = "agentloft-sandbox"  # the default of AGENTLOFT_PYTHON_SANDBOX_USER
@@ -97,6 +99,68 @@ async def test_the_server_database_cannot_be_opened(run: Run, rt: Runtime) -> No
     via_proc = await run(PY, {"code": f"import os\nprint(os.path.exists({str(rt.settings.data_dir)!r}), "
                                       f"os.path.exists('/proc/{os.getpid()}/root{db_file}'))"})
     assert via_proc.success and via_proc.data["stdout"] == "False False\n"
+
+
+# What a snippet sees of each path it names: its entries, its size, or the error.
+LOOK = (
+    "import json, os, sys\nseen = {}\nfor path in sys.argv[1:]:\n"
+    "    try: seen[path] = sorted(os.listdir(path)) if os.path.isdir(path) else len(open(path, 'rb').read())\n"
+    "    except OSError as exc: seen[path] = type(exc).__name__\n"
+    "print(json.dumps(seen))\n"
+)
+
+
+def readable_data(parent: Path, template_db: Path) -> Path:
+    """A data dir under ``parent`` whose database and key file anybody could read (0755/0644)."""
+    data = parent / "data"
+    data.mkdir(mode=0o755)
+    shutil.copy(template_db, data / "agentloft.db")
+    (data / "secret_key").write_text("key")
+    for path in (data / "agentloft.db", data / "secret_key"):
+        path.chmod(0o644)
+    return data
+
+
+@pytest.fixture
+def usr_dir() -> Iterator[Path]:
+    """A directory under ``/usr``, which every snippet's sandbox binds whole."""
+    path = Path(tempfile.mkdtemp(prefix="agentloft-test-", dir="/usr/local/share"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_a_data_dir_under_usr_stays_hidden(usr_dir: Path, template_db: Path) -> None:
+    data = readable_data(usr_dir, template_db)
+    control = as_sandbox_user(f"print(len(open('{data}/agentloft.db', 'rb').read()) > 0)")
+    assert control.stdout == "True\n", control.stderr
+    runtime = build_runtime(load_settings(data_dir=data, env="test", secret_key="k"))
+    try:
+        code = f"import sys\nsys.argv[1:] = [{str(usr_dir)!r}, {str(data)!r}, '{data}/agentloft.db']\n{LOOK}"
+        result = await PY.execute(PY.Input(code=code), PythonConfig(), make_ctx(runtime, PY))
+    finally:
+        await runtime.db.dispose()
+    assert result.success, result.error
+    assert json.loads(result.data["stdout"]) == {str(usr_dir): ["data"], str(data): "PermissionError",
+                                                 f"{data}/agentloft.db": "PermissionError"}
+
+
+async def test_a_data_dir_inside_a_bound_prefix_stays_hidden(open_dir: Path, template_db: Path) -> None:
+    """An interpreter outside ``/usr`` (a pyenv build) has its prefix bound; a data dir under it was shown."""
+    prefix = open_dir / "prefix"
+    prefix.mkdir(mode=0o755)
+    data = readable_data(prefix, template_db)
+    user = sandbox.sandbox_user(SANDBOX_USER)
+    command = ["/usr/bin/python3", "-I", "-c", LOOK, f"{data}/secret_key", str(data)]
+
+    async def look(private: list[str]) -> object:
+        done = await sandbox.run_confined(command, user=user, limits=limits(PythonConfig()), wall_seconds=30,
+                                          output_cap=10_000, read_only=[str(prefix)], private=private)
+        assert done.exit_code == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert await look([]) == {f"{data}/secret_key": 3, str(data): ["agentloft.db", "secret_key"]}
+    assert await look([str(data)]) == {f"{data}/secret_key": "PermissionError", str(data): "PermissionError"}
 
 
 async def test_overwriting_the_interpreter_gains_nothing(run: Run, victim: subprocess.Popen[bytes]) -> None:

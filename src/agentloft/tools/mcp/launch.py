@@ -17,7 +17,11 @@ names it.
 
 What the process can read: ``/usr`` (and the ``/bin``/``/lib`` links), ``/etc``, ``/opt``, this Python's
 own prefixes (so a server installed next to the platform, ``python -m some_server``, runs) and the
-absolute paths named in the command and its arguments, except anything inside the data directory.
+absolute paths named in the command and its arguments (``/`` too, as a filesystem server is often given).
+Never the server's private paths (``Settings.private_paths``: the data dir, the database's files, the key
+file): a named path inside one is not bound, and wherever a bound tree holds one (a data dir under
+``/opt``, or anywhere below a ``/`` given as an argument) it is covered after the binds
+(``tools.sandbox.hiding``), so the server sees an empty directory it cannot enter.
 
 Starting as the sandbox user needs root (to switch users) and bubblewrap. Without them a stdio server does
 not start and the admin is told why; the ``mcp_stdio_sandbox`` setting can turn the sandbox off, which runs
@@ -40,7 +44,7 @@ from typing import Protocol
 from mcp.client.stdio import StdioServerParameters
 
 from agentloft.core.settings import Settings
-from agentloft.tools.sandbox import PATH_ENV, SYSTEM_ROOTS, SandboxUnavailable, sandbox_user
+from agentloft.tools.sandbox import PATH_ENV, SandboxUnavailable, hiding, inside, sandbox_user, system_mounts, visible
 
 SECRET_ENV = "MCP_BEARER_TOKEN"
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
@@ -71,48 +75,41 @@ class Launcher(Protocol):
         ...
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def _named_paths(spec: StdioSpec, data_dir: Path) -> list[str]:
-    """Absolute paths the command line names, as they are on disk; none inside the data directory."""
+def _named_paths(spec: StdioSpec) -> list[str]:
+    """Absolute paths the command line names, as they are on disk."""
     out: list[str] = []
     for word in (spec.command, *spec.args):
-        if not word.startswith("/") or not os.path.exists(word):
-            continue
-        real = Path(os.path.realpath(word))
-        if not _inside(real, data_dir) and str(real) not in out:
-            out.append(str(real))
+        if word.startswith("/") and os.path.exists(word) and (real := os.path.realpath(word)) not in out:
+            out.append(real)
     return out
 
 
 def _outermost(paths: list[str]) -> list[str]:
     """The paths, less those inside another one of them (already visible through it)."""
     unique = sorted(set(paths), key=len)
-    return [p for i, p in enumerate(unique) if not any(_inside(Path(p), Path(q)) for q in unique[:i])]
+    return [p for i, p in enumerate(unique) if not any(inside(p, q) for q in unique[:i])]
 
 
 def _parents(paths: list[str]) -> list[str]:
     """Every directory above the paths that the system mounts do not already provide, outermost first."""
     out: set[str] = set()
     for path in paths:
-        for parent in Path(path).parents:
-            if str(parent) != "/" and not any(_inside(parent, Path(d)) for d in SYSTEM_DIRS):
-                out.add(str(parent))
+        for parent in map(str, Path(path).parents):
+            if parent != "/" and not any(inside(parent, d) for d in SYSTEM_DIRS):
+                out.add(parent)
     return sorted(out, key=lambda p: (p.count("/"), p))
 
 
-def _python_prefixes(data_dir: Path) -> list[str]:
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return sorted(p for p in prefixes if not _inside(Path(p), data_dir))
+def _python_prefixes() -> list[str]:
+    return sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 
 
 @dataclass
 class BwrapLauncher:
-    """Starts the command in bubblewrap as ``user`` (see the module docstring)."""
+    """Starts the command in bubblewrap as ``user`` (see the module docstring); ``private`` paths are never
+    shown to it."""
 
-    data_dir: Path
+    private: tuple[str, ...]
     user: str
     bwrap: str | None = field(default_factory=lambda: shutil.which("bwrap", path=PATH_ENV))
     setpriv: str | None = field(default_factory=lambda: shutil.which("setpriv", path=PATH_ENV))
@@ -127,22 +124,17 @@ class BwrapLauncher:
         return user.uid, user.gid
 
     def _mounts(self, spec: StdioSpec) -> list[str]:
-        out: list[str] = []
-        for path in SYSTEM_ROOTS:
-            if os.path.islink(path):
-                out += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                out += ["--ro-bind", path, path]
-        for path in SYSTEM_DIRS:
+        out, binds = system_mounts()
+        for path in visible(SYSTEM_DIRS, self.private):
             out += ["--ro-bind-try", path, path]
-        data_dir = Path(os.path.realpath(self.data_dir))
-        paths = _outermost([*_python_prefixes(data_dir), *_named_paths(spec, data_dir)])
+            binds.append(path)
+        paths = _outermost(visible([*_python_prefixes(), *_named_paths(spec)], self.private))
         # bwrap would make the missing parents of a bind target readable by root only (0700)
         for parent in _parents(paths):
             out += ["--perms", "0755", "--dir", parent]
         for path in paths:
             out += ["--ro-bind-try", path, path]
-        return out
+        return [*out, *hiding([*binds, *paths], self.private)]
 
     def argv(self, spec: StdioSpec) -> list[str]:
         uid, gid = self._ids()
@@ -185,4 +177,4 @@ class DirectLauncher:
 def launcher_for(settings: Settings) -> Launcher:
     if not settings.mcp_stdio_sandbox:
         return DirectLauncher()
-    return BwrapLauncher(data_dir=settings.data_dir, user=settings.python_sandbox_user)
+    return BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=settings.python_sandbox_user)

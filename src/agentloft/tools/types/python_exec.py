@@ -4,7 +4,8 @@ Each snippet runs in a fresh interpreter (``python -I``: no environment, no user
 ``tools.sandbox``: bubblewrap namespaces as a dedicated unprivileged host user, with limits on CPU,
 memory, processes, file size, open files and scratch space, plus a wall-clock limit that kills the whole
 process tree. The snippet sees the standard library, a private ``/tmp`` and working directory, and
-nothing of the server: no data directory, no server processes, no environment, no network.
+nothing of the server: no data directory (hidden even when it lies under ``/usr`` or the interpreter's
+prefix), no server processes, no environment, no network.
 
 When the host cannot provide the sandbox the tool refuses to run and says why, unless an admin ticked
 ``unsafeWithoutSandbox``; then the snippet runs as the server's own user with the limits only, and the
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -105,9 +107,11 @@ def limits(config: Config) -> sandbox.Limits:
     )
 
 
-async def run_snippet(code: str, stdin: str, config: Config, sandbox_user: str) -> tuple[dict[str, object], bool]:
+async def run_snippet(code: str, stdin: str, config: Config, sandbox_user: str,
+                      private: Sequence[str] = ()) -> tuple[dict[str, object], bool]:
     """Run ``code``; return (stdout, stderr, exit code, whether it was cut or timed out) and whether it ran
-    in the sandbox. Raises ``SandboxUnavailable`` when there is no sandbox and no opt-out."""
+    in the sandbox. ``private`` paths (the server's data) stay hidden in the sandbox. Raises
+    ``SandboxUnavailable`` when there is no sandbox and no opt-out."""
     exe, prefixes = interpreter()
     user: sandbox.SandboxUser | None = None
     try:
@@ -123,7 +127,8 @@ async def run_snippet(code: str, stdin: str, config: Config, sandbox_user: str) 
         bounds, cap, feed = limits(config), config.max_output_chars * 4, stdin.encode("utf-8")
         if user is not None:
             done = await sandbox.run_confined(command, user=user, limits=bounds, wall_seconds=config.timeout_seconds,
-                                              output_cap=cap, stdin=feed, pass_fds=(source,), read_only=prefixes)
+                                              output_cap=cap, stdin=feed, pass_fds=(source,), read_only=prefixes,
+                                              private=private)
         else:
             done = await sandbox.run_unconfined(command, limits=bounds, wall_seconds=config.timeout_seconds,
                                                 output_cap=cap, stdin=feed, pass_fds=(source,))
@@ -163,9 +168,10 @@ class PythonTool(ToolType[Config, Input]):
         )
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
+        settings = ctx.runtime.settings
         try:
-            data, sandboxed = await run_snippet(input.code, input.stdin, config,
-                                                ctx.runtime.settings.python_sandbox_user)
+            data, sandboxed = await run_snippet(input.code, input.stdin, config, settings.python_sandbox_user,
+                                                [str(p) for p in settings.private_paths()])
         except sandbox.SandboxUnavailable as exc:
             return ToolResult.fail(f"the python sandbox is unavailable, so nothing ran: {exc}")
         if data["timedOut"]:
