@@ -10,6 +10,9 @@ the first block's start, then ``message_delta`` (stop reason, output tokens) and
 ``message`` object. HTTP errors carry the documented error body. Every request's body and headers are
 recorded.
 
+Two replies never finish, for timeout tests: ``hang`` accepts the request and never answers (a silent
+model), ``stall_after=N`` streams ``message_start`` and the first N content deltas, then nothing more.
+
 A reply may instead carry a ``raw`` body (a stream written by hand, see ``tests/llm/corpus``); either way
 ``writes`` says how the stream is cut (see ``tests.fakes.sse``).
 """
@@ -29,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.fakes.openai_server import ThreadedServer
+from tests.fakes.openai_server import STALL_S, ThreadedServer, until_gone
 from tests.fakes.sse import Writes, cut, deliver, split_events
 
 
@@ -76,6 +79,8 @@ class Reply:
     error_message: str = "fake model failure"
     error_after: int | None = None
     delay: float = 0.0  # seconds between writes
+    hang: bool = False  # accept the request and never answer (no headers either)
+    stall_after: int | None = None  # stream message_start and this many content deltas, then nothing more
     raw: bytes | None = None
     writes: Writes = "event"
 
@@ -219,8 +224,24 @@ class FakeAnthropic:
         return self.default(body)
 
 
+def _until_stall(events: list[bytes], deltas: int) -> list[bytes]:
+    """The events up to ``message_start`` and the first ``deltas`` content deltas."""
+    kept, seen = [], 0
+    for event in events:
+        if seen >= deltas and kept:
+            break
+        kept.append(event)
+        seen += event.startswith(b"event: content_block_delta")
+    return kept
+
+
 async def _stream(reply: Reply, model: str) -> AsyncIterator[bytes]:
     events = split_events(reply.raw) if reply.raw is not None else stream_events(reply, model)
+    if reply.stall_after is not None:
+        async for piece in deliver(_until_stall(events, reply.stall_after), delay=reply.delay):
+            yield piece
+        await asyncio.sleep(STALL_S)
+        return
     async for piece in deliver(cut(events, reply.writes), delay=reply.delay):
         yield piece
 
@@ -230,6 +251,8 @@ def build_app(fake: FakeAnthropic) -> Starlette:
         body = await request.json()
         reply = fake.next_reply(body, dict(request.headers))
         model = body.get("model", "claude-fake")
+        if reply.hang:
+            await until_gone(request)
         if reply.error_status:
             return JSONResponse({"type": "error", "error": {"type": reply.error_type,
                                                             "message": reply.error_message}},

@@ -5,6 +5,10 @@ is empty, the ``default`` responder's step). A step is text in chunks, one or se
 error, a malformed stream, or a stall; each can be slowed per chunk and carries usage. Every request body
 is recorded so tests can assert what the model was sent (tools, messages, max tokens).
 
+Two steps never finish, for timeout tests: ``hang`` accepts the request and never answers (not even its
+headers: a silent model), ``stall_after=N`` sends the headers and N text chunks, then nothing more (a model
+that stops between chunks). Both keep the connection open until the client gives up or the server stops.
+
 A step may instead carry a ``raw`` body (a stream written by hand, see ``tests/llm/corpus``), and says
 how its stream is cut into writes (``writes``: one event per write, the whole body at once, or N bytes
 per write; see ``tests.fakes.sse``).
@@ -52,7 +56,8 @@ class Step:
     error_message: str = "fake model failure"
     malformed_after: int | None = None  # send this many good chunks, then garbage
     drop_after: int | None = None  # send this many text chunks, then drop the connection mid-body
-    hang: bool = False  # accept the request and never answer
+    hang: bool = False  # accept the request and never answer (no headers either)
+    stall_after: int | None = None  # send the headers and this many text chunks, then nothing more
     delay: float = 0.0  # seconds between chunks
     first_delay: float = 0.0  # seconds before the first chunk
     input_tokens: int = 10
@@ -95,6 +100,15 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 def echo(body: dict[str, Any]) -> Step:
     return Step(text=f"echo: {_last_user_text(body)}")
+
+
+STALL_S = 3600.0  # how long a stalled stream keeps quiet: longer than any test waits
+
+
+async def until_gone(request: Request) -> None:
+    """Wait, saying nothing, until the client hangs up (the request's body was read: the next message the
+    server passes on is the disconnect)."""
+    await request.receive()
 
 
 class FakeModel:
@@ -166,6 +180,9 @@ def _events(step: Step, model: str) -> list[tuple[float, str]]:
         if step.malformed_after is not None and i >= step.malformed_after:
             out.append((0.0, "data: {this is not json\n\n"))
             return out
+        if step.stall_after is not None and i >= step.stall_after:
+            out.append((STALL_S, ""))
+            return out
         out.append((step.delay, _chunk(model, {"content": piece})))
     for idx, tc in enumerate(step.tool_calls):
         call_id = tc.id or f"call_{idx}_{abs(hash((tc.name, json.dumps(tc.args, sort_keys=True)))) % 10**8}"
@@ -201,7 +218,8 @@ async def _stream(step: Step, model: str) -> AsyncIterator[bytes]:
     for pause, event in events:
         if pause:
             await asyncio.sleep(pause)
-        yield event.encode()
+        if event:
+            yield event.encode()
     if step.drop_after is not None:
         raise ConnectionResetError("fake model dropped the connection")  # uvicorn aborts the response
 
@@ -231,7 +249,7 @@ def build_app(fake: FakeModel) -> Starlette:
         step = fake.next_step(body, {**request.headers, ":peer": peer})
         model = body.get("model", "fake")
         if step.hang:
-            await asyncio.sleep(3600)
+            await until_gone(request)
         if step.error_status:
             if step.first_delay:
                 await asyncio.sleep(step.first_delay)

@@ -4,9 +4,24 @@ agents built on it, kept while their configuration stays the same.
 The HTTP client is pydantic-ai's own (what ``create_async_httpx2_client`` builds): the pool the OpenAI
 and Anthropic SDKs use by default (1000 connections, 100 kept alive), its user agent, and no custom
 transport, so the proxies users set in ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY`` and the hosts in
-``NO_PROXY`` apply to every model call. Reads wait ``model_timeout_seconds`` (the engine also passes it
-per request); connecting and waiting for a pooled connection are capped at ``CONNECT_S``. One change:
-requests are sent from an empty context (``ModelHttpClient``).
+``NO_PROXY`` apply to every model call. One change: requests are sent from an empty context
+(``ModelHttpClient``).
+
+How long a model may keep quiet (``model_timeout_seconds``, "T"), on every request of a model built here
+(``wait_settings``):
+
+- until the first words (or tool call) of each step: T in all, counting connecting, the response's
+  headers, its first chunk, and every retry of the provider's SDK with its backoff (pydantic-ai's
+  ``first_event_timeout``);
+- between two chunks once the reply streams: T without a byte (the read timeout of each attempt);
+- connecting, each attempt: at most ``CONNECT_S`` (or T when that is shorter).
+
+Retries happen in one layer only, the provider's SDK (the openai and anthropic clients retry a refused or
+dropped connection, a 408/409/429 or a 5xx twice, waiting 0.5-8 s, or what ``Retry-After`` says): they
+still help a model that fails fast, but within the same budget, so they no longer stack on a timeout
+(three attempts of T each plus the backoff made a silent model's chat wait 3 T and more). The HTTP client
+retries nothing (no transport of its own), and pydantic-ai sends a model request again only as a new step
+(a tool call it could not validate), which gets its own T.
 
 Building a model (provider, SDK client) costs about a millisecond and a pydantic-ai agent about half of
 one; both hold configuration only (a run's state lives in the run), so they are built once per
@@ -24,6 +39,7 @@ from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import DeferredToolRequests
 from pydantic_ai._http import DEFAULT_HTTP_LIMITS, ConnectPoolTimeoutCap
 from pydantic_ai.models import Model, get_user_agent
+from pydantic_ai.settings import ModelSettings
 
 from agentloft.llm.providers import ModelSpec, build_model
 
@@ -59,6 +75,11 @@ class ModelHttpClient(httpx2.AsyncClient):
         return await asyncio.create_task(super().send(request, **options), context=contextvars.Context())
 
 
+def wait_settings(timeout_s: float) -> ModelSettings:
+    """The waits of the module's doc, for a model whose every quiet spell may last ``timeout_s``."""
+    return ModelSettings(timeout=timeout_s, first_event_timeout=timeout_s)
+
+
 class ModelClients:
     def __init__(self, *, timeout_seconds: float) -> None:
         self.timeout_seconds = timeout_seconds
@@ -80,7 +101,8 @@ class ModelClients:
         if model is None:
             if len(self._models) > MAX_MODELS:
                 self._models.clear()
-            model = self._models[spec] = build_model(spec, http_client=self.http_client())
+            model = self._models[spec] = build_model(spec, http_client=self.http_client(),
+                                                     settings=wait_settings(self.timeout_seconds))
         return model
 
     def agent(self, model: Model, instructions: str | None) -> PydanticAgent[None, Any]:

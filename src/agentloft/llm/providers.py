@@ -29,6 +29,7 @@ from pydantic_ai.providers.deepseek import DeepSeekProvider
 from pydantic_ai.providers.ollama import OllamaProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.providers.openrouter import OpenRouterProvider
+from pydantic_ai.settings import ModelSettings
 
 from agentloft.llm.lean_openai import LeanAsyncOpenAI, LeanChatModel
 
@@ -50,18 +51,19 @@ class ModelSpec:
     api_key: str | None
 
 
-def build_model(spec: ModelSpec, *, http_client: httpx2.AsyncClient) -> Model:
-    """The pydantic-ai model for ``spec``; its SDK client sends through ``http_client``."""
+def build_model(spec: ModelSpec, *, http_client: httpx2.AsyncClient, settings: ModelSettings | None = None) -> Model:
+    """The pydantic-ai model for ``spec``; its SDK client sends through ``http_client``. ``settings`` apply
+    to every request of the model (a request's own settings go over them)."""
     if spec.provider == "anthropic":
-        return _anthropic(spec, http_client)
+        return _anthropic(spec, http_client, settings)
     if spec.provider == "openai":
         client = LeanAsyncOpenAI(base_url=spec.base_url or OPENAI_URL, api_key=spec.api_key or "not-needed",
                                  http_client=http_client)
-        return LeanChatModel(spec.model, provider=openai_flavour(spec.base_url)(client))
+        return LeanChatModel(spec.model, provider=openai_flavour(spec.base_url)(client), settings=settings)
     raise ModelSetupError(f"unknown provider {spec.provider!r}")
 
 
-def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient) -> Model:
+def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient, settings: ModelSettings | None) -> Model:
     # Imported on first use: the anthropic SDK's types and their validators take ~40 MB, a fifth of the
     # process, which an instance that talks only to OpenAI-compatible models should not carry.
     from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -74,7 +76,7 @@ def _anthropic(spec: ModelSpec, http_client: httpx2.AsyncClient) -> Model:
     if base_url is not None and base_url.rstrip("/").endswith("/v1"):
         base_url = base_url.rstrip("/")[:-3]  # the SDK adds ``/v1/messages`` itself
     provider = AnthropicProvider(api_key=spec.api_key, base_url=base_url or None, http_client=http_client)
-    return LeanAnthropicModel(spec.model, provider=provider)
+    return LeanAnthropicModel(spec.model, provider=provider, settings=settings)
 
 
 def openai_flavour(base_url: str | None) -> Callable[[AsyncOpenAI], Provider[AsyncOpenAI]]:

@@ -1,0 +1,105 @@
+"""``AGENTLOFT_MODEL_TIMEOUT_SECONDS`` is the longest a chat waits for a model that says nothing: until the
+first words of a step (connecting, the headers, the first chunk and every retry of the provider's SDK
+together) and between two chunks. A silent model gets one attempt, which uses the whole budget: no retry
+stacks on it. A model that fails fast is still retried within the budget. Both providers, over HTTP, on
+the fake servers' silent (``hang``) and stalling (``stall_after``) modes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chat.helpers import chat, make_agent
+from tests.fakes.anthropic_server import FakeAnthropic, FakeAnthropicServer, Reply, Text
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text
+from tests.support import ApiClient, LiveApp, start_app
+
+TIMEOUT_S = 2.0
+TIMED_OUT = "The model did not answer in time."
+
+
+@pytest.fixture
+def quick(tmp_path: Path, template_db: Path) -> Iterator[LiveApp]:
+    """An app whose models may keep quiet for ``TIMEOUT_S``."""
+    live = start_app(tmp_path / "quick", template_db, model_timeout_seconds=TIMEOUT_S)
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def boss(quick: LiveApp) -> Iterator[ApiClient]:
+    with quick.client() as client:
+        client.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
+        yield client
+
+
+def _openai_agent(admin: ApiClient, server: FakeModelServer, slug: str = "quiet") -> dict[str, Any]:
+    """An agent ``slug`` on a model of the fake OpenAI-compatible server; returns the model."""
+    model = admin.ok("POST", "/api/admin/models", json={
+        "name": "Fake", "provider": "openai", "baseUrl": server.base_url, "model": "fake"})
+    make_agent(admin, slug, modelId=model["id"])
+    return model
+
+
+def _anthropic_agent(admin: ApiClient, server: FakeAnthropicServer, slug: str = "quiet") -> dict[str, Any]:
+    """An agent ``slug`` on a model of the fake Anthropic server; returns the model."""
+    model = admin.ok("POST", "/api/admin/models", json={
+        "name": "Claude", "provider": "anthropic", "baseUrl": server.base_url, "model": "claude-fake",
+        "apiKey": "sk-ant-test"})
+    make_agent(admin, slug, modelId=model["id"])
+    return model
+
+
+def _reply(app: LiveApp, session_id: str | None) -> tuple[str, str, str]:
+    return app.sql("SELECT status, content, error FROM agent_messages WHERE session_id = ? AND role = 'assistant' "
+                   "ORDER BY sort_order DESC LIMIT 1", (session_id,))[0]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_silent_model_gets_one_attempt_within_the_timeout(
+    provider: str, quick: LiveApp, boss: ApiClient, request: pytest.FixtureRequest
+) -> None:
+    if provider == "openai":
+        openai: FakeModel = request.getfixturevalue("fake_model")
+        _openai_agent(boss, request.getfixturevalue("fake_model_server"))
+        openai.default, requests = (lambda body: Step(hang=True)), openai.requests
+    else:
+        anthropic: FakeAnthropic = request.getfixturevalue("fake_anthropic")
+        _anthropic_agent(boss, request.getfixturevalue("anthropic_server"))
+        anthropic.default, requests = (lambda body: Reply(hang=True)), anthropic.requests
+    res = chat(boss, "quiet", "anyone there?")
+    assert res.of("error")[0]["errorText"] == TIMED_OUT
+    assert res.of("data-error")[0]["data"] == {"code": "model_timeout"}
+    assert len(requests) == 1, "no retry was stacked on the timeout"
+    assert _reply(quick, res.session_id)[:2] == ("failed", "")
+
+
+def test_a_model_that_stalls_between_chunks_keeps_the_text_so_far(
+    quick: LiveApp, boss: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel,
+    anthropic_server: FakeAnthropicServer, fake_anthropic: FakeAnthropic,
+) -> None:
+    _openai_agent(boss, fake_model_server)
+    fake_model.push(Step(text="one two three four", stall_after=2))
+    res = chat(boss, "quiet", "count")
+    assert res.text == "one two " and res.of("error")[0]["errorText"] == TIMED_OUT
+    assert _reply(quick, res.session_id)[:2] == ("failed", "one two ")
+
+    _anthropic_agent(boss, anthropic_server, "claude")
+    fake_anthropic.push(Reply(blocks=[Text("one two three four")], stall_after=2))
+    res = chat(boss, "claude", "count")
+    assert res.text == "one two " and res.of("error")[0]["errorText"] == TIMED_OUT
+
+
+def test_a_model_that_fails_fast_is_retried_within_the_budget(
+    quick: LiveApp, boss: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    _openai_agent(boss, fake_model_server)
+    fake_model.push(Step(error_status=503, error_message="warming up"), text("ready now"))
+    res = chat(boss, "quiet", "hello")
+    assert res.text == "ready now" and not res.of("error")
+    assert len(fake_model.requests) == 2
+
