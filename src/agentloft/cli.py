@@ -98,12 +98,22 @@ def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
+    return 0 if asyncio.run(_doctor_report(settings)) else 1
+
+
+async def _doctor_report(settings: Settings) -> bool:
+    """Print each check as it starts (``wait``, with how long it may take) and as it ends; True when every
+    check passed."""
     from agentloft.system import doctor
 
-    checks = asyncio.run(doctor.run(settings))
-    for check in checks:
-        print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
-    return 0 if all(c.ok for c in checks) else 1
+    passed = True
+    async for item in doctor.run(settings):
+        if isinstance(item, doctor.Waiting):
+            print(f"wait  {item.name}: {item.doing}, at most {item.limit_s:g} s", flush=True)
+        else:
+            passed = passed and item.ok
+            print(f"{'ok  ' if item.ok else 'FAIL'}  {item.name}: {item.detail}", flush=True)
+    return passed
 
 
 async def _create_user(settings: Settings, username: str, password: str, role: Role) -> None:

@@ -13,23 +13,28 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from agentloft.core import migrate
+from agentloft.llm import service as llm_service
 from tests import redis_db
-from tests.fakes.openai_server import FakeModel, text
+from tests.fakes.openai_server import FakeModel, Step, text
 from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, start_app
 
 _SHARED = ("AGENTLOFT_DATABASE_URL", "AGENTLOFT_REDIS_URL", "AGENTLOFT_REDIS_PREFIX")
 
 
-def _cli(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """The command on ``data_dir``'s database (the same one a test server on that directory uses)."""
+def _env(data_dir: Path, **env: str) -> dict[str, str]:
+    """The command's environment on ``data_dir``'s database (the one a test server on it uses)."""
     base = {k: v for k, v in os.environ.items() if k not in _SHARED}
     base.update(AGENTLOFT_DATA_DIR=str(data_dir), AGENTLOFT_SECRET_KEY="test-secret-key")
     if pg.current is not None:
         base["AGENTLOFT_DATABASE_URL"] = pg.current.for_dir(data_dir, empty=False)
     base.update(env)
-    return subprocess.run([sys.executable, "-m", "agentloft.cli", *args], env=base, capture_output=True,
-                          text=True, timeout=120)
+    return base
+
+
+def _cli(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentloft.cli", *args], env=_env(data_dir, **env),
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_several_workers_need_postgres_and_redis(tmp_path: Path) -> None:
@@ -78,6 +83,34 @@ def test_doctor_reports_database_redis_processes_and_models(
     assert r.returncode == 1
     failed = next(line for line in r.stdout.splitlines() if line.startswith("FAIL  redis:"))
     assert "127.0.0.1:1" in failed and "secret" not in failed
+
+
+def test_doctor_says_what_it_waits_for_and_gives_a_silent_model_its_limit(
+    app: LiveApp, admin: ApiClient, model_id: int, fake_model: FakeModel
+) -> None:
+    """Each check is announced as it starts, with its limit, and a model that never answers fails after
+    the model test's limit (one attempt: no retry stacked on it)."""
+    fake_model.default = lambda body: Step(hang=True)
+    limit = f"{llm_service.TEST_LIMIT_S:g} s"
+    proc = subprocess.Popen([sys.executable, "-m", "agentloft.cli", "doctor"], env=_env(app.data_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        while not lines or not lines[-1].startswith("wait  model 'Fake'"):
+            line = proc.stdout.readline()
+            assert line, f"the command ended before it said it was asking the model: {lines}"
+            lines.append(line.rstrip("\n"))
+        assert proc.poll() is None, "said while the model is being asked, not at the end"
+        assert lines[0] == f"wait  database: connecting, at most {limit}"
+        assert lines[-1] == f"wait  model 'Fake': asking for a short reply, at most {limit}"
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    failed = rest.splitlines()[0]
+    assert failed.startswith("FAIL  model 'Fake': openai fake-model at ") and f"did not answer within {limit}" in failed
+    assert proc.returncode == 1
+    assert len(fake_model.requests) == 1
 
 
 @pytest.mark.sqlite_only(reason="SQLite is one process even with a Redis configured")

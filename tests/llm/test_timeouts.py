@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from agentloft.llm import service as llm_service
+from agentloft.web.i18n import catalog
 from tests.chat.helpers import chat, make_agent
 from tests.fakes.anthropic_server import FakeAnthropic, FakeAnthropicServer, Reply, Text
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text
@@ -103,3 +105,25 @@ def test_a_model_that_fails_fast_is_retried_within_the_budget(
     assert res.text == "ready now" and not res.of("error")
     assert len(fake_model.requests) == 2
 
+
+def test_the_model_test_gives_a_silent_model_its_own_short_limit(
+    quick: LiveApp, boss: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The admin pages' Test waits ``TEST_LIMIT_S`` in all (shortened here; the app runs in this process),
+    retries included, and says so."""
+    monkeypatch.setattr(llm_service, "TEST_LIMIT_S", 1.5)
+    model = _openai_agent(boss, fake_model_server)
+    fake_model.default = lambda body: Step(hang=True)
+    res = boss.ok("POST", f"/api/admin/models/{model['id']}/test")
+    assert res["ok"] is False
+    assert res["error"].startswith("The model did not answer within 1.5 s, the longest the test waits (a chat "
+                                    "waits up to 2 s")
+    assert len(fake_model.requests) == 1
+
+
+def test_the_pages_say_how_long_the_model_test_waits() -> None:
+    limit = f"{llm_service.TEST_LIMIT_S:g}"
+    for key in ("admin.models.testing", "setup.testing"):
+        assert f"at most {limit} s" in catalog("en")[key]
+        assert f"最多 {limit} 秒" in catalog("zh-CN")[key]

@@ -6,6 +6,7 @@ import logging
 import time
 
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelRequestTimeout, ModelTimeoutError
 from pydantic_ai.settings import ModelSettings
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -24,6 +25,10 @@ from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfi
 
 BOOTSTRAP_NAME = "Default (from environment)"
 log = logging.getLogger(__name__)
+TEST_LIMIT_S = 15.0
+"""The longest the model test (the admin pages' Test and "Save and test", and ``agentloft doctor``) waits
+for its answer, retries included: short, so that a silent or unreachable model is reported while the
+admin is still looking. The pages and the README say this number."""
 
 
 def to_read(row: ModelConfig) -> ModelConfigRead:
@@ -172,10 +177,11 @@ async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: 
     await make_default(db=db, row=row)
 
 
-async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients,
-                     limit_s: float = 30.0) -> ModelTestResult:
+async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients) -> ModelTestResult:
     """Make one small request through the same clients chats use; report the reply, or why it failed in
-    words an administrator can act on (never an error status: a failing model is the answer here)."""
+    words an administrator can act on (never an error status: a failing model is the answer here). The
+    whole request, retries included, takes at most ``TEST_LIMIT_S``."""
+    limit = TEST_LIMIT_S
     started = time.perf_counter()
     try:
         model = models.model(spec_of(row=row, box=box))
@@ -184,13 +190,23 @@ async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients,
     try:
         result = await Agent(model).run(
             "Reply with the single word OK.",
-            model_settings=ModelSettings(max_tokens=16, timeout=limit_s),
+            model_settings=ModelSettings(max_tokens=16, timeout=limit, request_timeout=limit),
         )
         reply = str(result.output)
         return ModelTestResult(ok=True, latency_ms=_ms(started), reply=reply[:200])
+    except (ModelRequestTimeout, ModelTimeoutError) as exc:
+        log.info("model test failed: %r", exc)
+        return ModelTestResult(ok=False, latency_ms=_ms(started), error=_timed_out(limit, models.timeout_seconds))
     except Exception as exc:
         log.info("model test failed: %r", exc)
         return ModelTestResult(ok=False, latency_ms=_ms(started), error=describe_failure(exc))
+
+
+def _timed_out(limit_s: float, chat_timeout_s: float) -> str:
+    """Why a model test failed when the model said nothing in time."""
+    return (f"The model did not answer within {limit_s:g} s, the longest the test waits (a chat waits up to "
+            f"{chat_timeout_s:g} s for a model that says nothing); a model that is still loading may "
+            "answer if you try again in a minute.")
 
 
 def _ms(started: float) -> int:

@@ -24,7 +24,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "--port 8001 (or change the port here).",
         "setup.noKey": "No API key is needed for this provider.",
         "setup.saveTest": "Save and test",
-        "setup.testing": "Asking the model for a short reply…",
+        "setup.testing": "Asking the model for a short reply (at most 15 s)…",
         "setup.testOk": "It works: the model answered in {ms} ms.",
         "setup.testFailed": "The model did not answer: {error}",
         "setup.testFailedHint": "The model is saved but switched off, so no chat uses it yet. Check the "
@@ -64,7 +64,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "（或在这里改成它的端口）。",
         "setup.noKey": "该提供方不需要 API 密钥。",
         "setup.saveTest": "保存并测试",
-        "setup.testing": "正在请模型简短回复…",
+        "setup.testing": "正在请模型简短回复（最多 15 秒）…",
         "setup.testOk": "连接成功：模型在 {ms} 毫秒内作答。",
         "setup.testFailed": "模型没有回答：{error}",
         "setup.testFailedHint": "模型已保存但未启用，因此还没有对话会用它。请检查填写的内容后再次点击“保存并测试”，"
