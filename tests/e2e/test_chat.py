@@ -61,6 +61,12 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
     expect(page).to_have_url(re.compile(r"/chat/as_"))
     expect(page.get_by_label("Message")).to_be_focused()  # Send hid under the pointer: focus is not lost
     page.screenshot(path="/tmp/agentloft-chat-approval.png")
+    page.set_viewport_size({"width": 360, "height": 740})  # on a phone the buttons wrap together
+    boxes = [card.get_by_role("button", name=f"{word} “calc”", exact=True).bounding_box()
+             for word in ("Approve", "Reject")]
+    assert boxes[0] and boxes[1] and abs(boxes[0]["y"] - boxes[1]["y"]) < 2, boxes
+    page.screenshot(path="/tmp/shots/phone-approval.png")
+    page.set_viewport_size({"width": 1280, "height": 860})
 
     # Answered at once, before the server has finished storing the pause: the page copes. From the
     # keyboard, the focus then goes on in the message box (the pressed button is gone).

@@ -17,6 +17,8 @@ pytestmark = pytest.mark.e2e
 
 PHONES = [{"width": 360, "height": 740}, {"width": 390, "height": 844}, {"width": 430, "height": 932}]
 LONG = "x" * 400
+LONG_DESCRIPTION = ("Lets agents keep notes across conversations and write documents, and reads them back "
+                    "when a later question needs what an earlier one found out.")
 
 
 def overflow(page: Page) -> int:
@@ -30,6 +32,8 @@ def test_every_page_fits_a_phone(
 ) -> None:
     page = admin_page
     add_fake_model(page, fake_model_server, "Fake model with a long name")
+    api(page, "POST", "/api/admin/models", {"name": "Ollama", "provider": "openai", "model": "llama3.1:8b-instruct",
+                                            "baseUrl": "http://127.0.0.1:11434/v1"})
     agent = api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper", "a2aCallable": True})
     tool = api(page, "POST", "/api/agent-tools", {"slug": "notes", "name": "Notes", "type": "document"})
     api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
@@ -74,6 +78,7 @@ def test_every_page_fits_a_phone(
     expect(page.locator(".menu-list").get_by_role("link", name="Documents")).to_be_visible()
     row = page.locator("#models-table tbody tr").first  # a table row is a card with labelled cells
     expect(row.locator("td").first).to_have_attribute("data-label", "Name")
+    assert broken_words(page, "#models-table") == []  # the base URL has room: it does not break at its port
     page.screenshot(path="/tmp/shots/phone-admin-models.png")
 
     # The conversation list is a drawer: ☰ opens it, Escape closes it and focus comes back.
@@ -125,6 +130,47 @@ def test_every_page_fits_a_phone(
     touch.get_by_role("button", name="Show the chat list").tap()
     expect(touch.locator("#chat-sidebar")).to_be_in_viewport()
     assert small_targets(touch) == []
+
+
+BROKEN_WORDS = """(selector) => {
+  const broken = [];
+  for (const root of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (lines.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def broken_words(page: Page, selector: str) -> list[str]:
+    """The words inside ``selector`` that a line break cuts in two ("PERMISSIO/N"): a word wraps whole."""
+    return page.evaluate(BROKEN_WORDS, selector)
+
+
+def test_tables_keep_their_words_whole_on_a_desktop(admin_page: Page, fake_model_server: FakeModelServer) -> None:
+    page = admin_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    add_fake_model(page, fake_model_server)
+    api(page, "POST", "/api/admin/mcp-servers", {"slug": "files", "name": "Files", "transport": "http",
+                                                  "url": "http://127.0.0.1:9/mcp"})
+    for number in range(3):
+        api(page, "POST", "/api/agent-tools", {"slug": f"notes-{number}", "name": f"Team notes {number}",
+                                               "type": "document", "description": LONG_DESCRIPTION})
+    api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper", "description": LONG_DESCRIPTION})
+    for path in ("/admin/agent-tools", "/admin/mcp-servers", "/admin/models", "/admin/agents", "/admin/users"):
+        page.goto(path)
+        page.wait_for_load_state("networkidle")
+        expect(page.locator(".table tbody tr").first).to_be_visible()
+        page.screenshot(path=f"/tmp/shots/desktop{path.replace('/', '-')}.png", full_page=True)
+        assert broken_words(page, ".table") == [], path
 
 
 def small_targets(page: Page) -> list[str]:

@@ -211,7 +211,8 @@ function toolCard(part, actions) {
     approve.addEventListener('click', () => actions.answer(part, true, '', [approve, reject]));
     reject.addEventListener('click', () => actions.answer(part, false, reason.value.trim(), [approve, reject]));
     onEnterKey(reason, () => reject.click(), { singleLine: true }); // a reason is given to say no
-    card.append(h('div', { class: 'approval' }, h('span', { text: t('chat.tool.needsApproval') }), reason, approve, reject));
+    card.append(h('div', { class: 'approval' }, h('span', { text: t('chat.tool.needsApproval') }), reason,
+      h('span', { class: 'approval-buttons' }, approve, reject)));
   }
   return card;
 }
