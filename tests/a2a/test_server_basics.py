@@ -30,6 +30,30 @@ def test_card_describes_agent(app: LiveApp, make_agent: Callable[..., dict[str, 
     assert "bearer" in card.security_requirements[0].schemes
 
 
+def test_card_urls_never_come_from_the_host_header(
+    app: LiveApp, anon: ApiClient, make_agent: Callable[..., dict[str, Any]]
+) -> None:
+    """Unset AGENTLOFT_PUBLIC_URL: the address the request reached the server at, whatever Host says (a
+    card cached under a forged Host would send other callers and their tokens elsewhere)."""
+    make_agent("coder", "x", a2aCallable=True)
+    card = anon.get("/a2a/coder/.well-known/agent-card.json", headers={"Host": "evil.example"}).json()
+    assert [i["url"] for i in card["supportedInterfaces"]] == [f"{app.url}/a2a/coder/", f"{app.url}/a2a/coder/rest"]
+
+
+def test_card_urls_come_from_the_public_url(tmp_path: Path, template_db: Path) -> None:
+    live = start_app(tmp_path / "data", template_db, public_url="https://agents.example.com/team/")
+    try:
+        with live.client() as admin:
+            admin.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
+            admin.ok("POST", "/api/admin/agents", json={"slug": "coder", "name": "Coder", "systemPrompt": "x",
+                                                        "a2aCallable": True})
+        card = ac.run(ac.card(live.url, "coder"))
+        assert [i.url for i in card.supported_interfaces] == ["https://agents.example.com/team/a2a/coder/",
+                                                             "https://agents.example.com/team/a2a/coder/rest"]
+    finally:
+        live.stop()
+
+
 def test_only_enabled_callable_agents_are_served(
     anon: ApiClient, admin: ApiClient, make_agent: Callable[..., dict[str, Any]], token: str
 ) -> None:

@@ -20,6 +20,7 @@ from agentloft.a2a import server as a2a_server
 from agentloft.auth.dependencies import CurrentUser, bearer_token, token_user
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.errors import Invalid, Unauthorized
+from agentloft.core.public_url import public_base_url
 from agentloft.core.runtime import Runtime
 
 router = APIRouter()
@@ -79,15 +80,12 @@ async def _a2a_user(request: Request, rt: Runtime) -> a2a_server.A2AUser:
     return a2a_server.A2AUser(user.id, user.username, user.role)
 
 
-def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
-
-
 @router.get("/a2a/{slug}/.well-known/agent-card.json", include_in_schema=False)
-async def agent_card(slug: str, request: Request, db: DbSession) -> JSONResponse:
+async def agent_card(slug: str, request: Request, db: DbSession, rt: Rt) -> JSONResponse:
     """Public, like any A2A card: it says how to call the agent, not what it was told."""
     agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
-    return JSONResponse(a2a_server.agent_card_dict(a2a_server.build_card(agent, _base_url(request))))
+    card = a2a_server.build_card(agent, public_base_url(request, rt.settings))
+    return JSONResponse(a2a_server.agent_card_dict(card))
 
 
 @router.post("/a2a/{slug}/", include_in_schema=False)
@@ -107,7 +105,7 @@ async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
         return rest.jsonrpc_error(checked.request_id(), refused.jsonrpc_error())
     async with rt.db.session() as db:
         agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
-    card = a2a_server.build_card(agent, _base_url(request))
+    card = a2a_server.build_card(agent, public_base_url(request, rt.settings))
     dispatcher = rt.a2a.dispatcher(agent, card)
     return await dispatcher.handle_requests(checked)
 
@@ -123,5 +121,5 @@ async def a2a_rest(slug: str, path: str, request: Request, rt: Rt) -> Response:
         return rest.rest_error(refused.rest_error())
     async with rt.db.session() as db:
         agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
-    handler = rt.a2a.handler(agent, a2a_server.build_card(agent, _base_url(request)))
+    handler = rt.a2a.handler(agent, a2a_server.build_card(agent, public_base_url(request, rt.settings)))
     return await rest.dispatch(checked, path, handler, rt.a2a.context_builder)

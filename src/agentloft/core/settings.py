@@ -19,6 +19,7 @@ import secrets
 import stat
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -49,6 +50,15 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Where ``agentloft serve`` listens.")
     port: int = Field(default=8000, description="The port ``agentloft serve`` listens on.")
+    public_url: str | None = Field(
+        default=None,
+        description="The base URL users and other servers reach this instance at, such as "
+        "https://agents.example.com (a path after the host is kept, for an instance served below one). "
+        "Addresses this server hands out name it: the URLs in A2A agent cards. Unset: the address the "
+        "request reached this server at (the connection's own local address and port), never the "
+        "request's Host header, which the client writes; behind a reverse proxy that is the proxy's "
+        "upstream address, so set this there.",
+    )
     secret_key: str | None = Field(
         default=None, description="Encrypts stored API keys; generated into the data dir when not given."
     )
@@ -167,6 +177,25 @@ class Settings(BaseSettings):
                     "(name the proxy's address, or its network such as 10.0.0.0/8)"
                 ) from None
         return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        """An http(s) URL with a host and nothing after its path, kept without the trailing slash; empty
+        means unset. A typo stops the start instead of sending clients to a wrong address."""
+        text = (value or "").strip()
+        if not text:
+            return None
+        try:
+            parts = urlsplit(text)
+            _ = parts.port  # raises for a port that is not a number
+        except ValueError:  # that, or a malformed IPv6 address
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
+                or parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError(f"AGENTLOFT_PUBLIC_URL: {value!r} is not a base URL such as https://agents.example.com "
+                             "(http or https, a host, perhaps a port and a path; no query, fragment or password)")
+        return text.rstrip("/")
 
     @model_validator(mode="after")
     def _require_secret_in_production(self) -> Settings:
