@@ -71,6 +71,9 @@ def test_signup_page_hints_first_account_then_says_closed(app: LiveApp, anon: Ap
     with app.client() as other:
         page = other.get("/signup").text
         assert 'data-testid="signup-closed"' in page and 'id="signup-form"' not in page
+        assert 'href="/signup"' not in other.get("/login").text  # sign-in offers no sign-up that is closed
+        anon.ok("PUT", "/api/admin/settings", json={"signupOpen": True})
+        assert 'data-testid="signup-offer"' in other.get("/login").text
 
 
 def test_language_from_accept_language_and_cookie(app: LiveApp) -> None:

@@ -16,12 +16,18 @@ router = page_router()
 
 
 @router.get("/login")
-async def login_page(request: Request, user: OptionalUser, db: DbSession, next: str | None = None) -> Response:
+async def login_page(
+    request: Request, user: OptionalUser, rt: Rt, db: DbSession, next: str | None = None
+) -> Response:
+    """``signup_open``: "No account? Create one" is offered only where it leads somewhere; behind it
+    a closed instance has nothing but "sign-up is closed"."""
     target = safe_next(next)
     if user is not None:
         return RedirectResponse(target, status_code=303)
     no_accounts = await auth_service.count_users(db=db) == 0
-    return render_page(request, "auth/login.html", next=target, no_accounts=no_accounts)
+    instance = await system_service.get_settings(db=db, settings=rt.settings)
+    return render_page(request, "auth/login.html", next=target, no_accounts=no_accounts,
+                       signup_open=not no_accounts and instance.signup_open)
 
 
 @router.get("/signup")
