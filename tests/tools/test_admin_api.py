@@ -63,6 +63,21 @@ def test_invalid_config_is_422_with_field_path(admin: ApiClient, make_tool: Call
     assert admin.ok("GET", f"/api/agent-tools/{tool['id']}") == tool  # nothing changed
 
 
+def test_web_search_cannot_be_enabled_without_its_searxng_url(app: LiveApp, admin: ApiClient) -> None:
+    """Switched on without its URL every search the model tries fails: the admin is told at once instead."""
+    body = {"slug": "search", "name": "Search", "type": "web-search"}
+    r = admin.post("/api/agent-tools", json=body)
+    assert r.status_code == 422
+    assert r.json()["error"]["fieldCodes"] == {"config.baseUrl": {"code": "required_to_enable"}}
+    tool = admin.ok("POST", "/api/agent-tools", json={**body, "enabled": False})  # set up later: fine
+    r = admin.put(f"/api/agent-tools/{tool['id']}", json={"enabled": True})
+    assert r.status_code == 422 and list(r.json()["error"]["fields"]) == ["config.baseUrl"]
+    assert app.sql("SELECT enabled FROM agent_tools WHERE slug = 'search'") == [(0,)]
+    done = admin.ok("PUT", f"/api/agent-tools/{tool['id']}",
+                    json={"enabled": True, "config": {"baseUrl": "http://searxng:8080"}})
+    assert done["enabled"] is True and done["config"]["baseUrl"] == "http://searxng:8080"
+
+
 def test_unknown_type_and_bad_fields_are_422(admin: ApiClient, make_tool: Callable[..., Any]) -> None:
     r = admin.post("/api/agent-tools", json={"slug": "x", "name": "X", "type": "no-such-type"})
     assert r.status_code == 422 and r.json()["error"]["fields"] == {"type": "unknown tool type 'no-such-type'"}

@@ -114,6 +114,9 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     # makes the rows (an MCP server's refresh makes the ``mcp`` ones): no default tool is made for it, the
     # API refuses to create one by hand, and the admin's "New tool" form does not offer the type.
     made_by_hand: ClassVar[bool] = True
+    # Config fields (plain, not secret) that must be filled in while a tool of this type is enabled: one
+    # switched on without them (web search without its SearXNG URL) fails every call the model makes.
+    needed_to_enable: ClassVar[tuple[str, ...]] = ()
 
     def input_schema(self, config: ConfigT) -> dict[str, Any]:
         """The JSON Schema the model fills. The ``Input`` model's, unless the schema comes with the

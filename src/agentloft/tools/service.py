@@ -190,6 +190,16 @@ def _apply_config(
     row.secrets_enc = {k: _encrypt(box, dumped[k]) for k in keys if k in secrets and k in dumped}
 
 
+def _check_enableable(row: AgentTool, tool_type: AnyToolType) -> None:
+    """An enabled tool has what its type needs to run (``needed_to_enable``); the 422 names the field."""
+    if not row.enabled:
+        return
+    for name in tool_type.needed_to_enable:
+        key = _json_key(tool_type.Config, name)
+        if not str((row.config or {}).get(key) or "").strip():
+            raise invalid_field(f"config.{key}", "required_to_enable", "needed before the tool can be enabled")
+
+
 def parse_stored_config(*, row: AgentTool, tool_type: AnyToolType, box: SecretBox) -> BaseModel:
     """The row's config as the type's ``Config``, secrets decrypted. Raises ValueError/ValidationError
     when the stored config no longer fits (a type changed, the secret key changed)."""
@@ -277,6 +287,7 @@ async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -
         ),
     )
     _apply_config(row, tool_type, rt.box, data.config, stored={})
+    _check_enableable(row, tool_type)
     if await _slug_taken(db, data.slug):
         raise _slug_conflict(data.slug)
     db.add(row)
@@ -316,6 +327,8 @@ async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: Agen
             setattr(row, field, changes[field])
     if changes.get("admin_only") is not None:
         row.admin_only = int(changes["admin_only"])
+    if (row_type := rt.registry.get(row.type)) is not None:
+        _check_enableable(row, row_type)
     await _flush_unique(db, row.slug)
     return row
 

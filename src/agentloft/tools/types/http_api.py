@@ -156,6 +156,7 @@ class HttpApiTool(ToolType[Config, Input]):
     name = "HTTP API"
     description = "Calls one REST endpoint configured by an admin; the model fills only declared parameters."
     Config = Config
+    needed_to_enable = ("base_url",)
     Input = Input
     secret_fields = ("secret_headers",)
 

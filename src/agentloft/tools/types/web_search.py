@@ -53,6 +53,7 @@ class WebSearchTool(ToolType[Config, Input]):
     name = "Web search"
     description = "Searches the web through a SearXNG instance."
     Config = Config
+    needed_to_enable = ("base_url",)
     Input = Input
 
     def describe(self, config: Config) -> str:

@@ -80,6 +80,7 @@ class WebhookTool(ToolType[Config, Input]):
     name = "Webhook"
     description = "Posts a message as JSON to a configured webhook URL (chat rooms, automation)."
     Config = Config
+    needed_to_enable = ("url",)
     Input = Input
     secret_fields = ("url", "secret_headers")
 
