@@ -23,7 +23,19 @@ whatever the interpreter installed before it. So the boundary is the kernel's:
   this uid must run nothing else; concurrent runs share its process budget.
 - **Resource limits**, set by util-linux ``prlimit`` on its way to ``bwrap`` (not with ``preexec_fn``,
   which can deadlock a threaded server between fork and exec): CPU seconds, address space, processes,
-  file size, open files, no core dumps. The tmpfs sizes bound what the program can store.
+  file size, open files, no POSIX message queues, no core dumps. The tmpfs sizes bound what the program
+  can store.
+- **A run's memory in total.** Where no per-run cgroup can be had (a host whose cgroup v2 tree offers no
+  delegated memory controller, as the machines this was written on: cgroup v1 memory, owned by the host),
+  the bound is a budget, :meth:`Limits.budget_bytes`: ``processes`` × the address-space limit, plus the
+  three tmpfs (``/tmp``, ``/scratch``, ``/dev/shm``, each ``scratch_bytes``). For it to hold, nothing a
+  run can fill may sit outside those: bubblewrap's root tmpfs and its ``/dev`` had no size (2 GB written
+  into ``/`` in 2.2 s), so both are remounted read-only and ``/dev/shm`` is a sized tmpfs; System V shared
+  memory lives on after its last process detaches it, outside every address space (2 GB from one process
+  limited to 256 MB), and ``memfd_create`` files count against no address space either, so a seccomp
+  filter (:func:`seccomp_filter`) refuses ``shmget`` and ``memfd_create`` with ``EPERM``. Left outside
+  the budget: the kernel's own buffers (pipes, sockets), a few hundred kilobytes per open file at most.
+  ``RLIMIT_NPROC`` is counted per user, so runs at the same time share one budget of processes.
 
 The server switches to the sandbox user at the head of the command line: util-linux ``setpriv`` sets the
 real and effective uid and gid and clears the supplementary groups, then execs ``prlimit``. Not with
@@ -42,6 +54,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import functools
 import os
 import pwd
 import re
@@ -57,6 +71,9 @@ SCRATCH = "/scratch"
 PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
 # Top-level system paths a Debian-style root has; links are recreated as links, directories bound read-only.
 SYSTEM_ROOTS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SIZED_TMPFS = ("/tmp", SCRATCH, "/dev/shm")  # what a run may write, each ``Limits.scratch_bytes``
+# Calls that make memory no address-space limit counts (see the module docstring).
+REFUSED_CALLS = ("shmget", "memfd_create")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -65,7 +82,8 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one run may use. ``processes`` counts every process and thread of the sandbox user."""
+    """What one run may use. ``processes`` counts every process and thread of the sandbox user;
+    ``memory_bytes`` is each process's address space."""
 
     cpu_seconds: int
     memory_bytes: int
@@ -73,6 +91,12 @@ class Limits:
     file_bytes: int
     open_files: int
     scratch_bytes: int
+
+    @property
+    def budget_bytes(self) -> int:
+        """The most memory a run can hold at once (see the module docstring): every process at its
+        address-space limit, and the three tmpfs full."""
+        return self.processes * self.memory_bytes + len(SIZED_TMPFS) * self.scratch_bytes
 
 
 @dataclass(frozen=True)
@@ -93,6 +117,24 @@ class Completed:
     stdout_cut: bool
     stderr_cut: bool
     timed_out: bool
+
+
+@functools.cache
+def seccomp_filter() -> bytes:
+    """The BPF program bwrap loads (``--seccomp``): every call allowed but ``REFUSED_CALLS``, which fail
+    with ``EPERM``; another architecture's calls (an i386 or x32 entry into a 64-bit kernel) kill the
+    caller, as libseccomp does by default, so they cannot go around the numbers checked."""
+    try:
+        import pyseccomp
+    except RuntimeError as exc:  # raised on import when the shared library is missing
+        raise SandboxUnavailable(f"{exc} (Debian: apt-get install libseccomp2)") from None
+    rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+    for call in REFUSED_CALLS:
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), call)
+    with tempfile.TemporaryFile() as out:
+        rules.export_bpf(out)
+        out.seek(0)
+        return out.read()
 
 
 def sandbox_user(name: str) -> SandboxUser:
@@ -129,6 +171,7 @@ async def ensure_sandbox(name: str, probe: Sequence[str], read_only: Sequence[st
     Success is remembered for the process's life; a failure is checked again on the next call, so fixing
     the host (installing bwrap, creating the user) needs no restart."""
     user = sandbox_user(name)
+    seccomp_filter()  # its library is missing: said before anything runs
     key = (user, (*probe, "\0", *read_only))
     if key in _working:
         return user
@@ -194,7 +237,7 @@ def prlimit_argv(limits: Limits) -> list[str]:
     return [
         "prlimit", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}", f"--as={limits.memory_bytes}",
         f"--nproc={limits.processes}", f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}",
-        "--core=0", "--",
+        "--msgqueue=0", "--core=0", "--",
     ]
 
 
@@ -218,7 +261,7 @@ def system_mounts() -> tuple[list[str], list[str]]:
 
 
 def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_only: Sequence[str],
-               info_fd: int, private: Sequence[str] = ()) -> list[str]:
+               info_fd: int, private: Sequence[str] = (), seccomp_fd: int | None = None) -> list[str]:
     """``setpriv ... -- prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
     roots, binds = system_mounts()
     mounts = ["--ro-bind", "/usr", "/usr", *roots]
@@ -229,12 +272,17 @@ def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_o
             binds.append(path)
     mounts += hiding(binds, private)
     size = str(limits.scratch_bytes)
+    seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
     return [
         *setpriv_argv(user), *prlimit_argv(limits),
         "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
-        "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox",
+        "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox", *seccomp,
         "--size", size, "--tmpfs", "/tmp",  # before the binds, so one under the host's /tmp stays visible
-        *mounts, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", SCRATCH, "--chdir", SCRATCH,
+        *mounts, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
+        "--remount-ro", "/dev",  # not recursive: /dev/shm and /dev/pts stay as they are
+        "--size", size, "--tmpfs", SCRATCH,
+        "--remount-ro", "/",  # last: every mount point above is made in the root tmpfs
+        "--chdir", SCRATCH,
         "--clearenv", "--setenv", "PATH", PATH_ENV, "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", "/tmp",
         "--setenv", "LANG", "C.UTF-8", "--", *command,
     ]
@@ -247,19 +295,31 @@ async def run_confined(command: Sequence[str], *, user: SandboxUser, limits: Lim
     ``private`` paths stay hidden even where ``read_only`` (or ``/usr``) holds them."""
     info_read, info_write = os.pipe()  # bwrap reports the host pid of the sandbox's first process here
     os.set_blocking(info_read, False)
+    rules = _readable(seccomp_filter())
     try:
-        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write, private=private)
+        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write, private=private, seccomp_fd=rules)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd="/", env={"PATH": PATH_ENV}, start_new_session=True,
-                pass_fds=(*pass_fds, info_write),
+                pass_fds=(*pass_fds, info_write, rules),
             )
         finally:
             os.close(info_write)
+            os.close(rules)
         return await _supervise(proc, stdin, wall_seconds, output_cap, lambda: _stop_sandbox(proc, info_read))
     finally:
         os.close(info_read)
+
+
+def _readable(data: bytes) -> int:
+    """A pipe's read end that yields ``data`` and then ends (``data`` fits the pipe's buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read
 
 
 async def run_unconfined(command: Sequence[str], *, limits: Limits, wall_seconds: float, output_cap: int,

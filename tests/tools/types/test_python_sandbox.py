@@ -304,6 +304,86 @@ async def test_memory_bombs_hit_the_limit(run: Run) -> None:
     assert processes_with("agentloft-never-started") == []
 
 
+FILL = '''import ctypes, errno, json, os
+MB = 1 << 20
+out = {}
+for path in ("/big", "/dev/big", "/dev/shm/big", "/tmp/big"):
+    written = 0
+    try:
+        with open(path, "wb", buffering=0) as f:
+            while written < 200 * MB:
+                written += f.write(b"x" * MB)
+        out[path] = [written // MB, None]
+    except OSError as exc:
+        out[path] = [written // MB, errno.errorcode[exc.errno]]
+    if os.path.exists(path):
+        os.unlink(path)
+libc = ctypes.CDLL(None, use_errno=True)
+segment = libc.shmget(0, 200 * MB, 0o1600)
+out["shmget"] = errno.errorcode[ctypes.get_errno()] if segment < 0 else "made"
+try:
+    os.memfd_create("fill")
+    out["memfd_create"] = "made"
+except OSError as exc:
+    out["memfd_create"] = errno.errorcode[exc.errno]
+print(json.dumps(out))
+'''
+
+
+async def test_nothing_outside_the_budget_can_be_filled(run: Run) -> None:
+    """bubblewrap's root and /dev were tmpfs without a size (2 GB written into / in 2.2 s), /dev/shm with
+    them; System V shared memory outlives every address space (2 GB from one process capped at 256 MB)."""
+    result = await run(PY, {"code": FILL}, {"scratchMb": 16, "maxFileMb": 1024})
+    assert result.success, result.error
+    assert json.loads(result.data["stdout"]) == {
+        "/big": [0, "EROFS"], "/dev/big": [0, "EROFS"], "/dev/shm/big": [16, "ENOSPC"], "/tmp/big": [16, "ENOSPC"],
+        "shmget": "EPERM", "memfd_create": "EPERM",
+    }
+
+
+# Forks children until the process limit refuses one; each child fills its address space (touching every
+# page) and waits; then the snippet adds up what its PID namespace's processes hold.
+FORK_AND_FILL = """import os, sys
+MB = 1 << 20
+children, ready, hold = [], os.pipe(), os.pipe()
+while True:
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        break
+    if pid == 0:
+        held = []
+        try:
+            while True:
+                held.append(bytearray(b"x" * (4 * MB)))
+        except MemoryError:
+            pass
+        os.write(ready[1], b"."); os.read(hold[0], 1); os._exit(0)  # held until the run ends
+    children.append(pid)
+for _ in children:
+    os.read(ready[0], 1)
+rss = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            rss += int(line.split()[1]) * 1024
+print(len(children), rss)
+"""
+
+
+async def test_forked_children_stay_within_the_documented_budget(run: Run) -> None:
+    """Each process is held to its address space; the run as a whole to processes × that, plus the
+    tmpfs (``Limits.budget_bytes``). Ten children held 1.4 GB of a snippet limited to 256 MB each."""
+    config = {"maxProcesses": 8, "memoryMb": 64, "scratchMb": 4}
+    result = await run(PY, {"code": FORK_AND_FILL}, config)
+    assert result.success, result.error
+    children, rss = map(int, result.data["stdout"].split())
+    assert 1 <= children <= 6  # 8 less bwrap and the snippet (less any other run's, as the user is shared)
+    budget = limits(PythonConfig.model_validate(config)).budget_bytes
+    assert budget == (8 * 64 + 3 * 4) << 20
+    assert children * (32 << 20) < rss <= budget  # the children really hold memory, and no more than allowed
+
+
 async def test_runs_that_time_out_do_not_use_up_the_process_budget(run: Run) -> None:
     """A killed run leaves no zombie of the sandbox user behind: such zombies wait for the host's init
     (slow here, absent in some containers) and count against the user's process limit."""

@@ -44,14 +44,20 @@ exec(compile(globals().pop("_source"), "snippet.py", "exec"))
 
 class Config(ApiModel):
     timeout_seconds: float = Field(default=10, gt=0, le=300, description="Wall-clock limit for a run.")
-    memory_mb: int = Field(default=256, ge=32, le=8_192, description="Address-space limit per process, in MB.")
+    memory_mb: int = Field(
+        default=256, ge=32, le=8_192,
+        description="Address-space limit per process, in MB. A run holds at most max processes × this, plus its "
+        "scratch space three times (working directory, /tmp, /dev/shm): the budget this host can enforce "
+        "without a cgroup per run.",
+    )
     max_output_chars: int = Field(
         default=10_000, ge=100, le=1_000_000, description="Longest stdout/stderr kept (each)."
     )
     max_file_mb: int = Field(default=16, ge=1, le=1_024, description="Largest file the snippet may write, in MB.")
     scratch_mb: int = Field(
         default=64, ge=1, le=4_096,
-        description="Space in the snippet's working directory and in its /tmp (each), in MB.",
+        description="Space in the snippet's working directory, its /tmp and its /dev/shm (each), in MB; the rest "
+        "of its file system is read-only.",
     )
     max_processes: int = Field(
         default=32, ge=4, le=1_024,
@@ -163,8 +169,8 @@ class PythonTool(ToolType[Config, Input]):
         return (
             "Run a Python 3 script and get its stdout, stderr and exit code. Use it for calculations, data "
             f"processing and checks that need real code. Limits: {config.timeout_seconds:g} s, "
-            f"{config.memory_mb} MB of memory, no network; the standard library is there, and files go to a "
-            "private scratch directory. Print results to see them."
+            f"{config.memory_mb} MB of memory per process, no network; the standard library is there, and files "
+            "go to a private scratch directory. Print results to see them."
         )
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
