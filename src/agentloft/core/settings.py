@@ -132,9 +132,9 @@ class Settings(BaseSettings):
     )
     python_sandbox_user: str = Field(
         default="agentloft-sandbox",
-        description="Unprivileged host user the python tool runs snippets as, inside bubblewrap (stdio MCP servers "
-        "run as it too). The server must run as root to switch to it; without it (or without bwrap) the python "
-        "tool refuses to run.",
+        description="Unprivileged host user the python tool runs snippets as, inside bubblewrap, and nothing "
+        "else: its process limit counts per user. The server must run as root to switch to it; without it (or "
+        "without bwrap) the python tool refuses to run.",
     )
     mcp_idle_seconds: float = Field(
         default=300.0, gt=0,
@@ -143,9 +143,30 @@ class Settings(BaseSettings):
     )
     mcp_stdio_sandbox: bool = Field(
         default=True,
-        description="Run stdio MCP servers in bubblewrap as the sandbox user. Off runs them as this server's "
-        "own user, with its files in reach: only for a machine that runs nothing else. They run as "
-        "python_sandbox_user, the one dedicated user of every sandbox.",
+        description="Run stdio MCP servers in bubblewrap as mcp_sandbox_user. Off runs them as this server's "
+        "own user, with its files in reach and no limits: only for a machine that runs nothing else.",
+    )
+    mcp_sandbox_user: str = Field(
+        default="agentloft-mcp",
+        description="Unprivileged host user stdio MCP servers run as, inside bubblewrap. Not the python tool's "
+        "user, so that servers cannot use up its process limit, which counts per user (scripts/setup-sandbox "
+        "creates both).",
+    )
+    mcp_memory_mb: int = Field(
+        default=4096, ge=64,
+        description="Address-space limit of each stdio MCP server process, in MB. More than a python snippet's: "
+        "a server lives long, and V8 (node) reserves address space well beyond what it uses.",
+    )
+    mcp_max_processes: int = Field(
+        default=256, ge=8,
+        description="Processes and threads that all stdio MCP servers of this machine may have together (the "
+        "limit counts per user: every server and every worker shares it).",
+    )
+    mcp_max_open_files: int = Field(default=1024, ge=16, description="Open files per stdio MCP server process.")
+    mcp_scratch_mb: int = Field(
+        default=256, ge=1,
+        description="Size of a stdio MCP server's private /tmp (its home and working directory), in MB, and the "
+        "largest file it may write.",
     )
     generate_titles: bool = Field(
         default=True,

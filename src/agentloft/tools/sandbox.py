@@ -85,7 +85,7 @@ class Limits:
     """What one run may use. ``processes`` counts every process and thread of the sandbox user;
     ``memory_bytes`` is each process's address space."""
 
-    cpu_seconds: int
+    cpu_seconds: int | None  # None: no limit (a long-lived server would reach any)
     memory_bytes: int
     processes: int
     file_bytes: int
@@ -234,8 +234,9 @@ def hiding(binds: Iterable[str], private: Iterable[str]) -> list[str]:
 
 def prlimit_argv(limits: Limits) -> list[str]:
     """``prlimit <limits> --``: sets the limits on itself, then execs what follows with them."""
+    cpu = [] if limits.cpu_seconds is None else [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}"]
     return [
-        "prlimit", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}", f"--as={limits.memory_bytes}",
+        "prlimit", *cpu, f"--as={limits.memory_bytes}",
         f"--nproc={limits.processes}", f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}",
         "--msgqueue=0", "--core=0", "--",
     ]

@@ -3,6 +3,7 @@ why a stdio server cannot start."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pwd
 import shutil
@@ -14,9 +15,17 @@ from pathlib import Path
 import pytest
 
 from agentloft.core.settings import Settings
-from agentloft.tools.mcp.launch import BwrapLauncher, DirectLauncher, SandboxUnavailable, StdioSpec
+from agentloft.tools.mcp.launch import BwrapLauncher, DirectLauncher, SandboxUnavailable, StdioSpec, mcp_limits
+from agentloft.tools.types.python_exec import Config as PythonConfig
+from agentloft.tools.types.python_exec import run_snippet
 
-USER = Settings().python_sandbox_user  # the one sandbox user, made by scripts/setup-sandbox
+USER = Settings().mcp_sandbox_user  # the stdio servers' own user, made by scripts/setup-sandbox
+LIMITS = mcp_limits(Settings())
+
+
+def sandboxed(*private: Path, user: str = USER, **settings: int) -> BwrapLauncher:
+    """The launcher as the app makes it, hiding ``private``, with the limits of ``settings``."""
+    return BwrapLauncher(private=tuple(map(str, private)), user=user, limits=mcp_limits(Settings(**settings)))
 
 
 def bound(argv: list[str]) -> list[str]:
@@ -31,7 +40,7 @@ def test_named_paths_are_bound_but_never_the_data_dir(tmp_path: Path) -> None:
     script = tmp_path / "server.py"
     script.write_text("")
     spec = StdioSpec(command="/usr/bin/python3", args=(str(script), str(secret)))
-    params = BwrapLauncher(private=(str(data),), user=USER)(spec)
+    params = sandboxed(data)(spec)
     paths = bound([params.command, *params.args])
     assert str(script) in paths and "/usr" in paths
     assert not [p for p in paths if p.startswith(str(data))]
@@ -101,9 +110,9 @@ def test_a_server_given_the_root_directory_cannot_read_the_data(tmp_tree: Path) 
     settings = private_data(tmp_tree, database_url=f"sqlite+aiosqlite:///{tmp_tree}/elsewhere.db")
     data = settings.data_dir
     paths = ("/", str(data), str(data / "agentloft.db"), str(data / "secret_key"), f"{tmp_tree}/elsewhere.db")
-    shown = probe(BwrapLauncher(private=(), user=USER), tmp_tree, *paths)  # the control: nothing hidden
+    shown = probe(sandboxed(), tmp_tree, *paths)  # the control: nothing hidden
     assert shown[str(data / "agentloft.db")] == "read secret of agentloft.db", shown
-    launcher = BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=USER)
+    launcher = sandboxed(*settings.private_paths())
     seen = probe(launcher, tmp_tree, *paths)
     assert seen["/"].startswith("lists ") and "usr" in seen["/"]  # the argument is honoured
     assert seen[str(data)] == "PermissionError"
@@ -115,12 +124,75 @@ def test_a_data_dir_under_opt_stays_hidden(opt_tree: Path) -> None:
     """``/opt`` is bound whole; a data dir inside it was readable by every stdio server."""
     settings = private_data(opt_tree)
     data = settings.data_dir
-    launcher = BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=USER)
+    launcher = sandboxed(*settings.private_paths())
     seen = probe(launcher, opt_tree, str(opt_tree), str(data), str(data / "agentloft.db"))
     assert seen == {str(opt_tree): "lists data,probe.py", str(data): "PermissionError",
                     str(data / "agentloft.db"): "PermissionError"}
-    exposed = probe(BwrapLauncher(private=(), user=USER), opt_tree, str(data / "agentloft.db"))
+    exposed = probe(sandboxed(), opt_tree, str(data / "agentloft.db"))
     assert exposed == {str(data / "agentloft.db"): "read secret of agentloft.db"}
+
+
+LIMITS_PROBE = """import json, os
+wanted = ("Max cpu time", "Max address space", "Max processes", "Max open files", "Max file size")
+limits = {line[:26].strip(): line[26:47].split()[0] for line in open("/proc/self/limits") if line.startswith(wanted)}
+written = 0
+try:
+    with open("/tmp/fill", "wb", buffering=0) as f:
+        while written < 8 << 20:
+            written += f.write(b"x" * (1 << 20))
+except OSError as exc:
+    limits["wrote"] = f"{written >> 20} MB, then {exc.strerror}"
+print(json.dumps({**limits, "uid": os.getuid()}))
+"""
+
+
+def test_a_server_runs_with_limits_as_a_user_of_its_own(tmp_tree: Path) -> None:
+    script = tmp_tree / "limits.py"
+    script.write_text(LIMITS_PROBE)
+    script.chmod(0o644)
+    params = sandboxed(mcp_memory_mb=512, mcp_max_processes=64, mcp_max_open_files=100, mcp_scratch_mb=4)(
+        StdioSpec(command="/usr/bin/python3", args=(str(script),)))
+    done = subprocess.run([params.command, *params.args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "Max cpu time": "unlimited", "Max address space": str(512 << 20), "Max processes": "64",
+        "Max open files": "100", "Max file size": str(4 << 20), "wrote": "4 MB, then File too large",
+        "uid": pwd.getpwnam("agentloft-mcp").pw_uid,
+    }
+    assert Settings().python_sandbox_user != USER
+
+
+# Holds this many processes of its user until its input ends.
+HOLDER = """import os, sys
+for _ in range(int(sys.argv[1])):
+    if os.fork() == 0:
+        sys.stdin.read(); os._exit(0)
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+async def test_a_busy_server_leaves_the_python_tools_processes_alone(tmp_tree: Path) -> None:
+    """The process limit counts per user: stdio servers that ran as the python tool's user used up the
+    budget of its snippets, which then could not start."""
+    script = tmp_tree / "holder.py"
+    script.write_text(HOLDER)
+    script.chmod(0o644)
+    snippet = PythonConfig.model_validate({"maxProcesses": 12})
+    for user, snippets_start in ((Settings().python_sandbox_user, False), (USER, True)):
+        params = sandboxed(user=user)(StdioSpec(command="/usr/bin/python3", args=(str(script), "16")))
+        holder = await asyncio.create_subprocess_exec(params.command, *params.args, stdin=subprocess.PIPE,
+                                                      stdout=subprocess.PIPE)
+        try:
+            assert holder.stdout is not None and await holder.stdout.readline() == b"holding\n"
+            try:
+                data, _ = await run_snippet("print('ran')", "", snippet, Settings().python_sandbox_user)
+                outcome = data["stdout"] or data["stderr"]
+            except SandboxUnavailable as exc:  # the sandbox itself could not start
+                outcome = str(exc)
+            assert (outcome == "ran\n") is snippets_start, (user, outcome)
+        finally:
+            await holder.communicate(b"")
 
 
 def test_a_script_under_tmp_runs(tmp_path: Path) -> None:
@@ -132,14 +204,14 @@ def test_a_script_under_tmp_runs(tmp_path: Path) -> None:
     script.chmod(0o644)
     data = tmp_path / "data"
     data.mkdir()
-    params = BwrapLauncher(private=(str(data),), user=USER)(StdioSpec(command="/usr/bin/python3", args=(str(script),)))
+    params = sandboxed(data)(StdioSpec(command="/usr/bin/python3", args=(str(script),)))
     done = subprocess.run([params.command, *params.args], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "inside", done.stderr
 
 
 def test_drops_to_the_sandbox_user_and_clears_the_environment(tmp_path: Path) -> None:
     spec = StdioSpec(command="/usr/bin/env", env=(("TOKEN", "t"),), secret="s", network=False)
-    params = BwrapLauncher(private=(str(tmp_path),), user=USER)(spec)
+    params = sandboxed(tmp_path)(spec)
     argv = [params.command, *params.args]
     assert "--clearenv" in argv and "--unshare-net" in argv and "--die-with-parent" in argv
     tail = argv[argv.index("--", argv.index("--clearenv")) + 1:]
@@ -149,18 +221,18 @@ def test_drops_to_the_sandbox_user_and_clears_the_environment(tmp_path: Path) ->
     setenv = {argv[i + 1]: argv[i + 2] for i, word in enumerate(argv) if word == "--setenv"}
     assert setenv == {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TOKEN": "t",
                       "MCP_BEARER_TOKEN": "s"}
-    with_net = BwrapLauncher(private=(str(tmp_path),), user=USER)(StdioSpec(command="/usr/bin/env", network=True))
+    with_net = sandboxed(tmp_path)(StdioSpec(command="/usr/bin/env", network=True))
     assert "--unshare-net" not in with_net.args
 
 
 @pytest.mark.parametrize(
     ("launcher", "message"),
     [
-        (BwrapLauncher(private=("/nonexistent",), user=USER, bwrap=None),
+        (BwrapLauncher(private=("/nonexistent",), user=USER, limits=LIMITS, bwrap=None),
          "'bwrap' or 'setpriv' is not installed"),
-        (BwrapLauncher(private=("/nonexistent",), user="no-such-user-here"),
+        (BwrapLauncher(private=("/nonexistent",), user="no-such-user-here", limits=LIMITS),
          "the sandbox user 'no-such-user-here' does not exist"),
-        (BwrapLauncher(private=("/nonexistent",), user="root"), "must not be root"),
+        (BwrapLauncher(private=("/nonexistent",), user="root", limits=LIMITS), "must not be root"),
     ],
 )
 def test_refusals_say_why(launcher: BwrapLauncher, message: str) -> None:

@@ -1,4 +1,4 @@
-"""stdio MCP servers: the admin's command starts on demand, in bubblewrap as the unprivileged sandbox user
+"""stdio MCP servers: the admin's command starts on demand, in bubblewrap as their own unprivileged user
 (never as the server's own user), with only the configured environment, without the data directory; one
 process per server in a worker, shared by every call, and stopped once it has been idle."""
 
@@ -74,7 +74,7 @@ def test_runs_as_the_sandbox_user_with_its_own_environment(
     who = execute(admin, stdio_tools["whoami"], {})
     assert who["success"], who
     data = who["data"]
-    assert data["uid"] == pwd.getpwnam(Settings().python_sandbox_user).pw_uid != os.getuid()
+    assert data["uid"] == pwd.getpwnam(Settings().mcp_sandbox_user).pw_uid != os.getuid()
     assert data["greeting"] == "hello"
     assert set(data["env"]) <= {"PATH", "HOME", "LANG", "GREETING", "MCP_BEARER_TOKEN", "PWD"}, data["env"]
     assert data["cwd"] == "/tmp"

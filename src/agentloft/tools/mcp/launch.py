@@ -1,13 +1,16 @@
 """How a stdio MCP server's process is started: in bubblewrap, as the unprivileged sandbox user.
 
 The command is code an admin chose (often a package from a registry), so it never runs as the server's own
-user, and it never sees the data directory, the server's environment or its ``/proc``. It runs as the
-python tool's dedicated sandbox user (``tools.sandbox``, ``AGENTLOFT_PYTHON_SANDBOX_USER``), checked the
-same way. The wrapper is ``bwrap`` (Debian's bubblewrap): PID, IPC and UTS namespaces, no network unless
-the server is allowed it, read-only system directories, a private ``/tmp`` as working directory and home,
-``--die-with-parent``; inside, ``setpriv`` drops to the sandbox user's uid and gid (a real host user, not
-root mapped to another uid in a user namespace), with no supplementary groups and no way to gain
-privileges back.
+user, and it never sees the data directory, the server's environment or its ``/proc``. It runs as a
+dedicated user of its own (``AGENTLOFT_MCP_SANDBOX_USER``), checked as the python tool checks its user
+(``tools.sandbox``) but not the same one: the process limit counts per user, and a server's processes and
+threads must not use up the budget of the python tool's snippets. The wrapper is ``bwrap`` (Debian's
+bubblewrap): PID, IPC and UTS namespaces, no network unless the server is allowed it, read-only system
+directories, a private, size-limited ``/tmp`` as working directory and home (the only place it can
+write), ``--die-with-parent``; inside, ``setpriv`` drops to the sandbox user's uid and gid (a real host
+user, not root mapped to another uid in a user namespace), with no supplementary groups and no way to gain
+privileges back, and util-linux ``prlimit`` sets the limits of ``mcp_limits`` (address space, processes,
+open files, file size; no CPU-time limit, which a long-lived server would reach).
 
 Unlike a python snippet, an MCP server is long-lived and is started by the ``mcp`` SDK's stdio transport,
 which takes a command line and nothing else (no user switch between fork and exec): so bubblewrap starts
@@ -44,7 +47,17 @@ from typing import Protocol
 from mcp.client.stdio import StdioServerParameters
 
 from agentloft.core.settings import Settings
-from agentloft.tools.sandbox import PATH_ENV, SandboxUnavailable, hiding, inside, sandbox_user, system_mounts, visible
+from agentloft.tools.sandbox import (
+    PATH_ENV,
+    Limits,
+    SandboxUnavailable,
+    hiding,
+    inside,
+    prlimit_argv,
+    sandbox_user,
+    system_mounts,
+    visible,
+)
 
 SECRET_ENV = "MCP_BEARER_TOKEN"
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
@@ -111,6 +124,7 @@ class BwrapLauncher:
 
     private: tuple[str, ...]
     user: str
+    limits: Limits
     bwrap: str | None = field(default_factory=lambda: shutil.which("bwrap", path=PATH_ENV))
     setpriv: str | None = field(default_factory=lambda: shutil.which("setpriv", path=PATH_ENV))
 
@@ -144,13 +158,15 @@ class BwrapLauncher:
             namespaces.append("--unshare-net")
         env = {"PATH": PATH_ENV, "HOME": "/tmp", "LANG": "C.UTF-8", **spec.environment()}
         # /tmp's empty tmpfs comes first: mounted after the binds, it hid a Python or a named path that
-        # lives under /tmp (a checkout in /tmp, say) and the server could not start
+        # lives under /tmp (a checkout in /tmp, say) and the server could not start. Sticky and open to all
+        # (bubblewrap, as root, would make it root's), sized, so the server can write there and no more.
+        scratch = ["--perms", "1777", "--size", str(self.limits.scratch_bytes), "--tmpfs", "/tmp"]
         return [
-            self.bwrap, "--die-with-parent", "--new-session", *namespaces, "--tmpfs", "/tmp",
+            self.bwrap, "--die-with-parent", "--new-session", *namespaces, *scratch,
             *self._mounts(spec), "--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp", "--clearenv",
             *_setenv(env.items()),
             "--", self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--",
-            spec.command, *spec.args,
+            *prlimit_argv(self.limits), spec.command, *spec.args,
         ]
 
     def __call__(self, spec: StdioSpec) -> StdioServerParameters:
@@ -174,7 +190,17 @@ class DirectLauncher:
         return StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.environment())
 
 
+def mcp_limits(settings: Settings) -> Limits:
+    """What each stdio server process may use (``AGENTLOFT_MCP_*``); the process count is its user's, shared
+    by every server."""
+    mb = 1024 * 1024
+    return Limits(cpu_seconds=None, memory_bytes=settings.mcp_memory_mb * mb, processes=settings.mcp_max_processes,
+                  file_bytes=settings.mcp_scratch_mb * mb, open_files=settings.mcp_max_open_files,
+                  scratch_bytes=settings.mcp_scratch_mb * mb)
+
+
 def launcher_for(settings: Settings) -> Launcher:
     if not settings.mcp_stdio_sandbox:
         return DirectLauncher()
-    return BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=settings.python_sandbox_user)
+    return BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=settings.mcp_sandbox_user,
+                         limits=mcp_limits(settings))
