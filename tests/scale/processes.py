@@ -1,5 +1,6 @@
 """Real processes for the scale-out tests: ``agentloft serve`` workers on a shared PostgreSQL and Redis,
-and a private ``redis-server`` that a test may stop and start again (optionally with a password and TLS)."""
+a private ``redis-server`` that a test may stop and start again (optionally with a password and TLS), and
+a reader that follows a reply's stream from a thread."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from cryptography import x509
@@ -21,7 +24,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.chat.helpers import make_agent, parse_sse
 from tests.fakes.openai_server import free_port
+from tests.support import ApiClient
 
 _SHARED = ("AGENTLOFT_DATABASE_URL", "AGENTLOFT_REDIS_URL", "AGENTLOFT_REDIS_PREFIX", "AGENTLOFT_WORKERS")
 
@@ -90,6 +95,18 @@ class Worker:
         return path.read_text(errors="replace") if path.exists() else ""
 
 
+def first_admin(url: str, model_base_url: str) -> ApiClient:
+    """The first account of a fresh instance at ``url`` (an admin), signed in, with the default model on the
+    fake model server at ``model_base_url`` and an agent ``helper`` using it."""
+    admin = ApiClient(url)
+    admin.get("/api/health")
+    admin.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
+    model = admin.ok("POST", "/api/admin/models", json={
+        "name": "Fake", "provider": "openai", "baseUrl": model_base_url, "model": "fake", "isDefault": True})
+    make_agent(admin, "helper", modelId=model["id"])
+    return admin
+
+
 def _self_signed(directory: Path) -> tuple[Path, Path]:
     """A certificate for 127.0.0.1 (its own CA), and its key."""
     key = ec.generate_private_key(ec.SECP256R1())
@@ -149,3 +166,37 @@ class PrivateRedis:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
+
+
+class Reader(threading.Thread):
+    """Reads one SSE response to its end in the background; ``text_seen`` is set once ``enough`` text
+    deltas came (or the response ended)."""
+
+    def __init__(self, client: ApiClient, method: str, url: str, body: dict[str, Any] | None = None,
+                 enough: int = 20) -> None:
+        super().__init__(daemon=True)
+        self.client, self.method, self.url, self.body, self.enough = client, method, url, body, enough
+        self.text_seen = threading.Event()
+        self.session_id: str | None = None
+        self.lines: list[str] = []
+        self.ended_at = 0.0
+        self.broken = False
+
+    def run(self) -> None:
+        try:
+            with self.client.stream(self.method, self.url, json=self.body) as resp:
+                self.session_id = resp.headers.get("x-session-id")
+                deltas = 0
+                for line in resp.iter_lines():
+                    self.lines.append(line)
+                    deltas += '"text-delta"' in line
+                    if deltas >= self.enough:
+                        self.text_seen.set()
+        except httpx.TransportError:  # the worker serving it was killed
+            self.broken = True
+        self.ended_at = time.monotonic()
+        self.text_seen.set()
+
+    @property
+    def chunks(self) -> list[Any]:
+        return parse_sse("\n\n".join(line for line in self.lines if line))

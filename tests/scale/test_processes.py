@@ -13,22 +13,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from alembic.script import ScriptDirectory
 
 from agentloft.core import migrate
 from tests import redis_db
-from tests.chat.helpers import make_agent, parse_sse, text_of, types_of
+from tests.chat.helpers import parse_sse, text_of, types_of
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text
 from tests.pg import database as pg
-from tests.scale.processes import Worker
+from tests.scale.processes import Reader, Worker, first_admin
 from tests.support import ApiClient
 
 
@@ -54,38 +52,6 @@ def _worker(started: list[Worker], tmp_path: Path, name: str, processes: int = 1
     return worker
 
 
-class Reader(threading.Thread):
-    """Reads one SSE response to its end in the background."""
-
-    def __init__(self, client: ApiClient, method: str, url: str, body: dict[str, Any] | None = None) -> None:
-        super().__init__(daemon=True)
-        self.client, self.method, self.url, self.body = client, method, url, body
-        self.text_seen = threading.Event()
-        self.session_id: str | None = None
-        self.lines: list[str] = []
-        self.ended_at = 0.0
-        self.broken = False
-
-    def run(self) -> None:
-        try:
-            with self.client.stream(self.method, self.url, json=self.body) as resp:
-                self.session_id = resp.headers.get("x-session-id")
-                deltas = 0
-                for line in resp.iter_lines():
-                    self.lines.append(line)
-                    deltas += '"text-delta"' in line
-                    if deltas >= 20:
-                        self.text_seen.set()
-        except httpx.TransportError:  # the worker serving it was killed
-            self.broken = True
-        self.ended_at = time.monotonic()
-        self.text_seen.set()
-
-    @property
-    def chunks(self) -> list[Any]:
-        return parse_sse("\n\n".join(line for line in self.lines if line))
-
-
 def _reply(client: ApiClient, session_id: str) -> dict[str, Any]:
     return dict(client.ok("GET", f"/api/agent-sessions/{session_id}")["messages"][-1])
 
@@ -94,13 +60,7 @@ def test_a_killed_worker_is_taken_over_and_a_starting_one_leaves_live_turns_alon
     tmp_path: Path, workers: list[Worker], fake_model_server: FakeModelServer, fake_model: FakeModel,
 ) -> None:
     a, b = _worker(workers, tmp_path, "a").wait(), _worker(workers, tmp_path, "b").wait()
-    admin_a = ApiClient(a.url)
-    admin_a.get("/api/health")
-    admin_a.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
-    model = admin_a.ok("POST", "/api/admin/models", json={
-        "name": "Fake", "provider": "openai", "baseUrl": fake_model_server.base_url, "model": "fake",
-        "isDefault": True})
-    make_agent(admin_a, "helper", modelId=model["id"])
+    admin_a = first_admin(a.url, fake_model_server.base_url)
     admin_b = ApiClient(b.url, cookies=admin_a.cookies)
 
     # A long turn on B, then C starting beside it
@@ -162,13 +122,7 @@ def test_serve_workers_runs_several_processes_on_one_port(
     tmp_path: Path, workers: list[Worker], fake_model_server: FakeModelServer, fake_model: FakeModel,
 ) -> None:
     served = _worker(workers, tmp_path, "many", processes=2).wait()
-    client = ApiClient(served.url)
-    client.get("/api/health")
-    client.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
-    model = client.ok("POST", "/api/admin/models", json={
-        "name": "Fake", "provider": "openai", "baseUrl": fake_model_server.base_url, "model": "fake",
-        "isDefault": True})
-    make_agent(client, "helper", modelId=model["id"])
+    client = first_admin(served.url, fake_model_server.base_url)
     assert pg.current is not None and pg.current.main
 
     def registered() -> list[tuple[Any, ...]]:
