@@ -22,7 +22,7 @@ from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters
 from agentloft.chat.buffers import MemoryStreamBuffers, StreamBuffers
 from agentloft.chat.checkpoint import CheckpointWriter
 from agentloft.chat.leases import Leases, MemoryLeases
-from agentloft.chat.runs import RunRegistry
+from agentloft.chat.runs import RunRegistry, stop_signals
 from agentloft.core import migrate
 from agentloft.core.body_limit import BodyLimit
 from agentloft.core.crypto import SecretBox
@@ -172,7 +172,8 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
         app.state.memory = MemoryReleaser()
         app.state.memory.start()
         try:
-            yield
+            with stop_signals(rt.runs, settings.shutdown_grace_seconds):  # the grace window of a stop
+                yield
         finally:
             await app.state.memory.stop()
             for hook in reversed(_hooks("shutdown")):

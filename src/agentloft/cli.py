@@ -25,6 +25,12 @@ def proxy_options(settings: Settings) -> dict[str, Any]:
     return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted}
 
 
+# How long past the grace window (``AGENTLOFT_SHUTDOWN_GRACE_SECONDS``) uvicorn waits for open responses
+# before it cuts them: enough for the interrupted replies to be saved and their streams to end
+# (``chat.runs.SAVE_WAIT_S``); then the streams of replies other workers write are closed, too.
+SHUTDOWN_FLUSH_S = 5.0
+
+
 def workers_problem(settings: Settings, workers: int) -> str | None:
     """Why ``workers`` processes cannot serve this configuration, or None. Several workers share their
     runs through PostgreSQL and Redis; SQLite and in-process buffers are for one process."""
@@ -81,12 +87,13 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     print(f"agentloft serving on http://{host}:{port} with {count} worker(s)  (data: {settings.data_dir.resolve()})",
           flush=True)
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": args.log_level,
+                               "timeout_graceful_shutdown": settings.shutdown_grace_seconds + SHUTDOWN_FLUSH_S,
+                               **proxy_options(settings)}
     if count == 1:
-        uvicorn.run(create_app(settings, run_migrations=False), host=host, port=port, log_level=args.log_level,
-                    **proxy_options(settings))
+        uvicorn.run(create_app(settings, run_migrations=False), **options)
     else:  # uvicorn's process manager: one socket, N workers, each building the app from the environment
-        uvicorn.run("agentloft.app:worker_app", factory=True, workers=count, host=host, port=port,
-                    log_level=args.log_level, **proxy_options(settings))
+        uvicorn.run("agentloft.app:worker_app", factory=True, workers=count, **options)
     return 0
 
 

@@ -59,6 +59,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.ui.vercel_ai.response_types import (
     AbortChunk,
     BaseChunk,
+    DataChunk,
     DoneChunk,
     ErrorChunk,
     FinishChunk,
@@ -497,8 +498,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
         cancelled = exc
         outcome.stopped = current_stop_reason(rt, turn.session_id)
         if not outcome.closing:
-            ending = [AbortChunk(reason=_STOP_NOTES[outcome.stopped]), DoneChunk()]
-            outcome.closing = [stream.encode_event(chunk) for chunk in ending]
+            outcome.closing = [stream.encode_event(chunk) for chunk in _ending(outcome.stopped)]
     except Exception as exc:  # a bug of ours, not a model failure (those end up in the stream)
         log.exception("chat run of session %s crashed", turn.session_id)
         _crashed(stream, collector, outcome, exc)
@@ -533,8 +533,17 @@ _INTERRUPTED_NOTE = "The server shut down while this reply was being written."
 _STOP_NOTES = {
     "stopped": "Stopped by the user.",
     "cancelled": "The run was cancelled.",
-    "interrupted": "The server is shutting down.",
 }
+
+
+def _ending(reason: str) -> list[BaseChunk]:
+    """The chunks that end a cancelled run's stream. A stop is an ``abort``; a shutdown's interruption is a
+    failure of kind ``interrupted`` (``data-error``, then the ``error``), which the page words as it words
+    an interrupted reply it loads, instead of showing it as stopped by the user."""
+    if reason == "interrupted":
+        return [DataChunk(type="data-error", data={"code": "interrupted"}), ErrorChunk(error_text=_INTERRUPTED_NOTE),
+                DoneChunk()]
+    return [AbortChunk(reason=_STOP_NOTES[reason]), DoneChunk()]
 
 
 def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]]) -> str:

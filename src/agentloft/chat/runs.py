@@ -8,6 +8,12 @@ recorded here decides whether the message is ``stopped`` (the user asked) or ``i
 Who owns a run is its lease (``chat.leases``). A lease found missing is only believed after a second
 look one heartbeat later: a Redis that restarted empty loses every lease at once, and the live owners
 put theirs back within a heartbeat.
+
+Stopping the process (``stop_signals``, ``begin_stop``): its running replies get a grace window to finish,
+then are interrupted (saved as such, their streams ended, their leases given back). No other worker takes
+a reply over: the model's stream belongs to this process and cannot move, and starting the step again
+elsewhere would write a different reply over the one the reader saw; the session is free for the next
+message at once, on any worker.
 """
 
 from __future__ import annotations
@@ -15,10 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from agentloft.chat.leases import Leases, MemoryLeases, NoReply, session_lease
@@ -32,6 +41,11 @@ OWNERS_KEPT = 10_000
 
 # What to do with runs whose owner died, per kind of lease: called with their ids.
 LostHandler = Callable[[list[str]], Awaitable[None]]
+
+# The signals that ask the server to stop (uvicorn's: SIGTERM from a supervisor, SIGINT from Ctrl+C).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# How long interrupted runs may take to save and end their streams.
+SAVE_WAIT_S = 5.0
 
 
 @dataclass
@@ -50,6 +64,7 @@ class RunRegistry:
     _lost_handlers: dict[str, LostHandler] = field(default_factory=dict)
     _suspects: dict[str, float] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
+    _grace: asyncio.Task[None] | None = None  # the grace window of a stop, once one began
     # Whose each session is, as far as this process has seen, least recently used first. A session never
     # changes hands, so this is never stale; it lets a turn check that the caller owns the session before
     # it takes the run's lease without a read every turn (``chat.turns``).
@@ -211,16 +226,75 @@ class RunRegistry:
             for ident in ids:
                 await self.leases.forget(f"{kind}:{ident}")
 
-    async def shutdown(self, wait_s: float = 5.0) -> None:
+    # --- stopping the process ------------------------------------------------------------------------
+
+    def begin_stop(self, grace_s: float) -> None:
+        """The process was told to stop: its running replies get ``grace_s`` seconds to finish, then are
+        interrupted (``interrupt_all``). A second call changes nothing."""
+        if self._grace is None and not self.shutting_down:
+            self._grace = asyncio.create_task(self._interrupt_after(grace_s))
+
+    async def _interrupt_after(self, grace_s: float) -> None:
+        await asyncio.sleep(grace_s)
+        if self.tasks:
+            log.warning("stopping: interrupting %d running repl%s after the %g s grace window",
+                        len(self.tasks), "y" if len(self.tasks) == 1 else "ies", grace_s)
+        await self.interrupt_all()
+
+    async def interrupt_all(self, wait_s: float = SAVE_WAIT_S) -> None:
+        """Cancel every run of this process, which saves it as interrupted (``current_stop_reason``) and
+        ends its stream, and wait up to ``wait_s`` for them to have done so."""
         self.shutting_down = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
         tasks = list(self.tasks.values()) + list(self.background)
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=wait_s)
+
+    async def shutdown(self, wait_s: float = SAVE_WAIT_S) -> None:
+        if self._grace is not None:
+            self._grace.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        await self.interrupt_all(wait_s)
         await self.leases.aclose()
+
+
+@contextlib.contextmanager
+def stop_signals(runs: RunRegistry, grace_s: float) -> Iterator[None]:
+    """While the block runs, a stop signal also starts ``runs``' grace window (``begin_stop``), after doing
+    what its handler did before (uvicorn's: stop accepting connections, wait for the open responses, and
+    only then run the app's shutdown).
+
+    Needed because that shutdown comes too late: an open reply stream is a response uvicorn waits for, so
+    the reply ran to its end (or uvicorn, past its own ``timeout_graceful_shutdown``, cut the connection
+    without a word). ``agentloft serve`` sets that timeout a little past ``grace_s``, so the interrupted
+    streams end properly first.
+
+    Only in the main thread, where Python delivers signals, and only over a handler that is a Python
+    callable (uvicorn installs its own with ``signal.signal`` and says so: "this allows to restore previous
+    signal handlers later on"); ``tests/core/test_cli_serve.py`` stops a real ``agentloft serve`` with
+    SIGTERM, so a uvicorn that changes this fails it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+    def handler(sig: int, frame: FrameType | None) -> None:
+        prior = previous[signal.Signals(sig)]
+        if callable(prior):
+            prior(sig, frame)
+        loop.call_soon_threadsafe(runs.begin_stop, grace_s)
+
+    chained = [sig for sig, prior in previous.items() if callable(prior)]
+    for sig in chained:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig in chained:
+            signal.signal(sig, previous[sig])
 
 
 def current_stop_reason(rt: Runtime, session_id: str) -> str:

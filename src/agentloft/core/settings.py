@@ -83,6 +83,12 @@ class Settings(BaseSettings):
         description="How long a worker's claim on a running reply lasts without a heartbeat. When a worker "
         "dies, another one finishes its replies (marked interrupted) within about twice this.",
     )
+    shutdown_grace_seconds: float = Field(
+        default=10.0, ge=0,
+        description="When the server is told to stop (SIGTERM, or Ctrl+C once), how long its running replies "
+        "may go on to finish. Those still running then are saved as interrupted, with their text so far, and "
+        "their streams end with the interruption; the process exits within about this plus 10 s.",
+    )
     openai_base_url: str | None = Field(
         default=None, description="Bootstrap model: created (or updated) on start so a first run needs no clicks."
     )
