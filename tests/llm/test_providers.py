@@ -122,7 +122,7 @@ CASES = [
     Case("vllm", "Qwen/QwQ-32B",
          _openai_body({"reasoning_content": "Adding."}, {"content": "4"}, usage=(5, 2)),
          [("thinking", "Adding."), ("text", "4")], (5, 2),
-         "http://127.0.0.1:8000/v1/chat/completions"),
+         "http://127.0.0.1:8001/v1/chat/completions"),
     Case("lmstudio", "qwen3-8b",
          _openai_body(*_think_tags("<think>", "Sum.", "</think>", "\n\n", "Four."), usage=(6, 4)),
          [("thinking", "Sum."), ("text", "\n\nFour.")], (6, 4),
