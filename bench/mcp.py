@@ -12,12 +12,20 @@ a warm-up (the connection, or the process, is then open, as it is for a busy ser
 ``mcp - builtin``: the server row read, the JSON-RPC round trip, the result mapping.
 
     python -m bench.mcp [--calls 200]
+
+``--long`` measures something else: the CPU time the agentloft process spends on one stdio answer of 1, 4,
+7 and 32 MiB (the server's ``long_text`` tool, one JSON-RPC line each), read from ``/proc`` around the call.
+Baseline, in the same run: the 1 MiB answer; a reader linear in the line's length spends about the same
+CPU per MiB on every size, one that rebuilds its buffer per read spends more per MiB the longer the line.
+
+    python -m bench.mcp --long [--sizes 1,4,7,32]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import statistics
 import subprocess
@@ -91,6 +99,47 @@ async def _measure(base: str, mcp_url: str, calls: int) -> dict[str, float]:
     return {kind: statistics.median(values) for kind, values in times.items()}
 
 
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU time of the process so far (its own threads; not its children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _measure_long(base: str, app_pid: int, sizes: list[int]) -> list[tuple[int, float, float, str]]:
+    """(MiB, CPU s, wall s, outcome) of one ``long_text`` call per size over stdio."""
+    async with httpx.AsyncClient(base_url=base, timeout=300) as c:
+        await c.get("/api/health")
+        await _post(c, "/api/auth/signup", {"username": "admin", "password": "password123"})
+        c.headers["X-CSRF-Token"] = c.cookies.get("agentloft_csrf") or ""
+        server = await _post(c, "/api/admin/mcp-servers", {"slug": "bench-long", "name": "long", "transport": "stdio",
+                                                           "command": sys.executable, "args": [SERVER_SCRIPT, "bench"]})
+        tools = await _post(c, f"/api/admin/mcp-servers/{server['id']}/refresh", None, status=200)
+        tool_id = next(t["toolId"] for t in tools["items"] if t["name"] == "long_text")
+        r = await c.put(f"/api/agent-tools/{tool_id}", json={"config": {
+            **(await c.get(f"/api/agent-tools/{tool_id}")).json()["config"], "timeoutSeconds": 300}})
+        assert r.status_code == 200, r.text
+        await c.post(f"/api/agent-tools/{tool_id}/execute", json={"input": {"kib": 1024}})  # warm-up
+        out = []
+        for mib in sizes:
+            runs = max(1, 8 // mib)  # CPU time is counted in clock ticks (10 ms): small answers are repeated
+            cpu, started = _cpu_s(app_pid), time.perf_counter()
+            for _ in range(runs):
+                r = await c.post(f"/api/agent-tools/{tool_id}/execute", json={"input": {"kib": mib * 1024}})
+            wall, cpu = (time.perf_counter() - started) / runs, (_cpu_s(app_pid) - cpu) / runs
+            result = r.json()
+            outcome = "answered" if result.get("success") else f"failed: {result.get('error', r.text)[:110]}"
+            out.append((mib, cpu, wall, outcome))
+        return out
+
+
+def _report_long(rows: list[tuple[int, float, float, str]]) -> None:
+    base = next((cpu / mib for mib, cpu, _, outcome in rows if mib == 1), None) or 1e-9
+    print("One stdio answer of N MiB: the agentloft process's CPU (user + system) and the call's wall time")
+    print("  size     CPU s   wall s   CPU per MiB vs 1 MiB   outcome")
+    for mib, cpu, wall, outcome in rows:
+        print(f"  {mib:3d} MiB {cpu:7.2f} {wall:8.2f}   {cpu / mib / base:10.2f}x            {outcome}")
+
+
 def _report(result: dict[str, float], calls: int) -> None:
     base = result["builtin"]
     print(f"MCP tool call vs built-in tool: median of {calls} sequential calls through /execute")
@@ -103,6 +152,8 @@ def _report(result: dict[str, float], calls: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--long", action="store_true", help="CPU of long stdio answers instead")
+    parser.add_argument("--sizes", default="1,4,7,32", help="with --long: answer sizes in MiB")
     parser.add_argument("--serve-mcp", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-app", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
@@ -125,7 +176,14 @@ def main() -> None:
                 await wait_up(f"{base}/api/health")
                 return await _measure(base, mcp_url, args.calls)
 
-            _report(asyncio.run(run()), args.calls)
+            async def run_long() -> list[tuple[int, float, float, str]]:
+                await wait_up(f"{base}/api/health")
+                return await _measure_long(base, procs[1].pid, [int(n) for n in args.sizes.split(",")])
+
+            if args.long:
+                _report_long(asyncio.run(run_long()))
+            else:
+                _report(asyncio.run(run()), args.calls)
         finally:
             for p in procs:
                 p.send_signal(signal.SIGINT)

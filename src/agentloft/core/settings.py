@@ -147,6 +147,14 @@ class Settings(BaseSettings):
         description="Seconds an MCP server connection (for stdio: its process) stays open unused before it "
         "is closed; the next call opens it again.",
     )
+    mcp_max_message_bytes: int = Field(
+        # The cap an HTTP MCP server's answer had before this setting (tools.netguard.STREAM_MAX_BODY_BYTES).
+        default=16_000_000, ge=64 * 1024,
+        description="Longest message an MCP server may send: a stdio line, an HTTP answer or one event of "
+        "its stream. Room for answers larger than what reaches the model, which are cut after they arrive "
+        "(several images of megabytes, as base64, of which 5 MB are kept); a longer answer fails its call "
+        "(over stdio, a longer message that answers no call it can be told from ends the connection).",
+    )
     mcp_stdio_sandbox: bool = Field(
         default=True,
         description="Run stdio MCP servers in bubblewrap as mcp_sandbox_user. Off runs them as this server's "

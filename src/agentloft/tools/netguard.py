@@ -476,12 +476,14 @@ def guarded_client(allow: AllowList, *, headers: Mapping[str, str] | None = None
 def guarded_client2(
     allow: AllowList, *, headers: Mapping[str, str] | None = None,
     wrap: Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport] | None = None,
+    max_body_bytes: int | None = STREAM_MAX_BODY_BYTES,
 ) -> httpx2.AsyncClient:
     """An httpx2 client whose every request passes the guard (the MCP client's). ``wrap`` puts a transport
-    of the caller's around the guarded one (it sees what the guard let through)."""
+    of the caller's around the guarded one (it sees what the guard let through); ``max_body_bytes`` caps
+    each body that is not an event stream."""
     sent = {"User-Agent": USER_AGENT, **dict(headers or {})}
     timeout = httpx2.Timeout(STREAM_CONNECT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S, write=STREAM_WRITE_TIMEOUT_S)
-    transport: httpx2.AsyncBaseTransport = GuardedTransport2(allow)
+    transport: httpx2.AsyncBaseTransport = GuardedTransport2(allow, max_body_bytes=max_body_bytes)
     return httpx2.AsyncClient(transport=wrap(transport) if wrap else transport, headers=sent, timeout=timeout,
                               follow_redirects=False, trust_env=False)
 

@@ -2,7 +2,8 @@
 ``MCPServer`` never would: input schemas written by hand (``$ref``/``$defs``, ``anyOf``/``oneOf``, enums,
 nested objects, no ``properties`` at all, a huge description), and answers a careful server would not
 give (U+0000 and lone surrogates in text, very large text, structured content and resources, a slow
-tool; over stdio, an answer in Latin-1 rather than UTF-8).
+tool; over stdio, an answer in Latin-1 rather than UTF-8, and with ``RESULT_FIRST=1`` in its environment
+answers that put the result before the id, as the TypeScript SDK does).
 
 Serve it over streamable HTTP with ``build().streamable_http_app()``, or run this file for stdio.
 """
@@ -133,6 +134,8 @@ async def _serve_stdio() -> None:
         async with from_server:
             async for message in from_server:
                 data = message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+                if os.environ.get("RESULT_FIRST"):  # as the TypeScript SDK writes: {result, jsonrpc, id}
+                    data = dict(sorted(data.items(), key=lambda kv: kv[0] not in ("result", "error")))
                 raw = json.dumps(data, ensure_ascii=False)
                 if LATIN1 in raw:  # a server that writes its text in the locale's 8-bit encoding: é is 0xE9
                     sys.stdout.buffer.write(raw.encode("latin-1") + b"\n")

@@ -1,7 +1,7 @@
 """A small MCP server written with the ``mcp`` SDK's own ``MCPServer``: the peer of the MCP tests.
 
-Tools return text, structured data, images (a tiny one, one of any size with a caption, and several),
-audio clips of any size, an embedded resource and an error; ``grow`` adds a tool
+Tools return text (short, or of any size), structured data, images (a tiny one, one of any size with a
+caption, and several), audio clips of any size, an embedded resource and an error; ``grow`` adds a tool
 at run time and tells listening clients that the list changed, ``shrink`` removes one. Serve it over
 streamable HTTP (``app()``, mounted in-process on a free port) or run this file for stdio, as an admin's
 ``command`` would (with ``LINGER=<seconds>`` in its environment it takes that long to exit). An optional
@@ -69,6 +69,11 @@ def build(name: str = "testing") -> MCPServer:
     def recording(kib: int, clips: int = 1) -> list[Any]:
         clip = Audio(data=b"RIFF" + b"\0" * (kib * 1024 - 4), format="wav").to_audio_content()
         return [TextContent(type="text", text=f"{clips} x {kib} KiB"), *[clip] * clips]
+
+    @server.tool(description="A text of the given size in KiB (one message of about that length).",
+                 structured_output=False)
+    def long_text(kib: int) -> str:
+        return "x" * (kib * 1024)
 
     @server.tool(description="A short note as an embedded resource.")
     def note() -> list[Any]:

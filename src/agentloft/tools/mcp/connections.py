@@ -11,7 +11,11 @@ the next call starts a fresh one; a call that could not even be sent is tried on
 connection, anything else fails with the reason.
 
 HTTP servers are reached through the network guard's transport (``tools.netguard``); stdio servers are
-started by a :class:`~agentloft.tools.mcp.launch.Launcher` (bubblewrap, as the sandbox user).
+started by a :class:`~agentloft.tools.mcp.launch.Launcher` (bubblewrap, as the sandbox user) and spoken to
+through :class:`~agentloft.tools.mcp.stdio.StdioTransport`. No message a server sends may be longer than
+``max_message_bytes`` (a stdio line; an HTTP answer, or one event of a stream): a longer answer fails its
+call, and where the SDK would only say that the connection closed, the connection says why
+(:meth:`_Connection.reason`).
 
 ``tools/list_changed``: the client opens a ``subscriptions/listen`` stream when the server offers one
 (protocol 2026-07-28) and older servers send the notification on their own; either way it reaches
@@ -34,7 +38,6 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client import Transport
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -42,7 +45,8 @@ from mcp.shared.message import SessionMessage
 from agentloft import __version__
 from agentloft.tools import netguard
 from agentloft.tools.mcp.launch import Launcher, SandboxUnavailable, StdioSpec
-from agentloft.tools.mcp.repair import NOT_UTF8, RepairingTransport, not_utf8, reparse, stdio_encoding
+from agentloft.tools.mcp.repair import NOT_UTF8, RepairingTransport, not_utf8, reparse
+from agentloft.tools.mcp.stdio import TOO_LONG, StdioTransport, too_long
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +103,7 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, netguard.NetError | SandboxUnavailable | McpUnavailable):
         return str(exc)
-    if isinstance(exc, MCPError) and exc.data == NOT_UTF8:  # said here: the server's answer was unreadable
+    if isinstance(exc, MCPError) and exc.data in (NOT_UTF8, TOO_LONG):  # said here, not by the server
         return exc.message
     if isinstance(exc, MCPError):
         return f"the MCP server answered with an error: {exc.message}"
@@ -185,7 +189,9 @@ class _Connection:
         self.in_flight = 0
         self.last_used = time.monotonic()
         self.errlog: IO[str] | None = None
+        self.stdio: StdioTransport | None = None
         self.http_status: int | None = None  # the last HTTP error status the server answered
+        self.too_long = False  # an HTTP answer passed ``max_message_bytes`` (the guard cut it)
         self.task = asyncio.create_task(self._run(), name=f"mcp:{target.slug}")
 
     async def _transport(self, stack: AsyncExitStack) -> Transport:
@@ -193,21 +199,34 @@ class _Connection:
         if isinstance(spec, HttpSpec):
             allow = await self.manager.allow_list()
             http = await stack.enter_async_context(
-                netguard.guarded_client2(allow, headers=spec.all_headers(), wrap=RepairingTransport))
+                netguard.guarded_client2(allow, headers=spec.all_headers(),
+                                         wrap=lambda inner: RepairingTransport(inner, on_error=self._body_failed),
+                                         max_body_bytes=self.manager.max_message_bytes))
             http.event_hooks["response"] = [self._record_status]
-            return _watched(streamable_http_client(spec.url, http_client=http), self.stop.set)
+            return _watched(streamable_http_client(spec.url, http_client=http,
+                                                   max_sse_event_size=self.manager.max_message_bytes), self.stop.set)
         # Kept open past the exit stack (closed in ``_run``): a failed start reads the tail afterwards.
         self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        # Stray bytes that are not UTF-8 fail the one answer they are in, not the reader (``tools.mcp.repair``).
-        params = self.manager.launcher(spec).model_copy(update={"encoding": stdio_encoding()})
-        return _watched(stdio_client(params, errlog=self.errlog), self.stop.set)
+        self.stdio = StdioTransport(self.manager.launcher(spec), errlog=self.errlog,
+                                    max_bytes=self.manager.max_message_bytes)
+        return _watched(self.stdio.open(), self.stop.set)
 
     async def _record_status(self, response: Any) -> None:
         """The SDK reports any non-2xx answer as 'an error response'; keep the status to say which."""
         if response.status_code >= 400:
             self.http_status = response.status_code
 
-    def http_reason(self) -> str | None:
+    def _body_failed(self, exc: Exception) -> None:
+        if isinstance(exc, netguard.TooLarge):
+            self.too_long = True
+
+    def reason(self) -> str | None:
+        """Why the connection failed, when this side knows better than the SDK's error: the stdio
+        transport ended it, an HTTP answer was too long, or the server answered with an error status."""
+        if self.stdio is not None and self.stdio.failure:
+            return self.stdio.failure
+        if self.too_long:
+            return too_long(self.manager.max_message_bytes)
         status = self.http_status
         if status is None:
             return None
@@ -255,7 +274,7 @@ class _Connection:
         if self.ready.done():
             log.info("MCP server %s: connection ended: %s", self.target.slug, describe(exc))
             return
-        reason = self.http_reason() or describe(exc)
+        reason = self.reason() or describe(exc)
         tail = self.stderr_tail()
         self.ready.set_exception(McpUnavailable(f"{reason} (its error output: {tail})" if tail else reason))
 
@@ -308,9 +327,10 @@ class McpConnections:
 
     def __init__(
         self, *, idle_s: float, launcher: Launcher, allow_list: AllowListSource,
-        on_tools_changed: ToolsChanged | None = None,
+        max_message_bytes: int, on_tools_changed: ToolsChanged | None = None,
     ) -> None:
         self.idle_s = idle_s
+        self.max_message_bytes = max_message_bytes
         self.launcher = launcher
         self.allow_list = allow_list
         self.on_tools_changed = on_tools_changed
@@ -347,7 +367,7 @@ class McpConnections:
         """The server's open client, for the length of one use."""
         conn = self._connection(target)
         conn.use()
-        conn.http_status = None
+        conn.http_status, conn.too_long = None, False
         try:
             try:
                 client = await asyncio.wait_for(asyncio.shield(conn.ready), CONNECT_TIMEOUT_S)
@@ -360,7 +380,7 @@ class McpConnections:
         except Exception as exc:
             if _broken(exc):
                 conn.stop.set()
-            reason = conn.http_reason() if isinstance(exc, MCPError) else None
+            reason = conn.reason() if isinstance(exc, MCPError) else None
             if reason:
                 raise McpUnavailable(reason) from exc
             raise

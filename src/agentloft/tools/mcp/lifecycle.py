@@ -24,7 +24,8 @@ async def startup(rt: Runtime) -> None:
         await service.refresh_server(rt=rt, server_id=server_id)
 
     rt.mcp = McpConnections(idle_s=rt.settings.mcp_idle_seconds, launcher=launcher_for(rt.settings),
-                            allow_list=allow_list, on_tools_changed=tools_changed)
+                            allow_list=allow_list, on_tools_changed=tools_changed,
+                            max_message_bytes=rt.settings.mcp_max_message_bytes)
 
 
 async def shutdown(rt: Runtime) -> None:

@@ -14,30 +14,25 @@ and a body that is not valid UTF-8 is decoded with the same replacement.
   (Pydantic's error keeps its input); :func:`reparse` repairs that line and parses it again.
 
 A stdio server that writes bytes that are not UTF-8 at all (text in its locale's 8-bit encoding, say) is
-another matter. With the SDK's strict decoding its reader dies on the first such byte: the call waits for
-its time limit and the server is dead for every other call until its connection is dropped; with
-"replace" the damaged answer would pass as whole. So the transport reads stdout with
-:data:`STDIO_ENCODING`, UTF-8 that keeps each stray byte as a lone surrogate (Python's ``surrogateescape``),
-and :func:`not_utf8` answers the call such a line was for with an error that says so; the connection and
-the server's other calls go on. (Over HTTP the body is decoded with replacement, as above: an HTTP server
-says which charset it sends, a stdio server has no way to.)
+another matter. With strict decoding a reader dies on the first such byte: the call waits for its time
+limit and the server is dead for every other call until its connection is dropped; with "replace" the
+damaged answer would pass as whole. So the stdio transport (``tools.mcp.stdio``) decodes each line as
+UTF-8 that keeps each stray byte as a lone surrogate (Python's ``surrogateescape``), and :func:`not_utf8`
+answers the call such a line was for with an error that says so; the connection and the server's other
+calls go on. (Over HTTP the body is decoded with replacement, as above: an HTTP server says which charset
+it sends, a stdio server has no way to.)
 """
 
 from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import AsyncIterator
-from functools import cache
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
 
 import httpx2
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-
-if TYPE_CHECKING:
-    from _typeshed import ReadableBuffer  # the type codecs' decoders take; typeshed's, not importable
 
 # One JSON escape at a time, left to right, so ``\\`` is never read as the start of another escape:
 # a well-formed surrogate pair, a lone surrogate, or any other escape.
@@ -91,17 +86,26 @@ def _split(text: str) -> tuple[str, str]:
     return repair(text[:cut]), text[cut:]
 
 
+BodyFailed = Callable[[Exception], None]
+
+
 class _RepairedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, on_error: BodyFailed | None) -> None:
         self._inner = inner
+        self._on_error = on_error
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending = ""
-        async for chunk in self._inner:
-            done, pending = _split(pending + decoder.decode(chunk))
-            if done:
-                yield done.encode()
+        try:
+            async for chunk in self._inner:
+                done, pending = _split(pending + decoder.decode(chunk))
+                if done:
+                    yield done.encode()
+        except Exception as exc:
+            if self._on_error is not None:
+                self._on_error(exc)
+            raise
         rest = repair(pending + decoder.decode(b"", final=True))
         if rest:
             yield rest.encode()
@@ -111,10 +115,12 @@ class _RepairedStream(httpx2.AsyncByteStream):
 
 
 class RepairingTransport(httpx2.AsyncBaseTransport):
-    """Wraps a transport so that every response body is repaired (see the module docstring)."""
+    """Wraps a transport so that every response body is repaired (see the module docstring). ``on_error``
+    hears of a body that failed while it was read (the SDK then says only that the connection closed)."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport, on_error: BodyFailed | None = None) -> None:
         self._inner = inner
+        self._on_error = on_error
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
@@ -122,7 +128,7 @@ class RepairingTransport(httpx2.AsyncBaseTransport):
         if not isinstance(stream, httpx2.AsyncByteStream):  # an in-memory body (a test's mock transport)
             return response
         return httpx2.Response(response.status_code, headers=response.headers, extensions=response.extensions,
-                               stream=_RepairedStream(stream))
+                               stream=_RepairedStream(stream, self._on_error))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -130,38 +136,11 @@ class RepairingTransport(httpx2.AsyncBaseTransport):
 
 # --- stdio bytes that are not UTF-8 -------------------------------------------------------------------
 
-# The name ``StdioServerParameters.encoding`` is given (registered by :func:`stdio_encoding`).
-STDIO_ENCODING = "agentloft_mcp_stdio"
 # The ``data`` of the error answer :func:`not_utf8` gives in the server's stead: the failure is then told in
 # its own words (``connections.describe``), not as an error the server answered with.
 NOT_UTF8 = "agentloft:not-utf8"
 # What ``surrogateescape`` makes of the bytes 0x80-0xFF that are not part of valid UTF-8.
 _STRAY = re.compile("[\udc80-\udcff]")
-
-
-class _KeepingDecoder(codecs.BufferedIncrementalDecoder):
-    """UTF-8 whatever error handler the reader asks for: a stray byte becomes U+DC80-U+DCFF."""
-
-    def _buffer_decode(self, input: ReadableBuffer, errors: str, final: bool) -> tuple[str, int]:
-        return codecs.utf_8_decode(input, "surrogateescape", final)
-
-
-def _find_codec(name: str) -> codecs.CodecInfo | None:
-    if name != STDIO_ENCODING:
-        return None
-    utf8 = codecs.lookup("utf-8")
-    return codecs.CodecInfo(
-        utf8.encode, lambda data, errors="strict": codecs.utf_8_decode(data, "surrogateescape", True),
-        name=STDIO_ENCODING, incrementalencoder=utf8.incrementalencoder, incrementaldecoder=_KeepingDecoder,
-        streamreader=utf8.streamreader, streamwriter=utf8.streamwriter,
-    )
-
-
-@cache
-def stdio_encoding() -> str:
-    """:data:`STDIO_ENCODING`, registered with ``codecs`` the first time it is needed."""
-    codecs.register(_find_codec)
-    return STDIO_ENCODING
 
 
 def _unreadable_line(error: Exception) -> str | None:
