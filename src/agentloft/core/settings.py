@@ -190,6 +190,18 @@ class Settings(BaseSettings):
     create_defaults: bool = Field(
         default=True, description="On the first start, create the default tools and the Assistant agent."
     )
+    render_processes: int = Field(
+        default=2, ge=1,
+        description="Worker processes that turn markdown into HTML (chat replies, previews, documents), per "
+        "server process; at most this many renders run at once and the others wait their turn. Each starts "
+        "with the first render that needs it and costs about 30 MB.",
+    )
+    render_timeout_seconds: float = Field(
+        default=10.0, gt=0,
+        description="Longest one render may take in its worker; past it the worker is stopped and the text "
+        "rendered again without highlighting and math (and shown as plain text if that is too slow too). "
+        "Highlighting and math have their own small CPU budget inside it.",
+    )
     allow_remote_images: bool = Field(
         default=False,
         description="Let chats and documents show images from other sites. Off, the pages load images only "

@@ -11,6 +11,7 @@ from types import ModuleType
 
 from fastapi import APIRouter, FastAPI
 
+from agentloft.web import render_pool
 from agentloft.web.static_files import VersionedStaticFiles
 from agentloft.web.templating import STATIC_DIR
 
@@ -40,7 +41,8 @@ def _page_module(name: str) -> ModuleType | None:
 
 
 def build_router() -> APIRouter:
-    aggregate = APIRouter()
+    """The pages' routes, with the render pool (``web.render_pool``) as their lifespan."""
+    aggregate = APIRouter(lifespan=render_pool.serving)
     for name in PAGE_MODULES:
         module = _page_module(name)
         if module is not None:

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from agentloft.core.dependencies import DbSession
 from agentloft.documents import service as documents_service
 from agentloft.web.deps import PageUser, page_router
-from agentloft.web.markdown import render
+from agentloft.web.render_pool import Renderer
 from agentloft.web.templating import render_page
 
 router = page_router()
@@ -56,7 +56,9 @@ def _written_summary(summary: str | None, content: str) -> bool:
 
 
 @router.get("/agent-documents/{document_id}")
-async def document_page(request: Request, user: PageUser, db: DbSession, document_id: str) -> Response:
+async def document_page(
+    request: Request, user: PageUser, db: DbSession, renderer: Renderer, document_id: str
+) -> Response:
     doc = await documents_service.get_document_by_id(db=db, user_id=user.id, document_id=document_id)
     versions, total_versions = await documents_service.list_versions(
         db=db, user_id=user.id, document_id=document_id, limit=VERSIONS_SHOWN
@@ -65,7 +67,8 @@ async def document_page(request: Request, user: PageUser, db: DbSession, documen
         request,
         "documents/detail.html",
         doc=doc,
-        html=Markup(render(doc.content)),  # safe: markdown-it (html off), then the nh3 allow-list
+        # safe: markdown-it (html off), then the nh3 allow-list, in a render worker (never on the loop)
+        html=Markup(await renderer.render(doc.content)),
         show_summary=_written_summary(doc.summary, doc.content),
         versions=versions,
         total_versions=total_versions,

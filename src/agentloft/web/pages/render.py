@@ -1,6 +1,7 @@
 """``POST /api/render/markdown``: the server's markdown renderer for live previews and streamed replies,
 so the browser never parses markdown itself. ``…/batch`` renders several texts in one request (a saved
-conversation's replies when it opens)."""
+conversation's replies when it opens). Both render in the render pool (``web.render_pool``), whatever the
+size: never on the event loop."""
 
 from __future__ import annotations
 
@@ -8,19 +9,16 @@ from typing import Annotated
 
 from fastapi import APIRouter
 from pydantic import Field, StringConstraints
-from starlette.concurrency import run_in_threadpool
 
 from agentloft.auth.dependencies import CurrentUser
 from agentloft.core.errors import Invalid, problem
 from agentloft.core.schemas import ApiModel
-from agentloft.web import markdown
+from agentloft.web.render_pool import Renderer
 
 router = APIRouter(prefix="/api/render", tags=["web"])
 
 MAX_TEXT = 1_000_000
 BATCH_SIZE = 50
-# Longer input is rendered in a worker thread, so one big document does not stall every open stream.
-THREAD_FROM = 20_000
 
 
 class MarkdownInput(ApiModel):
@@ -40,17 +38,13 @@ class MarkdownBatchOutput(ApiModel):
 
 
 @router.post("/markdown", response_model=MarkdownOutput)
-async def render_markdown(body: MarkdownInput, _: CurrentUser) -> MarkdownOutput:
-    if len(body.text) < THREAD_FROM:
-        return MarkdownOutput(html=markdown.render(body.text))
-    return MarkdownOutput(html=await run_in_threadpool(markdown.render, body.text))
+async def render_markdown(body: MarkdownInput, _: CurrentUser, renderer: Renderer) -> MarkdownOutput:
+    return MarkdownOutput(html=await renderer.render(body.text))
 
 
 @router.post("/markdown/batch", response_model=MarkdownBatchOutput)
-async def render_markdown_batch(body: MarkdownBatchInput, _: CurrentUser) -> MarkdownBatchOutput:
+async def render_markdown_batch(body: MarkdownBatchInput, _: CurrentUser, renderer: Renderer) -> MarkdownBatchOutput:
     if sum(len(t) for t in body.texts) > MAX_TEXT:
         too_long = problem("string_too_long", f"at most {MAX_TEXT} characters", max_length=MAX_TEXT)
         raise Invalid("the texts together are too long", fields={"texts": too_long})
-    if sum(len(t) for t in body.texts) < THREAD_FROM:
-        return MarkdownBatchOutput(html=markdown.render_many(body.texts))
-    return MarkdownBatchOutput(html=await run_in_threadpool(markdown.render_many, body.texts))
+    return MarkdownBatchOutput(html=await renderer.render_many(body.texts))
