@@ -31,6 +31,7 @@ import httpx
 from tests.fakes.openai_server import free_port
 
 from bench.common import serve_app, spawn, wait_up
+from bench.latency import Latency, probe_times
 
 ACCOUNTS = 20
 PASSWORD = "password123"
@@ -68,16 +69,13 @@ async def _setup(base: str) -> dict[str, str]:
         return dict(c.cookies)
 
 
-async def _me_times(base: str, cookies: dict[str, str], until: Callable[[], bool], least: int) -> list[float]:
+async def _me_times(base: str, cookies: dict[str, str], until: Callable[[], bool], least: int) -> Latency:
     """Time ``/me`` one request after another until ``until()`` (and at least ``least`` times)."""
-    times: list[float] = []
     async with httpx.AsyncClient(base_url=base, cookies=cookies, timeout=60) as c:
-        while len(times) < least or not until():
-            start = time.perf_counter()
-            r = await c.get("/api/auth/me")
-            times.append(time.perf_counter() - start)
-            r.raise_for_status()
-    return times
+        async def me() -> None:
+            (await c.get("/api/auth/me")).raise_for_status()
+
+        return await probe_times(me, until=until, least=least)
 
 
 async def _flood_round(base: str) -> float:
@@ -111,19 +109,12 @@ async def _measure(base: str, rounds: int, baseline: int) -> dict[str, Any]:
     return {"quiet": quiet, "loud": loud, "rounds": round_times}
 
 
-def _p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
-
-
 def _report(name: str, result: dict[str, Any]) -> None:
     quiet, loud = result["quiet"], result["loud"]
-    q50, q95 = statistics.median(quiet) * 1000, _p95(quiet) * 1000
-    l50, l95 = statistics.median(loud) * 1000, _p95(loud) * 1000
     rounds = result["rounds"]
     print(f"{name}:")
-    print(f"  /me alone          p50 {q50:7.1f} ms   p95 {q95:7.1f} ms   ({len(quiet)} requests)   1.00x")
-    print(f"  /me during flood   p50 {l50:7.1f} ms   p95 {l95:7.1f} ms   ({len(loud)} requests)   "
-          f"p95 {l95 / q95:.2f}x  ({'meets' if l95 < 50 else 'misses'} the 50 ms goal)")
+    print(quiet.line("/me alone"))
+    print(loud.line("/me during flood", quiet) + f"  ({'meets' if loud.p95_ms < 50 else 'misses'} the 50 ms goal)")
     print(f"  {ACCOUNTS} parallel sign-ins: median round {statistics.median(rounds) * 1000:.0f} ms "
           f"over {len(rounds)} rounds")
 
