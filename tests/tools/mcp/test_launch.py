@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from agentloft.core.settings import Settings
+from agentloft.tools.mcp.egress import Egress
 from agentloft.tools.mcp.launch import BwrapLauncher, DirectLauncher, SandboxUnavailable, StdioSpec, mcp_limits
+from agentloft.tools.netguard import AllowList
 from agentloft.tools.types.python_exec import Config as PythonConfig
 from agentloft.tools.types.python_exec import run_snippet
 
@@ -25,7 +27,15 @@ LIMITS = mcp_limits(Settings())
 
 def sandboxed(*private: Path, user: str = USER, **settings: int) -> BwrapLauncher:
     """The launcher as the app makes it, hiding ``private``, with the limits of ``settings``."""
-    return BwrapLauncher(private=tuple(map(str, private)), user=user, limits=mcp_limits(Settings(**settings)))
+    return BwrapLauncher(private=tuple(map(str, private)), user=user, limits=mcp_limits(Settings(**settings)),
+                         egress=Egress(refuse_all))
+
+
+async def refuse_all() -> AllowList:
+    return AllowList()
+
+
+NO_EGRESS = Egress(refuse_all)  # never started: these servers get no network
 
 
 def bound(argv: list[str]) -> list[str]:
@@ -221,18 +231,16 @@ def test_drops_to_the_sandbox_user_and_clears_the_environment(tmp_path: Path) ->
     setenv = {argv[i + 1]: argv[i + 2] for i, word in enumerate(argv) if word == "--setenv"}
     assert setenv == {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TOKEN": "t",
                       "MCP_BEARER_TOKEN": "s"}
-    with_net = sandboxed(tmp_path)(StdioSpec(command="/usr/bin/env", network=True))
-    assert "--unshare-net" not in with_net.args
 
 
 @pytest.mark.parametrize(
     ("launcher", "message"),
     [
-        (BwrapLauncher(private=("/nonexistent",), user=USER, limits=LIMITS, bwrap=None),
+        (BwrapLauncher(private=("/nonexistent",), user=USER, limits=LIMITS, egress=NO_EGRESS, bwrap=None),
          "'bwrap' or 'setpriv' is not installed"),
-        (BwrapLauncher(private=("/nonexistent",), user="no-such-user-here", limits=LIMITS),
+        (BwrapLauncher(private=("/nonexistent",), user="no-such-user-here", limits=LIMITS, egress=NO_EGRESS),
          "the sandbox user 'no-such-user-here' does not exist"),
-        (BwrapLauncher(private=("/nonexistent",), user="root", limits=LIMITS), "must not be root"),
+        (BwrapLauncher(private=("/nonexistent",), user="root", limits=LIMITS, egress=NO_EGRESS), "must not be root"),
     ],
 )
 def test_refusals_say_why(launcher: BwrapLauncher, message: str) -> None:

@@ -5,7 +5,8 @@ user, and it never sees the data directory, the server's environment or its ``/p
 dedicated user of its own (``AGENTLOFT_MCP_SANDBOX_USER``), checked as the python tool checks its user
 (``tools.sandbox``) but not the same one: the process limit counts per user, and a server's processes and
 threads must not use up the budget of the python tool's snippets. The wrapper is ``bwrap`` (Debian's
-bubblewrap): PID, IPC and UTS namespaces, no network unless the server is allowed it, read-only system
+bubblewrap): PID, IPC, UTS and network namespaces (a server that may use the network joins the one of
+``tools.mcp.egress``, whose only way out is a proxy that obeys the network guard), read-only system
 directories, a private, size-limited ``/tmp`` as working directory and home (the only place it can
 write), ``--die-with-parent``; inside, ``setpriv`` drops to the sandbox user's uid and gid (a real host
 user, not root mapped to another uid in a user namespace), with no supplementary groups and no way to gain
@@ -47,6 +48,7 @@ from typing import Protocol
 from mcp.client.stdio import StdioServerParameters
 
 from agentloft.core.settings import Settings
+from agentloft.tools.mcp.egress import AllowListSource, Egress
 from agentloft.tools.sandbox import (
     PATH_ENV,
     Limits,
@@ -87,6 +89,10 @@ class Launcher(Protocol):
         """The process to start for this server (the program, its arguments, its environment)."""
         ...
 
+    async def aclose(self) -> None:
+        """Let go of what the launches share (at shutdown, after their processes ended)."""
+        ...
+
 
 def _named_paths(spec: StdioSpec) -> list[str]:
     """Absolute paths the command line names, as they are on disk."""
@@ -125,8 +131,10 @@ class BwrapLauncher:
     private: tuple[str, ...]
     user: str
     limits: Limits
+    egress: Egress
     bwrap: str | None = field(default_factory=lambda: shutil.which("bwrap", path=PATH_ENV))
     setpriv: str | None = field(default_factory=lambda: shutil.which("setpriv", path=PATH_ENV))
+    nsenter: str | None = field(default_factory=lambda: shutil.which("nsenter", path=PATH_ENV))
 
     def _ids(self) -> tuple[int, int]:
         if self.bwrap is None or self.setpriv is None:
@@ -154,15 +162,20 @@ class BwrapLauncher:
         uid, gid = self._ids()
         assert self.bwrap is not None and self.setpriv is not None
         namespaces = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if not spec.network:
-            namespaces.append("--unshare-net")
         env = {"PATH": PATH_ENV, "HOME": "/tmp", "LANG": "C.UTF-8", **spec.environment()}
+        joined: list[str] = []
+        if spec.network:  # the proxy's settings win: set otherwise, the server could reach nothing anyway
+            net = self.egress.namespace()
+            joined = [self.nsenter or "nsenter", f"--net={net.path}", "--"]
+            env.update(net.environment())
+        else:
+            namespaces.append("--unshare-net")
         # /tmp's empty tmpfs comes first: mounted after the binds, it hid a Python or a named path that
         # lives under /tmp (a checkout in /tmp, say) and the server could not start. Sticky and open to all
         # (bubblewrap, as root, would make it root's), sized, so the server can write there and no more.
         scratch = ["--perms", "1777", "--size", str(self.limits.scratch_bytes), "--tmpfs", "/tmp"]
         return [
-            self.bwrap, "--die-with-parent", "--new-session", *namespaces, *scratch,
+            *joined, self.bwrap, "--die-with-parent", "--new-session", *namespaces, *scratch,
             *self._mounts(spec), "--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp", "--clearenv",
             *_setenv(env.items()),
             "--", self.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--",
@@ -172,6 +185,9 @@ class BwrapLauncher:
     def __call__(self, spec: StdioSpec) -> StdioServerParameters:
         argv = self.argv(spec)
         return StdioServerParameters(command=argv[0], args=argv[1:], env={})
+
+    async def aclose(self) -> None:
+        await self.egress.aclose()
 
 
 def _setenv(items: Iterable[tuple[str, str]]) -> list[str]:
@@ -189,6 +205,9 @@ class DirectLauncher:
     def __call__(self, spec: StdioSpec) -> StdioServerParameters:
         return StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.environment())
 
+    async def aclose(self) -> None:
+        return None
+
 
 def mcp_limits(settings: Settings) -> Limits:
     """What each stdio server process may use (``AGENTLOFT_MCP_*``); the process count is its user's, shared
@@ -199,8 +218,9 @@ def mcp_limits(settings: Settings) -> Limits:
                   scratch_bytes=settings.mcp_scratch_mb * mb)
 
 
-def launcher_for(settings: Settings) -> Launcher:
+def launcher_for(settings: Settings, allow_list: AllowListSource) -> Launcher:
+    """The launcher ``settings`` ask for; ``allow_list`` is what networked servers may reach inside."""
     if not settings.mcp_stdio_sandbox:
         return DirectLauncher()
     return BwrapLauncher(private=tuple(map(str, settings.private_paths())), user=settings.mcp_sandbox_user,
-                         limits=mcp_limits(settings))
+                         limits=mcp_limits(settings), egress=Egress(allow_list))

@@ -1,5 +1,6 @@
 """MCP start-up and shutdown: the ``mcp`` tool type registered (through the add-on call, like every
-type), this process's connection manager built; its connections (and stdio processes) closed."""
+type), this process's connection manager built; its connections (and stdio processes) closed, then what
+its launcher holds (the networked servers' namespace and proxy)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ async def startup(rt: Runtime) -> None:
     async def tools_changed(server_id: str) -> None:
         await service.refresh_server(rt=rt, server_id=server_id)
 
-    rt.mcp = McpConnections(idle_s=rt.settings.mcp_idle_seconds, launcher=launcher_for(rt.settings),
+    rt.mcp = McpConnections(idle_s=rt.settings.mcp_idle_seconds, launcher=launcher_for(rt.settings, allow_list),
                             allow_list=allow_list, on_tools_changed=tools_changed,
                             max_message_bytes=rt.settings.mcp_max_message_bytes)
 
 
 async def shutdown(rt: Runtime) -> None:
     await rt.mcp.aclose()
+    await rt.mcp.launcher.aclose()  # the networked servers' namespace and proxy, once their processes ended
