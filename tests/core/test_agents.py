@@ -96,3 +96,18 @@ def test_a_prompt_naming_an_admin_only_tool_gets_a_warning(admin: ApiClient, use
     assert len(both["warnings"]) == 2
     assert "warnings" not in admin.ok("GET", f"/api/admin/agents/{created['id']}")
     assert user.post("/api/admin/agents/prompt-check", json={"systemPrompt": "fetch"}).status_code == 403
+
+
+def test_starter_prompts_are_stored_trimmed_limited_and_shown_to_users(admin: ApiClient, user: ApiClient) -> None:
+    created = admin.ok("POST", "/api/admin/agents", json=_agent(starterPrompts=["  Plan my week ", "Explain X"]))
+    assert created["starterPrompts"] == ["Plan my week", "Explain X"]
+    assert admin.ok("POST", "/api/admin/agents", json=_agent(slug="plain"))["starterPrompts"] == []
+    assert user.ok("GET", "/api/agents/helper")["starterPrompts"] == ["Plan my week", "Explain X"]
+    for bad, field in ((["ok", ""], "starterPrompts.1"), (["x" * 201], "starterPrompts.0"),
+                       ([f"p{i}" for i in range(7)], "starterPrompts")):
+        r = admin.put(f"/api/admin/agents/{created['id']}", json={"starterPrompts": bad})
+        assert r.status_code == 422 and list(r.json()["error"]["fields"]) == [field], r.json()
+    updated = admin.ok("PUT", f"/api/admin/agents/{created['id']}", json={"starterPrompts": ["Only this"]})
+    assert updated["starterPrompts"] == ["Only this"]
+    assert admin.ok("PUT", f"/api/admin/agents/{created['id']}", json={"name": "Renamed"})["starterPrompts"] == [
+        "Only this"]

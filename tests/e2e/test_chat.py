@@ -57,6 +57,7 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
 
     card = page.locator(".tool-card[data-tool='calc']")
     expect(card.get_by_test_id("tool-state")).to_have_text("Waiting for approval")
+    expect(card.locator(".tool-name")).to_have_text("Calc")  # the tool's name, not its slug "calc"
     expect(card).to_contain_text("6*7")
     expect(page).to_have_url(re.compile(r"/chat/as_"))
     expect(page.get_by_label("Message")).to_be_focused()  # Send hid under the pointer: focus is not lost
@@ -86,6 +87,32 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
     expect(page.locator(".message.user .bubble")).to_have_text("What is 6*7?")
     expect(page.locator(".tool-card[data-tool='calc']").get_by_test_id("tool-state")).to_have_text("Done")
     expect(page.locator(".message.assistant .md strong")).to_have_text("42")
+
+
+def test_a_new_chat_shows_the_agents_description_and_starter_prompts(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    agent = setup_agent(page, fake_model_server, approval=False)
+    page.goto("/admin/agents")
+    page.locator("tr[data-slug='math']").get_by_role("button", name="Edit").click()
+    page.get_by_label("Starter prompts").fill("What is 2+2?\n\n  Count to three  ")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#agent-dialog")).to_be_hidden()
+    assert api(page, "GET", f"/api/admin/agents/{agent['id']}")["starterPrompts"] == ["What is 2+2?",
+                                                                                      "Count to three"]
+    page.goto("/chat?agent=math")
+    expect(page.get_by_test_id("agent-description")).to_have_text("Counts")
+    prompts = page.get_by_test_id("starter-prompts").get_by_role("button")
+    expect(prompts).to_have_text(["What is 2+2?", "Count to three"])
+    page.get_by_label("Agent").select_option("")  # the plain model has neither
+    expect(page.get_by_test_id("agent-description")).to_be_hidden()
+    page.get_by_label("Agent").select_option("math")
+    page.screenshot(path="/tmp/shots/chat-new-intro.png")
+    prompts.nth(1).click()  # pressed, it is sent
+    expect(page.locator(".message.user .bubble")).to_have_text("Count to three")
+    expect(page.locator(".message.assistant .md")).to_have_text("echo: Count to three")
+    expect(page.get_by_test_id("agent-description")).to_be_hidden()
 
 
 def test_reload_while_an_approved_call_goes_on_shows_each_part_once(

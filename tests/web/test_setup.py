@@ -73,7 +73,13 @@ def test_chat_opens_on_the_assistant(tmp_path: Path, template_db: Path, fake_mod
             admin.ok("POST", "/api/admin/models", json={
                 "name": "Fake", "provider": "openai", "baseUrl": fake_model_server.base_url, "model": "fake-model"})
             other = admin.ok("POST", "/api/admin/agents", json={"slug": "aardvark", "name": "Aardvark"})
+            # The default Assistant's description is read in the reader's language; an admin's own text
+            # as it is; tool cards learn the names of the tools this user may call.
+            zh = admin.get("/chat", headers={"Accept-Language": "zh-CN"}).text
+            assert "通用助手" in zh and "A helpful general assistant" not in zh
+            assert '"calculator":{"name":"Calculator","type":"calculator"}' in zh.replace(" ", "")
             page = admin.get("/chat").text  # "Aardvark" sorts first, yet the chat opens on the Assistant
+            assert "A helpful general assistant with a calculator" in page
             assert '<option value="assistant" selected' in page and '<option value="aardvark" selected' not in page
             assistant = next(a for a in admin.ok("GET", "/api/admin/agents")["items"] if a["slug"] == "assistant")
             admin.ok("PUT", f"/api/admin/agents/{assistant['id']}", json={"enabled": False})

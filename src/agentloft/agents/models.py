@@ -41,6 +41,8 @@ class Agent(TimestampMixin, Base):
     card: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     card_fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     card_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # added by 0017: prompts a new chat offers as buttons under the agent's description
+    starter_prompts: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list, server_default="[]")
 
     @property
     def remote_token_set(self) -> bool:

@@ -14,6 +14,9 @@ Slug = Annotated[
 ]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 Kind = Literal["local", "remote"]
+StarterPrompt = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+# A few short prompts a new chat offers as buttons; more than a handful would crowd the empty chat.
+StarterPrompts = Annotated[list[StarterPrompt], Field(max_length=6)]
 CardUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000, pattern=r"^https?://\S+$")]
 
 
@@ -21,6 +24,7 @@ class AgentCreate(ApiModel):
     slug: Slug = Field(description="Unique, URL-safe: lowercase letters, digits and dashes.")
     name: Name
     description: str = Field(default="", max_length=2000)
+    starter_prompts: StarterPrompts = Field(default_factory=list, description="Shown as buttons in a new chat.")
     system_prompt: str = Field(default="", max_length=100_000)
     model_id: BodyId | None = Field(default=None, description="A model configuration; null uses the default.")
     max_steps: StrictInt = Field(default=10, ge=1, le=100)
@@ -48,6 +52,7 @@ class AgentUpdate(ApiModel):
     slug: Slug | None = None
     name: Name | None = None
     description: str | None = Field(default=None, max_length=2000)
+    starter_prompts: StarterPrompts | None = None
     system_prompt: str | None = Field(default=None, max_length=100_000)
     model_id: BodyId | None = None
     max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
@@ -66,6 +71,7 @@ class AgentRead(ApiModel):
     slug: str
     name: str
     description: str
+    starter_prompts: list[str]
     system_prompt: str
     model_id: int | None
     max_steps: int
@@ -105,4 +111,5 @@ class AgentPublic(ApiModel):
     slug: str
     name: str
     description: str
+    starter_prompts: list[str]
     a2a_callable: bool = Field(alias="a2aCallable")

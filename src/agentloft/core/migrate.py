@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0016_message_owner"
+HEAD = "0017_starter_prompts"
 
 T = TypeVar("T")
 

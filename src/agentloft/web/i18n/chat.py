@@ -13,6 +13,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.noSessions": "No conversations yet.",
         "chat.moreSessions": "Show more chats",
         "chat.emptyHint": "Ask the agent something to start.",
+        "chat.starterPrompts": "Ways to start",
+        "agentDefault.assistant.description": "A helpful general assistant with a calculator, the clock, the web "
+        "and a memory.",
         "chat.noAgents": "No agents are set up yet.",
         "chat.createAgent": "Create one",
         "chat.placeholder": "Message… (Enter sends, Shift+Enter for a new line)",
@@ -138,6 +141,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.noSessions": "还没有对话。",
         "chat.moreSessions": "显示更多对话",
         "chat.emptyHint": "向智能体提问即可开始。",
+        "chat.starterPrompts": "可以这样开始",
+        "agentDefault.assistant.description": "通用助手，会用计算器、看时间、上网查阅，还能记住要点。",
         "chat.noAgents": "还没有配置任何智能体。",
         "chat.createAgent": "去创建",
         "chat.placeholder": "输入消息…（Enter 发送，Shift+Enter 换行）",

@@ -128,7 +128,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.agents.new": "New agent",
         "admin.agents.edit": "Edit agent",
         "admin.agents.slug": "Slug",
-        "admin.agents.slugHint": "Lowercase letters, digits and dashes; used in URLs.",
+        "admin.agents.slugHint": "Lowercase letters, digits and dashes; used in URLs. Filled in from the name "
+        "until you change it.",
+        "admin.agents.starterPrompts": "Starter prompts",
+        "admin.agents.starterPromptsHint": "One per line, at most 6: a new chat offers them as buttons under the "
+        "description.",
         "admin.agents.systemPrompt": "System prompt",
         "admin.agents.model": "Model",
         "admin.agents.defaultModel": "Default model",
@@ -271,7 +275,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.agents.new": "新建智能体",
         "admin.agents.edit": "编辑智能体",
         "admin.agents.slug": "标识",
-        "admin.agents.slugHint": "小写字母、数字和短横线；用于网址。",
+        "admin.agents.slugHint": "小写字母、数字和短横线；用于网址。在你修改之前会根据名称自动填写。",
+        "admin.agents.starterPrompts": "开场提示",
+        "admin.agents.starterPromptsHint": "每行一条，最多 6 条：新对话会在简介下方把它们显示为按钮。",
         "admin.agents.systemPrompt": "系统提示词",
         "admin.agents.model": "模型",
         "admin.agents.defaultModel": "默认模型",

@@ -10,12 +10,16 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.auth.models import User
 from agentloft.chat import service as chat_service
-from agentloft.core.dependencies import DbSession
+from agentloft.core.dependencies import DbSession, Rt
+from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
+from agentloft.defaults import ASSISTANT
 from agentloft.llm import service as llm_service
+from agentloft.tools import service as tools_service
 from agentloft.web.deps import PageUser, page_router
+from agentloft.web.i18n import Translator, translator
 from agentloft.web.pages.setup import SETUP_PATH, no_model_notice
-from agentloft.web.templating import STATIC_DIR, render_page
+from agentloft.web.templating import STATIC_DIR, render_page, request_language
 
 router = page_router()
 EXTENSIONS_DIR = STATIC_DIR / "js" / "chat" / "extensions"
@@ -32,6 +36,14 @@ def extension_scripts() -> list[str]:
     return [f"js/chat/extensions/{p.name}" for p in sorted(EXTENSIONS_DIR.glob("*.js"))]
 
 
+def agent_description(agent: Agent, t: Translator) -> str:
+    """The agent's description in the reader's language: the default Assistant's, while an admin has not
+    changed it, is translated (its English text is stored); any other is the admin's own words."""
+    if agent.slug == ASSISTANT.slug and agent.description == ASSISTANT.description:
+        return t("agentDefault.assistant.description")
+    return agent.description
+
+
 def _first_agent(agents: list[Agent]) -> str:
     """The agent a new chat opens on: the default Assistant when it is enabled, else the first one."""
     slugs = [a.slug for a in agents]
@@ -39,17 +51,23 @@ def _first_agent(agents: list[Agent]) -> str:
 
 
 async def _chat(
-    request: Request, db: DbSession, *, user: User, session_id: str | None, agent: str | None
+    request: Request, db: DbSession, rt: Runtime, *, user: User, session_id: str | None, agent: str | None
 ) -> Response:
     # First run: without an enabled model nothing here could answer. Admins go to the setup page; everyone
     # else reads a notice instead of a chat that fails on the first message.
     if not await llm_service.has_enabled_model(db=db):
         return RedirectResponse(SETUP_PATH, status_code=303) if user.is_admin else no_model_notice(request)
     agents, _ = await agents_service.list_agents(db=db, page=PageParams(page=1, page_size=100), enabled_only=True)
+    t = translator(request_language(request))
+    tools = await tools_service.get_enabled_tool_infos(db=db, user_role=user.role, registry=rt.registry)
     return render_page(
         request,
         "chat/chat.html",
         agents=agents,
+        # What a new chat shows of its agent, and the names tool cards show (a call names its tool's slug).
+        agent_intros={a.slug: {"description": agent_description(a, t), "starterPrompts": a.starter_prompts}
+                      for a in agents},
+        tool_names={tool.slug: {"name": tool.name, "type": tool.type} for tool in tools},
         session_id=session_id,
         # ``?agent=`` (empty) picks the plain model chat; no parameter picks the Assistant (else the first).
         extension_scripts=extension_scripts(),
@@ -58,11 +76,13 @@ async def _chat(
 
 
 @router.get("/chat")
-async def chat_page(request: Request, user: PageUser, db: DbSession, agent: str | None = None) -> Response:
-    return await _chat(request, db, user=user, session_id=None, agent=agent)
+async def chat_page(
+    request: Request, user: PageUser, db: DbSession, rt: Rt, agent: str | None = None
+) -> Response:
+    return await _chat(request, db, rt, user=user, session_id=None, agent=agent)
 
 
 @router.get("/chat/{session_id}")
-async def chat_session_page(request: Request, user: PageUser, db: DbSession, session_id: str) -> Response:
+async def chat_session_page(request: Request, user: PageUser, db: DbSession, rt: Rt, session_id: str) -> Response:
     session = await chat_service.get_session(db=db, session_id=session_id, user_id=user.id)  # 404 if not own
-    return await _chat(request, db, user=user, session_id=session.id, agent=None)
+    return await _chat(request, db, rt, user=user, session_id=session.id, agent=None)

@@ -1,7 +1,7 @@
 // The chat page: agent picker, session sidebar, streaming replies, tool approvals, stop, and resuming a
 // reply that is still running when the page (re)loads.
 import { api, ApiError, errorFrom, requestHeaders } from '../api.js';
-import { autoGrow, enterBreaksLines, onEnterKey, showError } from '../dom.js';
+import { autoGrow, enterBreaksLines, h, onEnterKey, showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { notifyChunk } from './hooks.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
@@ -24,6 +24,8 @@ const sessionList = document.getElementById('session-list');
 const sidePanel = document.getElementById('chat-side-panel');
 
 const currentUser = JSON.parse(document.getElementById('current-user')?.textContent || '{}');
+const agentIntros = JSON.parse(document.getElementById('chat-agents')?.textContent || '{}');
+const intro = document.getElementById('agent-intro');
 
 const state = {
   sessionId: root.dataset.sessionId || null,
@@ -52,6 +54,21 @@ const actions = {
   isLast: (view) => list.lastElementChild === view.el,
   isAdmin: currentUser.role === 'admin',
 };
+
+/** A new chat with an agent shows what the agent is for and, where the admin wrote some, prompts to
+ * start from: pressing one sends it, as in the chat apps people know. */
+function showIntro() {
+  if (!intro) return;
+  const about = agentIntros[agentSelect.value];
+  const prompts = (about && about.starterPrompts) || [];
+  intro.hidden = !about || state.sessionId !== null || (!about.description && !prompts.length);
+  if (intro.hidden) return;
+  intro.querySelector('.agent-description').textContent = about.description;
+  intro.querySelector('.starter-prompts').replaceChildren(...prompts.map((prompt) => h('button', {
+    type: 'button', class: 'starter-prompt', text: prompt,
+    onclick: () => { if (!state.streaming) send(prompt); },
+  })));
+}
 
 function addMessage(message) {
   const view = new MessageView(message, { actions, dataContext: { panel: sidePanel, sessionId: state.sessionId } });
@@ -468,6 +485,7 @@ stopButton.addEventListener('click', stop);
 agentSelect.addEventListener('change', () => {
   state.agentSlug = agentSelect.value || null;
   state.kind = agentSelect.value ? 'agent' : 'llm';
+  showIntro();
 });
 
 document.getElementById('new-chat').addEventListener('click', () => {
@@ -480,6 +498,7 @@ window.addEventListener('popstate', () => window.location.reload());
 async function start() {
   sendButton.disabled = false; // the form is handled from here on
   refreshSessions();
+  showIntro();
   if (state.sessionId) {
     try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
   }

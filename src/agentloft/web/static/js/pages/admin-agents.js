@@ -71,6 +71,7 @@ async function openEditor(agent) {
   title.textContent = agent ? title.dataset.titleEdit : title.dataset.titleNew;
   fillModels();
   fillForm(form, agent || { enabled: true, maxSteps: 10, maxOutputTokens: 4096, modelId: null });
+  form.starterPrompts.value = (agent ? agent.starterPrompts : []).join('\n');
   promptWarnings.hidden = true;
   checkPrompt();
   // The sections fill themselves before the form shows: opened first, a choice made while the tool list
@@ -83,6 +84,7 @@ onSave(form, async () => {
   const data = readForm(form);
   const body = {
     slug: data.slug.trim(), name: data.name, description: data.description, systemPrompt: data.systemPrompt,
+    starterPrompts: data.starterPrompts.split('\n').map((line) => line.trim()).filter(Boolean),
     modelId: data.modelId, maxSteps: data.maxSteps, maxOutputTokens: data.maxOutputTokens,
     enabled: data.enabled, a2aCallable: data.a2aCallable,
   };
