@@ -340,6 +340,11 @@ def test_a_second_tab_behind_the_chat_catches_up_when_refused(
     # Written in the second tab; the first, looked at again, shows it.
     send(other, "from the other tab")
     expect(other.locator(".message.assistant .md").last).to_have_text("echo: from the other tab")
-    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # the tab is shown again
+    # Windows side by side are both visible: going back to the first one is a focus, and it catches up.
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
     expect(page.locator(".message.assistant .md").last).to_have_text("echo: from the other tab")
-    expect(page.locator(".message.assistant .md").nth(-2)).to_have_text("Nine.")
+    send(other, "once more")
+    expect(other.locator(".message.assistant .md").last).to_have_text("echo: once more")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # or the tab is shown again
+    expect(page.locator(".message.assistant .md").last).to_have_text("echo: once more")
+    expect(page.locator(".message.assistant .md").nth(-3)).to_have_text("Nine.")

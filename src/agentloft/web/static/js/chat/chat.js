@@ -369,6 +369,8 @@ async function catchUp() {
   try { await loadSession(state.sessionId); } catch (error) { showError(errorBox, error); }
 }
 document.addEventListener('visibilitychange', () => { if (!document.hidden) catchUp(); });
+// Two windows side by side are both visible: going back to one of them is a focus, not a visibility change.
+window.addEventListener('focus', () => catchUp());
 
 // The browser knows when the network went away: stop waiting on a stream that cannot deliver (the reply
 // goes on on the server), say so, and pick the reply up again as soon as the network is back.
