@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from tests.e2e.conftest import add_fake_model, api
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, call, text
@@ -106,12 +106,28 @@ def test_titles_groups_badges_rename_delete_and_search(
     expect(items).to_have_count(2)
     page.screenshot(path="/tmp/shots/chat-sessions.png")
 
-    # 6. delete from the keyboard
-    page.once("dialog", lambda dialog: dialog.accept())
+    # 6. delete from the keyboard, asked in the page's own dialog, never the browser's confirm() (which
+    # this test would note and dismiss)
+    browser_dialogs: list[str] = []
+
+    def browser_dialog(dialog: Dialog) -> None:
+        browser_dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", browser_dialog)
     target = items.filter(has_text="Hand-brewed coffee")
     target.get_by_role("button", name="Delete “Hand-brewed coffee”").focus()
     page.keyboard.press("Enter")
+    ask = page.get_by_role("dialog")
+    expect(ask).to_contain_text("Hand-brewed coffee")
+    expect(ask.get_by_role("button", name="Cancel")).to_be_focused()  # a stray Enter keeps the chat
+    page.keyboard.press("Escape")
+    expect(ask).to_have_count(0)
+    expect(items).to_have_count(2)
+    target.get_by_role("button", name="Delete “Hand-brewed coffee”").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     expect(items).to_have_count(1)
+    assert browser_dialogs == []
 
     # The same list in Chinese.
     page.context.add_cookies([{"name": "agentloft_lang", "value": "zh-CN", "url": app.url}])

@@ -153,6 +153,25 @@ export function dialog(el) {
   return { open: () => el.showModal(), close: () => el.close() };
 }
 
+/** Ask `question` in the page's own dialog (styled like the page and in its language, unlike the
+ * browser's confirm()); resolves true when `confirmLabel` was pressed, false on Cancel or Escape. Cancel
+ * has the focus first, so a stray Enter keeps what was about to be deleted. */
+export function confirmDialog(question, { confirmLabel = t('action.delete'), danger = true } = {}) {
+  const cancel = h('button', { type: 'button', text: t('action.cancel') });
+  const ok = h('button', { type: 'button', class: danger ? 'danger' : 'primary', text: confirmLabel });
+  const box = h('dialog', { class: 'dialog confirm-dialog', 'aria-labelledby': 'confirm-question' },
+    h('p', { id: 'confirm-question', text: question }), h('footer', { class: 'dialog-actions' }, cancel, ok));
+  document.body.append(box);
+  return new Promise((resolve) => {
+    let answer = false;
+    cancel.addEventListener('click', () => box.close());
+    ok.addEventListener('click', () => { answer = true; box.close(); });
+    box.addEventListener('close', () => { box.remove(); resolve(answer); });
+    box.showModal();
+    cancel.focus();
+  });
+}
+
 export function badge(text, kind = '') {
   return h('span', { class: `badge ${kind}`.trim(), text });
 }

@@ -2,7 +2,7 @@
 // by month), a badge where a tool call waits for approval, rename in place, delete from the keyboard, and
 // a search over titles and message text (GET /api/agent-sessions/search?q=, the shared search index).
 import { api } from '../api.js';
-import { h, onEnterKey } from '../dom.js';
+import { confirmDialog, h, onEnterKey } from '../dom.js';
 import { lang, t } from '../i18n.js';
 
 const SEARCH_DELAY_MS = 250;
@@ -209,7 +209,7 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
   }
 
   async function removeSession(s) {
-    if (!window.confirm(t('chat.confirmDelete', { title: s.title }))) return;
+    if (!(await confirmDialog(t('chat.confirmDelete', { title: s.title })))) return;
     try {
       await api('DELETE', `/api/agent-sessions/${s.id}`);
       if (s.id === currentId()) { onRemovedCurrent(); return; }
