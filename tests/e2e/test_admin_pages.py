@@ -56,8 +56,11 @@ def test_a_refused_save_keeps_the_editor_open_with_the_reason(admin_page: Page) 
     expect(dialog.get_by_label("Name")).to_be_focused()
     expect(dialog.get_by_label("Name")).to_have_attribute("aria-invalid", "true")
     expect(dialog.get_by_label("Name")).to_be_in_viewport()
-    dialog.get_by_label("Name").fill("Second")
+    dialog.get_by_label("Name").fill("Second Hélper 2")
+    expect(dialog.get_by_label("Slug")).to_have_value("second-helper-2")  # filled in from the name
     dialog.get_by_label("Slug").fill("helper")
+    dialog.get_by_label("Name").fill("Second")  # typed by the admin, the slug no longer follows
+    expect(dialog.get_by_label("Slug")).to_have_value("helper")
     dialog.get_by_role("button", name="Save").click()
     expect(dialog.locator(".field-error")).to_have_text(["taken"])  # beside the field, as for tools
     expect(dialog.get_by_label("Slug")).to_have_attribute("aria-invalid", "true")

@@ -72,6 +72,7 @@ async function openEditor(agent) {
   fillModels();
   fillForm(form, agent || { enabled: true, maxSteps: 10, maxOutputTokens: 4096, modelId: null });
   form.starterPrompts.value = (agent ? agent.starterPrompts : []).join('\n');
+  slugFollowsName = !agent; // a new agent's slug comes from its name until the admin types one
   promptWarnings.hidden = true;
   checkPrompt();
   // The sections fill themselves before the form shows: opened first, a choice made while the tool list
@@ -79,6 +80,17 @@ async function openEditor(agent) {
   await Promise.all(editorHooks.map((hook) => hook.open(agent)));
   modal.open();
 }
+
+/** "Team Notes 2" → "team-notes-2": letters without their accents, anything else a dash. A name with
+ * no such letters (Chinese) leaves the slug for the admin to type. */
+function slugOf(name) {
+  return name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '');
+}
+
+let slugFollowsName = false;
+form.name.addEventListener('input', () => { if (slugFollowsName) form.slug.value = slugOf(form.name.value); });
+form.slug.addEventListener('input', () => { slugFollowsName = false; });
 
 onSave(form, async () => {
   const data = readForm(form);
