@@ -31,6 +31,12 @@ def test_list_tabs_search_and_pages(user: ApiClient) -> None:
     assert "Remember the deploy key" in html and "1 found" in html
     html = user.get("/agent-documents", params={"type": "memory", "q": "nothing-like-this"}).text
     assert "Nothing matches this search." in html
+    # A search says which tab it covered and offers the other one with the same words.
+    assert "Search memory" in html and "Only memory was searched." in html
+    assert 'href="/agent-documents?type=document&q=nothing-like-this"' in html
+    html = user.get("/agent-documents", params={"type": "document", "q": "deploy"}).text
+    assert "Only documents were searched." in html and "Search memory for the same words" in html
+    assert 'data-testid="doc-other-tab"' not in user.get("/agent-documents").text
 
 
 def test_detail_renders_markdown_safely(user: ApiClient) -> None:
