@@ -63,7 +63,7 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
     expect(page.get_by_label("Message")).to_be_focused()  # Send hid under the pointer: focus is not lost
     page.screenshot(path="/tmp/agentloft-chat-approval.png")
     page.set_viewport_size({"width": 360, "height": 740})  # on a phone the buttons wrap together
-    boxes = [card.get_by_role("button", name=f"{word} “calc”", exact=True).bounding_box()
+    boxes = [card.get_by_role("button", name=f"{word} “Calc”", exact=True).bounding_box()
              for word in ("Approve", "Reject")]
     assert boxes[0] and boxes[1] and abs(boxes[0]["y"] - boxes[1]["y"]) < 2, boxes
     page.screenshot(path="/tmp/shots/phone-approval.png")
@@ -71,7 +71,7 @@ def test_approve_a_tool_call_and_the_answer_streams_in(
 
     # Answered at once, before the server has finished storing the pause: the page copes. From the
     # keyboard, the focus then goes on in the message box (the pressed button is gone).
-    card.get_by_role("button", name="Approve “calc”", exact=True).focus()  # which call it answers
+    card.get_by_role("button", name="Approve “Calc”", exact=True).focus()  # which call it answers
     page.keyboard.press("Enter")
     expect(page.get_by_label("Message")).to_be_focused()
     expect(card.get_by_test_id("tool-state")).to_have_text("Done")
@@ -128,7 +128,7 @@ def test_reload_while_an_approved_call_goes_on_shows_each_part_once(
     page.goto("/chat")
     send(page, "What is 6*7?")
     card = page.locator(".tool-card[data-tool='calc']")
-    card.get_by_role("button", name="Approve “calc”", exact=True).click()
+    card.get_by_role("button", name="Approve “Calc”", exact=True).click()
     expect(page).to_have_url(re.compile(r"/chat/as_"))
     assert "word10" in saved_reply(app, page.url.rsplit("/", 1)[1], lambda row: "word10" in row[1])[1]
     page.reload()
@@ -154,8 +154,8 @@ def test_reject_a_tool_call_with_a_reason(
     edit = page.locator(".message.user").first.locator(".msg-actions button", has_text="Edit")
     expect(edit).to_have_count(1)
     expect(edit).to_be_hidden()
-    card.get_by_label("Reason for rejecting “calc”", exact=True).fill("not now")
-    card.get_by_label("Reason for rejecting “calc”").press("Enter")  # a reason says why not: Enter rejects
+    card.get_by_label("Reason for rejecting “Calc”", exact=True).fill("not now")
+    card.get_by_label("Reason for rejecting “Calc”").press("Enter")  # a reason says why not: Enter rejects
     expect(card.get_by_test_id("tool-state")).to_have_text("Rejected")
     expect(page.get_by_label("Message")).to_be_focused()
     expect(page.locator(".message.assistant .md").last).to_contain_text("Fine, I will not compute it.")

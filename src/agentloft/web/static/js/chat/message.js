@@ -209,11 +209,11 @@ function toolCard(part, actions) {
   if (part.state === 'approval-requested' && actions) {
     // Named by the tool: with two calls waiting, a screen reader says which one a button answers.
     const reason = h('input', { type: 'text', class: 'reason', placeholder: t('chat.tool.reasonPlaceholder'),
-      'aria-label': t('chat.tool.reasonNamed', { tool: name }) });
+      'aria-label': t('chat.tool.reasonNamed', { tool: title }) });
     const approve = h('button', { type: 'button', class: 'primary small', text: t('chat.tool.approve'),
-      'aria-label': t('chat.tool.approveNamed', { tool: name }) });
+      'aria-label': t('chat.tool.approveNamed', { tool: title }) });
     const reject = h('button', { type: 'button', class: 'danger small', text: t('chat.tool.reject'),
-      'aria-label': t('chat.tool.rejectNamed', { tool: name }) });
+      'aria-label': t('chat.tool.rejectNamed', { tool: title }) });
     approve.addEventListener('click', () => actions.answer(part, true, '', [approve, reject]));
     reject.addEventListener('click', () => actions.answer(part, false, reason.value.trim(), [approve, reject]));
     onEnterKey(reason, () => reject.click(), { singleLine: true }); // a reason is given to say no
