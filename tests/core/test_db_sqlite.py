@@ -7,7 +7,8 @@ import asyncio
 import shutil
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,48 @@ async def test_commits_are_checkpointed_on_a_worker_thread(tmp_path: Path, monke
         await db.dispose()
 
 
+@contextmanager
+def _reading(path: Path, hold_s: float) -> Iterator[None]:
+    """While the block runs, another connection reads in read transactions of ``hold_s``, back to back."""
+    stop = threading.Event()
+
+    def reader() -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            while not stop.is_set():
+                conn.execute("BEGIN")
+                conn.execute("SELECT count(*) FROM t").fetchall()
+                stop.wait(hold_s)
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+async def _write_blobs(db: Database, path: Path, count: int, size: int, pause_s: float = 0.0) -> int:
+    """Commit ``count`` rows of ``size`` bytes to the table ``t`` (made if missing), one transaction each, ``pause_s``
+    apart; the largest the WAL was after one."""
+    async with db.session() as s:
+        await s.execute(text("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body BLOB)"))
+        before = (await s.execute(text("SELECT count(*) FROM t"))).scalar_one()
+    largest = 0
+    for _ in range(count):
+        async with db.session() as s:
+            await s.execute(text("INSERT INTO t (body) VALUES (:b)"), {"b": b"x" * size})
+        largest = max(largest, db_sqlite.wal_size(str(path)))
+        await asyncio.sleep(pause_s)  # and let a checkpoint's task take its turn
+    async with db.read_session() as s:
+        assert (await s.execute(text("SELECT count(*) FROM t"))).scalar_one() == before + count
+    return largest
+
+
 async def test_the_wal_stays_bounded_while_readers_keep_using_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,40 +222,54 @@ async def test_the_wal_stays_bounded_while_readers_keep_using_it(
     monkeypatch.setattr(db_sqlite, "WAL_TRUNCATE_BYTES", 2**20, raising=False)
     path = tmp_path / "busy.db"
     db = Database(f"sqlite+aiosqlite:///{path}")
-    stop = threading.Event()
-
-    def reader() -> None:  # read transactions back to back, each a few milliseconds long
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            while not stop.is_set():
-                conn.execute("BEGIN")
-                conn.execute("SELECT count(*) FROM t").fetchall()
-                stop.wait(0.003)
-                conn.execute("COMMIT")
-        finally:
-            conn.close()
-
+    await _write_blobs(db, path, 1, 16)  # the table, before the reader reads it
     try:
-        async with db.session() as s:
-            await s.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)"))
-        thread = threading.Thread(target=reader)
-        thread.start()
-        largest = 0
-        try:
-            for _ in range(1280):  # 20 MB in all
-                async with db.session() as s:
-                    await s.execute(text("INSERT INTO t (body) VALUES (:b)"), {"b": b"x" * 16384})
-                largest = max(largest, (tmp_path / "busy.db-wal").stat().st_size)
-                await asyncio.sleep(0)  # let a checkpoint's task take its turn
-        finally:
-            stop.set()
-            thread.join()
-        async with db.read_session() as s:
-            assert (await s.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1280
+        with _reading(path, 0.003):  # read transactions a few milliseconds long
+            largest = await _write_blobs(db, path, 1280, 16384)  # 20 MB in all
         # the limit, plus what comes in until the next checkpoint and while it runs: on a loaded machine a
         # checkpoint can take a while (11 MB was seen at a load average of 9); without truncating, the WAL
         # holds nearly all 20 MB at the end
         assert largest < 14 * 2**20
+    finally:
+        await db.dispose()
+
+
+async def test_the_wal_is_truncated_as_soon_as_it_passes_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large transactions (a large document writes about 1 MB to the WAL) grew the WAL by hundreds of MB
+    between two periodic checkpoints, the only moments its size was looked at: it is looked at after
+    every commit."""
+    monkeypatch.setattr(db_sqlite, "WAL_TRUNCATE_BYTES", 2 * 2**20, raising=False)
+    path = tmp_path / "large.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        # 120 commits of 128 KB, 15 MB in all: fewer commits than CHECKPOINT_EVERY (200)
+        largest = await _write_blobs(db, path, 120, 128 * 1024)
+        assert largest < 6 * 2**20  # the limit, and what comes in while a truncation waits its turn
+    finally:
+        await db.dispose()
+
+
+async def test_the_wal_stays_bounded_while_a_reader_outlasts_the_truncations_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader whose read transactions last longer than a truncation waits for them (a slow search, an
+    export streaming rows) made every truncation give up, and the WAL grew without end. A truncation that
+    gave up is tried again once the WAL has doubled, waiting twice as long, until one outlasts the reader."""
+    monkeypatch.setattr(db_sqlite, "WAL_TRUNCATE_BYTES", 2**20, raising=False)
+    monkeypatch.setattr(db_sqlite, "TRUNCATE_WAIT_S", 0.05)
+    path = tmp_path / "streamed.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    await _write_blobs(db, path, 1, 16)
+    try:
+        with _reading(path, 0.2):  # four times the first wait
+            # 24 MB in all, at most about 3 MB/s (a busy server's pace). The attempts at 1, 2 and 4 MB
+            # wait 0.05, 0.1 and 0.2 s: given a reader's 0.2 s to end, and the next one's, the one at
+            # 4 MB may give up too, the one at 8 MB (0.4 s) does not.
+            largest = await _write_blobs(db, path, 384, 65536, pause_s=0.02)
+        # before, every truncation waited 0.05 s and gave up: the WAL held all 24 MB at the end
+        assert largest < 14 * 2**20, largest
     finally:
         await db.dispose()
 

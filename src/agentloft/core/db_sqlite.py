@@ -25,9 +25,24 @@ What could make a commit slow is SQLite's automatic checkpoint (copying the WAL 
 and syncing it), so the app's connections turn it off (``PRAGMA wal_autocheckpoint=0`` in ``db``) and a
 passive checkpoint runs on a worker thread after every ``CHECKPOINT_EVERY`` commits instead; it never
 blocks readers or writers. A passive checkpoint cannot restart the WAL while some reader uses it, which
-under a steady load is nearly always, so the file grew without end (139 MB in a long run); once it is
-past ``WAL_TRUNCATE_BYTES`` the checkpoint truncates it instead, with this process's writers held back
-on their lock for that moment, and ``PRAGMA journal_size_limit`` cuts a WAL back whenever it restarts.
+under a steady load is nearly always, so the file grew without end (139 MB in a long run). So once the
+WAL is past ``WAL_TRUNCATE_BYTES`` after a commit, a truncating checkpoint empties it, with this
+process's writers held back on their lock meanwhile; ``PRAGMA journal_size_limit`` cuts a WAL back
+whenever it restarts.
+
+The size is looked at after every commit (one ``stat``, about a microsecond), not only at the periodic
+checkpoint: writes of large documents add about 1 MB each to the WAL (the row, its search index, its
+version), so 200 commits grew it by 200 MB before anything looked (390 MB in 30 s of such writes,
+``bench/wal_growth.py``). And a truncation must wait for the readers that still read from the WAL: one
+reading for longer than the wait (a slow search, an export) made every attempt give up, and the WAL
+grew without end (465 MB in 30 s with a reader streaming one-second transactions). So the
+further the WAL is past the limit, the longer a truncation waits for readers (``truncate_wait``: twice
+as long at twice the limit, up to ``TRUNCATE_WAIT_MAX_S``), and one that gave up is tried again once
+the WAL has doubled since. Short readers let the first attempt empty it at the limit; readers that
+last seconds hold it to a few times the limit, the writers held back once per doubling for about as
+long as those readers last (with a reader streaming one-second transactions back to back: at most
+69 MB, and 0.68x the writes; docs/benchmarks.md). A reader that outlasts the longest wait still keeps
+the WAL growing: nothing but its end can free it.
 
 Another *process* (the CLI) can still hold SQLite's lock; a write run in place then waits for it on the
 loop, up to the busy timeout. One connection is used by one session at a time and every call is awaited
@@ -55,9 +70,13 @@ from typing import Any
 import aiosqlite
 
 BUSY_TIMEOUT_S = 10.0  # as ``PRAGMA busy_timeout`` in ``db``
-CHECKPOINT_EVERY = 200  # commits between two WAL checkpoints
-WAL_TRUNCATE_BYTES = 32 * 2**20  # a WAL larger than this at a checkpoint is emptied (TRUNCATE)
-TRUNCATE_WAIT_S = 0.5  # how long a truncating checkpoint may wait for readers (writers wait as long)
+CHECKPOINT_EVERY = 200  # commits between two passive WAL checkpoints
+WAL_TRUNCATE_BYTES = 32 * 2**20  # a WAL larger than this after a commit is emptied (TRUNCATE)
+# How long a truncation at the limit waits for readers (the writers are held as long). It costs only when
+# readers outlast it: otherwise the truncation ends as soon as they do.
+TRUNCATE_WAIT_S = 1.0
+TRUNCATE_WAIT_MAX_S = 3.0  # the longest wait (twice it, once for copying and once for emptying, stays
+# below BUSY_TIMEOUT_S, how long the writers held meanwhile may wait)
 JOURNAL_SIZE_LIMIT = 32 * 2**20  # ``PRAGMA journal_size_limit``: what a restarted WAL is cut back to
 
 log = logging.getLogger(__name__)
@@ -87,6 +106,7 @@ class DatabaseFile:
             weakref.WeakKeyDictionary())
         self._commits = 0
         self._checkpointing = False
+        self._retry_bytes = 0  # after a truncation gave up: the WAL size at which the next one is tried
 
     def write_lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -96,30 +116,44 @@ class DatabaseFile:
         return lock
 
     def committed(self) -> None:
-        """Count a commit; every ``CHECKPOINT_EVERY`` start a checkpoint on a worker thread: a passive
-        one, or a truncating one when the WAL has grown past ``WAL_TRUNCATE_BYTES``."""
+        """Count a commit. Start a truncating checkpoint when the WAL has grown past
+        ``WAL_TRUNCATE_BYTES`` (and, after one that gave up, to twice the size it gave up at), else a
+        passive one every ``CHECKPOINT_EVERY`` commits; both on a worker thread."""
         self._commits += 1
-        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+        if self._checkpointing:
             return
-        self._commits, self._checkpointing = 0, True
         loop = asyncio.get_running_loop()
-        if wal_size(self.path) > WAL_TRUNCATE_BYTES:
-            loop.create_task(self._truncate()).add_done_callback(self._checkpointed)
-        else:
+        size = wal_size(self.path)
+        if size > max(WAL_TRUNCATE_BYTES, self._retry_bytes):
+            self._commits, self._checkpointing = 0, True
+            loop.create_task(self._truncate(size)).add_done_callback(self._checkpointed)
+        elif self._commits >= CHECKPOINT_EVERY:
+            self._commits, self._checkpointing = 0, True
             loop.run_in_executor(None, checkpoint, self.path, "PASSIVE").add_done_callback(self._checkpointed)
 
-    async def _truncate(self) -> None:
-        """A truncating checkpoint while this process's writers wait their turn on the lock (on the lock,
-        not in SQLite's busy handler, which would hold up the event loop). It waits at most
-        ``TRUNCATE_WAIT_S`` for readers that still read from the WAL, and gives up otherwise."""
+    async def _truncate(self, size: int) -> None:
+        """A truncating checkpoint of a WAL of ``size`` bytes while this process's writers wait their turn
+        on the lock (on the lock, not in SQLite's busy handler, which would hold up the event loop). It
+        waits for the readers that still read from the WAL for at most ``truncate_wait(size)``; when they
+        outlast that, it gives up and the next attempt comes once the WAL has doubled."""
+        wait = truncate_wait(size)
         async with self.write_lock():
-            await asyncio.get_running_loop().run_in_executor(None, checkpoint, self.path, "TRUNCATE",
-                                                             TRUNCATE_WAIT_S)
+            done = await asyncio.get_running_loop().run_in_executor(None, checkpoint, self.path, "TRUNCATE", wait)
+        self._retry_bytes = 0 if done else 2 * size
+        if not done:
+            log.warning("the WAL of %s (%d MB) could not be emptied: readers held it for over %.1f s; "
+                        "trying again at %d MB", self.path, size // 2**20, wait, self._retry_bytes // 2**20)
 
-    def _checkpointed(self, future: asyncio.Future[None]) -> None:
+    def _checkpointed(self, future: asyncio.Future[Any]) -> None:
         self._checkpointing = False
         if not future.cancelled() and future.exception() is not None:
             log.warning("WAL checkpoint of %s failed: %s", self.path, future.exception())
+
+
+def truncate_wait(size: int) -> float:
+    """How long a truncation of a WAL of ``size`` bytes waits for readers: ``TRUNCATE_WAIT_S`` at the limit,
+    as much more as the WAL is past it, at most ``TRUNCATE_WAIT_MAX_S``."""
+    return min(TRUNCATE_WAIT_S * size / WAL_TRUNCATE_BYTES, TRUNCATE_WAIT_MAX_S)
 
 
 def wal_size(path: str) -> int:
@@ -129,16 +163,17 @@ def wal_size(path: str) -> int:
         return 0
 
 
-def checkpoint(path: str, mode: str = "PASSIVE", wait_s: float = BUSY_TIMEOUT_S) -> None:
-    """Copy what the WAL holds into the database file. PASSIVE waits for nobody and blocks nobody, but
-    cannot restart the WAL while readers use it, so under a steady load the file only grows. TRUNCATE
-    waits (up to ``wait_s``) for the readers that began before it had copied everything, blocks writers
-    meanwhile, and empties the file."""
+def checkpoint(path: str, mode: str = "PASSIVE", wait_s: float = BUSY_TIMEOUT_S) -> bool:
+    """Copy what the WAL holds into the database file; whether all of it was (and, for TRUNCATE, the file
+    emptied). PASSIVE waits for nobody and blocks nobody, but cannot restart the WAL while readers use
+    it, so under a steady load the file only grows. TRUNCATE waits (up to ``wait_s``) for the readers
+    that began before it had copied everything, blocks writers meanwhile, and empties the file."""
     conn = sqlite3.connect(path, timeout=wait_s)
     try:
-        conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+        busy, _frames, _copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
     finally:
         conn.close()
+    return busy == 0
 
 
 class LoopConnection(aiosqlite.Connection):
