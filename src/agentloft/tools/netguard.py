@@ -19,7 +19,9 @@ for httpx2), so clients this module does not drive go through the same guard: th
 on httpx) and the MCP client (mcp, on httpx2) get one with :func:`guarded_client` / :func:`guarded_client2`.
 Those clients hold long-lived event streams, so their limits differ from :func:`request`'s: no bound on a
 whole exchange, a bound on each read (``STREAM_READ_TIMEOUT_S``), and a size cap on every response that is
-not an event stream (``STREAM_MAX_BODY_BYTES``); an event stream's events are bounded by its reader.
+not an event stream (``STREAM_MAX_BODY_BYTES``). An event stream's events are bounded by its reader (the
+MCP SDK's client takes a size for each event), or, for a reader that reads a line and an event whole
+before it looks at them (a2a-sdk's client), by the transport (``max_event_bytes``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ STREAM_CONNECT_TIMEOUT_S = 10.0
 STREAM_WRITE_TIMEOUT_S = 30.0
 STREAM_READ_TIMEOUT_S = 300.0
 STREAM_MAX_BODY_BYTES = 16_000_000
+# A bound for one server-sent event, for clients given ``max_event_bytes``: the MCP SDK client's own
+# default for each event (``mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE``).
+STREAM_MAX_EVENT_BYTES = 1024 * 1024
 STREAM_MAX_CONNECTIONS = 50
 # Headers that may follow a redirect to another origin; everything else (credentials) stays behind.
 CROSS_ORIGIN_SAFE_HEADERS = {"accept", "accept-language", "user-agent", "content-type"}
@@ -360,20 +365,63 @@ class _CappedStream(httpx.AsyncByteStream, httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+# Where a server-sent event ends: an empty line, i.e. two line ends in a row (``\n``, ``\r`` or ``\r\n``
+# each). Every such pair holds one of these; none of them occurs elsewhere.
+_EVENT_ENDS = (b"\n\n", b"\r\r", b"\n\r")
+
+
+class _EventCappedStream(httpx.AsyncByteStream, httpx2.AsyncByteStream):
+    """An event stream that fails once one event passes ``limit`` bytes. Its reader may buffer a line, or
+    an event, whole before it looks at it: without this a single event of 200 MB was held whole (and then
+    parsed, and kept) by a2a-sdk's client, and a stream that never ended an event grew without end."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        open_bytes = 0  # bytes since the last event ended
+        last = b""  # the previous chunk's last byte: an event's end may straddle two chunks
+        async for chunk in self._inner:
+            seen = last + chunk
+            end = max(seen.rfind(mark) for mark in _EVENT_ENDS)
+            open_bytes = len(seen) - end - 2 if end >= 0 else open_bytes + len(chunk)
+            if open_bytes > self._limit:
+                raise TooLarge(f"an event of the response stream is larger than {self._limit:,} bytes")
+            last = chunk[-1:]
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _is_event_stream(headers: Any) -> bool:
+    return str(headers.get("content-type", "")).lower().startswith("text/event-stream")
+
+
 def _needs_cap(headers: Any, limit: int | None) -> bool:
     """Event streams are read event by event (their reader bounds an event); any other body is capped."""
-    if limit is None:
-        return False
-    return not str(headers.get("content-type", "")).lower().startswith("text/event-stream")
+    return limit is not None and not _is_event_stream(headers)
 
 
 class _Guard:
     """What both transports share: the check of each request's target and the pinned copy sent on."""
 
-    def __init__(self, allow: AllowList, allowed_domains: Iterable[str] | None, max_body_bytes: int | None) -> None:
+    def __init__(self, allow: AllowList, allowed_domains: Iterable[str] | None, max_body_bytes: int | None,
+                 max_event_bytes: int | None = None) -> None:
         self.allow = allow
         self.allowed_domains = list(allowed_domains or [])
         self.max_body_bytes = max_body_bytes
+        self.max_event_bytes = max_event_bytes
+
+    def capped(self, headers: Any, stream: Any) -> Any | None:
+        """The response body wrapped in the cap it needs, or None when it needs none."""
+        if _needs_cap(headers, self.max_body_bytes):
+            assert self.max_body_bytes is not None
+            return _CappedStream(stream, self.max_body_bytes)
+        if self.max_event_bytes is not None and _is_event_stream(headers):
+            return _EventCappedStream(stream, self.max_event_bytes)
+        return None
 
     async def target(self, url: Any) -> IPAddress:
         host = url.raw_host.decode("ascii", errors="replace")
@@ -401,9 +449,10 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         allowed_domains: Iterable[str] | None = None,
         verify: ssl.SSLContext | None = None,
         max_body_bytes: int | None = STREAM_MAX_BODY_BYTES,
+        max_event_bytes: int | None = None,
         limits: httpx.Limits | None = None,
     ) -> None:
-        self._guard = _Guard(allow, allowed_domains, max_body_bytes)
+        self._guard = _Guard(allow, allowed_domains, max_body_bytes, max_event_bytes)
         self._inner = httpx.AsyncHTTPTransport(
             verify=verify or _ssl_context(), trust_env=False,
             limits=limits or httpx.Limits(max_connections=STREAM_MAX_CONNECTIONS),
@@ -414,11 +463,11 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         pinned = httpx.Request(request.method, _pinned_url(request.url, ip), headers=request.headers,
                                stream=request.stream, extensions=self._guard.extensions(request))
         response = await self._inner.handle_async_request(pinned)
-        if not _needs_cap(response.headers, self._guard.max_body_bytes):
+        stream = self._guard.capped(response.headers, response.stream)
+        if stream is None:
             return response
-        assert self._guard.max_body_bytes is not None
         return httpx.Response(response.status_code, headers=response.headers, extensions=response.extensions,
-                              stream=_CappedStream(response.stream, self._guard.max_body_bytes))
+                              stream=stream)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -434,8 +483,9 @@ class GuardedTransport2(httpx2.AsyncBaseTransport):
         allowed_domains: Iterable[str] | None = None,
         verify: ssl.SSLContext | None = None,
         max_body_bytes: int | None = STREAM_MAX_BODY_BYTES,
+        max_event_bytes: int | None = None,
     ) -> None:
-        self._guard = _Guard(allow, allowed_domains, max_body_bytes)
+        self._guard = _Guard(allow, allowed_domains, max_body_bytes, max_event_bytes)
         self._inner = httpx2.AsyncHTTPTransport(
             verify=verify or _ssl_context2(), trust_env=False,
             limits=httpx2.Limits(max_connections=STREAM_MAX_CONNECTIONS),
@@ -446,11 +496,11 @@ class GuardedTransport2(httpx2.AsyncBaseTransport):
         pinned = httpx2.Request(request.method, _pinned_url(request.url, ip), headers=request.headers,
                                 stream=request.stream, extensions=self._guard.extensions(request))
         response = await self._inner.handle_async_request(pinned)
-        if not _needs_cap(response.headers, self._guard.max_body_bytes):
+        stream = self._guard.capped(response.headers, response.stream)
+        if stream is None:
             return response
-        assert self._guard.max_body_bytes is not None
         return httpx2.Response(response.status_code, headers=response.headers, extensions=response.extensions,
-                               stream=_CappedStream(response.stream, self._guard.max_body_bytes))
+                               stream=stream)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -466,10 +516,15 @@ def stream_timeout() -> httpx.Timeout:
     return httpx.Timeout(STREAM_CONNECT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S, write=STREAM_WRITE_TIMEOUT_S)
 
 
-def guarded_client(allow: AllowList, *, headers: Mapping[str, str] | None = None) -> httpx.AsyncClient:
-    """An httpx client whose every request passes the guard (the A2A client's)."""
+def guarded_client(
+    allow: AllowList, *, headers: Mapping[str, str] | None = None, max_body_bytes: int = STREAM_MAX_BODY_BYTES,
+    max_event_bytes: int | None = None,
+) -> httpx.AsyncClient:
+    """An httpx client whose every request passes the guard (the A2A client's): a body that is not an
+    event stream is capped at ``max_body_bytes``, each event of one at ``max_event_bytes`` (when given)."""
     sent = {"User-Agent": USER_AGENT, **dict(headers or {})}
-    return httpx.AsyncClient(transport=GuardedTransport(allow), headers=sent, timeout=stream_timeout(),
+    transport = GuardedTransport(allow, max_body_bytes=max_body_bytes, max_event_bytes=max_event_bytes)
+    return httpx.AsyncClient(transport=transport, headers=sent, timeout=stream_timeout(),
                              follow_redirects=False, trust_env=False)
 
 

@@ -109,6 +109,22 @@ class LocalWeb:
 
             return StreamingResponse(body(), media_type="text/event-stream")
 
+        async def sse(request: Request) -> Response:
+            """``count`` events of ``lines`` data lines of ``width`` bytes each, every line ended by ``end``
+            (``lf``, ``crlf`` or ``cr``), sent in pieces of 4,093 bytes so that line ends straddle them."""
+            await record(request)
+            q = request.query_params
+            end = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}[q.get("end", "lf")]
+            line = "data: " + "x" * int(q.get("width", "1000")) + end
+            event = (line * int(q.get("lines", "1")) + end).encode()
+            stream = event * int(q.get("count", "1"))
+
+            async def body() -> Any:
+                for at in range(0, len(stream), 4093):
+                    yield stream[at:at + 4093]
+
+            return StreamingResponse(body(), media_type="text/event-stream")
+
         async def binary(request: Request) -> Response:
             await record(request)
             return Response(b"\x89PNG\r\n\x1a\n" + b"\0" * 100, media_type="image/png")
@@ -138,7 +154,7 @@ class LocalWeb:
             Route("/page", page), Route("/echo", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             Route("/echo/{rest:path}", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             Route("/redirect", redirect, methods=["GET", "POST"]), Route("/loop", loop), Route("/slow", slow),
-            Route("/big", big), Route("/events", events), Route("/binary", binary), Route("/search", search),
-            Route("/feed.xml", feed),
+            Route("/big", big), Route("/events", events), Route("/sse", sse), Route("/binary", binary),
+            Route("/search", search), Route("/feed.xml", feed),
             Route("/atom.xml", atom), Route("/data.json", data),
         ])

@@ -60,6 +60,26 @@ async def test_plain_bodies_are_capped_event_streams_are_not(web: LocalWeb, libr
     assert size > 12_000_000
 
 
+@pytest.mark.parametrize("library", [0, 1], ids=["httpx", "httpx2"])
+@pytest.mark.parametrize("end", ["lf", "crlf", "cr"])
+async def test_each_event_of_a_stream_can_be_capped(web: LocalWeb, library: int, end: str) -> None:
+    """``max_event_bytes`` bounds one event (every line of it), not the stream: whichever line ends the
+    server uses, wherever the chunks cut them."""
+    limit = 1024 * 1024
+
+    async def read(**params: Any) -> int:
+        client = clients(LOCAL, max_event_bytes=limit)[library]
+        async with client, client.stream("GET", f"{web.url}/sse", params={"end": end, **params}) as resp:
+            return sum([len(chunk) async for chunk in resp.aiter_bytes()])
+
+    assert await read(width=700_000, count=6) > 4 * limit, "events under the limit pass, however many"
+    assert await read(width=1000, lines=1000, count=3) > 2 * limit, "so do events of many lines"
+    with pytest.raises(TooLarge, match="an event of the response stream is larger than 1,048,576 bytes"):
+        await read(width=1_100_000)
+    with pytest.raises(TooLarge, match="larger than 1,048,576 bytes"):
+        await read(width=1000, lines=1100)  # 1.1 MB of lines, none of them ending the event
+
+
 async def test_guarded_clients_have_stream_limits() -> None:
     async with netguard.guarded_client(LOCAL) as a, netguard.guarded_client2(LOCAL) as b:
         for client in (a, b):
