@@ -6,16 +6,24 @@ required). What it does depends on the text it gets: ``fail ...`` fails the task
 ``input ...`` asks for more input, ``slow ...`` works for a minute, ``data ...`` answers with a data
 part and two files in two artifacts, ``two ...`` with two artifacts (the first in two pieces),
 ``status ...`` only in its final status message, ``cancel ...`` cancels its own task, ``vanish ...``
-exits in the middle of its answer; anything else is echoed back (``echo: <text>``) as one artifact
-streamed word by word. With PROTOCOL ``0.3`` it is an agent of protocol 0.3: its card in the 0.3 shape,
-and only 0.3 method names answered; with ``rest`` it offers the HTTP+JSON binding alone.
+exits in the middle of its answer, ``endless ...`` streams 4,096-character chunks until it is cancelled,
+``big ...`` answers with one artifact of 1.5 million characters; anything else is echoed back
+(``echo: <text>``) as one artifact streamed word by word. Two answers no SDK would send, written by hand
+(``Misbehave``) to a streaming request: ``flood ...`` sends an artifact event that does not end (64 KB
+after 64 KB of its text, until 64 MiB are out or the reader went away, which ``GET /flood`` tells), and
+``deep ...`` an event of JSON nested 200,000 deep. With PROTOCOL ``0.3`` it is an agent of protocol 0.3:
+its card in the 0.3 shape, and only 0.3 method names answered; with ``rest`` it offers the HTTP+JSON
+binding alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import uvicorn
@@ -38,7 +46,7 @@ from google.protobuf.struct_pb2 import Value
 from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -93,6 +101,14 @@ class Echo(AgentExecutor):
             os._exit(1)
         if text.startswith("slow"):
             await asyncio.sleep(60)
+        if text.startswith("endless"):
+            for i in itertools.count():
+                await updater.add_artifact([Part(text="x" * 4096)], artifact_id="answer", append=i > 0)
+                await asyncio.sleep(0.01)
+        if text.startswith("big"):
+            await updater.add_artifact([Part(text="y" * 1_500_000)], artifact_id="answer")
+            await updater.complete()
+            return
         words = f"echo: {text}".split(" ")
         for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
@@ -114,6 +130,50 @@ class Bearer(BaseHTTPMiddleware):
         if request.url.path != "/.well-known/agent-card.json" and \
                 request.headers.get("authorization") != f"Bearer {self.token}":
             return JSONResponse({"error": "unauthorized"}, status_code=401)
+        return await call_next(request)
+
+
+FLOOD: dict[str, Any] = {"sent": 0, "closed": False}
+FLOOD_BYTES = 64 * 1024 * 1024
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+async def _flood(request: Request, request_id: Any) -> AsyncIterator[bytes]:
+    yield _sse({"jsonrpc": "2.0", "id": request_id, "result": {"task": {
+        "id": "flood-task", "contextId": "flood", "status": {"state": "TASK_STATE_WORKING"}}}})
+    yield (b'data: {"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": {"artifactUpdate": '
+           b'{"taskId": "flood-task", "contextId": "flood", "artifact": {"artifactId": "a", "parts": [{"text": "')
+    chunk = b"z" * 65536
+    try:
+        # uvicorn drops what is sent after a disconnect silently: ask
+        while FLOOD["sent"] < FLOOD_BYTES and not await request.is_disconnected():
+            FLOOD["sent"] += len(chunk)
+            yield chunk
+    finally:
+        FLOOD["closed"] = True
+
+
+async def _deep(request: Request, request_id: Any) -> AsyncIterator[bytes]:
+    yield b'data: {"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": ' + b"[" * 200_000
+    yield b"\n\n"
+
+
+class Misbehave(BaseHTTPMiddleware):
+    """Answers ``flood ...`` and ``deep ...`` streaming requests as no SDK would (see the module)."""
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.method == "GET" and request.url.path == "/flood":
+            return JSONResponse(FLOOD)
+        if request.method == "POST":
+            body = await request.json()
+            parts = body.get("params", {}).get("message", {}).get("parts") or [{}]
+            text = str(parts[0].get("text", ""))
+            if body.get("method") == "SendStreamingMessage" and text.startswith(("flood", "deep")):
+                stream = _flood if text.startswith("flood") else _deep
+                return StreamingResponse(stream(request, body.get("id")), media_type="text/event-stream")
         return await call_next(request)
 
 
@@ -171,6 +231,7 @@ def build(port: int, token: str, streaming: bool, rpc: str = "/") -> Starlette:
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url=rpc)]
     app = Starlette(routes=routes)
+    app.add_middleware(Misbehave)
     app.add_middleware(Bearer, token=token)
     return app
 

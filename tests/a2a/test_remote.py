@@ -400,3 +400,109 @@ def test_a_remote_agent_that_cancels_its_own_task(
     assert app.sql("SELECT status, error FROM agent_messages WHERE a2a_task_id = ? AND role = 'assistant'",
                    (task_id,)) == [("failed", "I gave up")]
     assert panel(user, task_id)[-1] == "[DONE]"
+
+
+# ---------------------------------------------------------------- how much a remote agent may send
+# Each event (or a whole answer that is not streamed) at most 1 MiB, read no further than that, and the
+# reply's text at most AGENTLOFT_REMOTE_AGENT_MAX_CHARS. Past either the call ends as failed with an
+# error that says which limit, what was kept is bounded, the remote task is cancelled and its stream
+# closed.
+
+EVENT_TOO_LARGE = "an event of the response stream is larger than 1,048,576 bytes"
+ANSWER_TOO_LARGE = "response too large: more than 1048576 bytes"
+TOO_LONG = ("the remote agent's answer is longer than 16,384 characters, the most a remote agent may give "
+            "(AGENTLOFT_REMOTE_AGENT_MAX_CHARS); the call was stopped, and the first 16,384 characters kept")
+
+
+def call_fails(app: LiveApp, user: ApiClient, fake_model: FakeModel, question: str) -> tuple[str, str]:
+    """Ask the remote agent through agent-invoke; the call must fail. Returns its error and task id."""
+    fake_model.push(ask(question), caller_step(text("it failed")))
+    reply = chat(user, "general", "ask")
+    output = tool_output(reply)
+    assert output["type"] == "tool-output-error", output
+    assert reply.text == "it failed" and reply.chunks[-1] == "[DONE]", "the caller's run went on"
+    [(task_id, state)] = app.sql("SELECT id, state FROM a2a_task_sessions")
+    assert state == "failed"
+    return str(output["errorText"]), task_id
+
+
+def stored_reply(app: LiveApp, task_id: str) -> tuple[str, str, str]:
+    [row] = app.sql("SELECT content, status, error FROM agent_messages WHERE a2a_task_id = ? "
+                    "AND role = 'assistant'", (task_id,))
+    return row
+
+
+@pytest.fixture(params=[None, 5_000], ids=["default", "set"])
+def max_chars(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """AGENTLOFT_REMOTE_AGENT_MAX_CHARS as the app starts: unset (16,384), or 5,000. Ask for it before
+    ``app``."""
+    if request.param is None:
+        return 16_384
+    monkeypatch.setenv("AGENTLOFT_REMOTE_AGENT_MAX_CHARS", str(request.param))
+    return int(request.param)
+
+
+def test_an_endless_answer_is_cut_at_the_limit_and_its_task_cancelled(
+    max_chars: int, app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    """4,096 characters after 4,096 without end (before: until the time limit, megabytes kept)."""
+    register(admin, streaming_peer)
+    error, task_id = call_fails(app, user, fake_model, "endless story")
+    assert error == TOO_LONG.replace("16,384", f"{max_chars:,}")
+    assert stored_reply(app, task_id) == ("x" * max_chars, "failed", error)
+    chunks = panel(user, task_id)
+    assert deltas(chunks) == "x" * max_chars
+    assert [c["errorText"] for c in chunks if isinstance(c, dict) and c["type"] == "error"] == [error]
+    [(context,)] = app.sql("SELECT caller_context FROM a2a_task_sessions")
+    remote_id = json.loads(context)["remoteTaskId"]
+    wait_for(lambda: remote_task_state(streaming_peer, remote_id) == "TASK_STATE_CANCELED")
+
+
+@pytest.mark.parametrize(("streaming", "reason"), [(True, EVENT_TOO_LARGE), (False, ANSWER_TOO_LARGE)],
+                         ids=["streaming", "blocking"])
+def test_an_event_over_1_mib_fails_the_call(
+    app: LiveApp, admin: ApiClient, user: ApiClient, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel, streaming: bool, reason: str,
+) -> None:
+    """One artifact of 1.5 million characters: one event when streamed, the whole answer when not."""
+    peer = Peer(streaming=streaming)
+    try:
+        register(admin, peer)
+        error, task_id = call_fails(app, user, fake_model, "big answer")
+        assert error == f"the remote agent sent too much at once: {reason}"
+        assert stored_reply(app, task_id) == ("", "failed", error)
+    finally:
+        peer.stop()
+
+
+def test_one_endless_event_is_read_no_further_than_1_mib(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    """An event that does not end, 64 KB after 64 KB for 64 MiB (a 200 MB event took 209 MB of the
+    caller's memory): the call fails at 1 MiB of it instead of holding it all, and the connection is
+    closed."""
+    register(admin, streaming_peer)
+    error, task_id = call_fails(app, user, fake_model, "flood please")
+    assert error == f"the remote agent sent too much at once: {EVENT_TOO_LARGE}"
+    assert stored_reply(app, task_id) == ("", "failed", error)
+
+    def flood() -> dict[str, Any]:
+        r = httpx.get(f"http://127.0.0.1:{streaming_peer.port}/flood", timeout=10,
+                      headers={"Authorization": f"Bearer {PEER_TOKEN}"})
+        return dict(r.json())
+
+    wait_for(lambda: flood()["closed"])
+    # what the peer got out before the reader went away: 1 MiB read, plus what the sockets' buffers held
+    assert flood()["sent"] < 32 * 1024 * 1024, flood()
+
+
+def test_json_nested_too_deeply_fails_the_call_saying_so(
+    app: LiveApp, admin: ApiClient, user: ApiClient, streaming_peer: Peer, allow_local: None,
+    caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    register(admin, streaming_peer)
+    error, task_id = call_fails(app, user, fake_model, "deep thoughts")
+    assert error == "the remote agent sent JSON nested too deeply to read"
+    assert stored_reply(app, task_id)[1] == "failed"

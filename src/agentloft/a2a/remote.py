@@ -15,6 +15,14 @@ or wants input, a time limit, a stream that broke) ends the task as failed with 
 and in the tool result; the remote task is cancelled when the call is given up. A call that fails before
 the agent said anything fetches its card again: when the card changed (the agent moved its endpoint), the
 new card is kept and the call made once more on it.
+
+What a remote agent sends is bounded, since it lands in the panel's buffer, the callee session and the
+calling model's context: each event (or a whole answer, when the agent does not stream) at most
+``MAX_EVENT_BYTES``, checked by the transport as the bytes arrive (a2a-sdk's client would hold a line and
+an event whole, then parse it), and the reply's text at most ``AGENTLOFT_REMOTE_AGENT_MAX_CHARS``. Past
+either, the call ends as failed with an error that says which limit, the text kept is the first that many
+characters, and the remote task is cancelled and its stream closed. Reasons the agent gives (a failed
+task's status message, an error) are cut to ``MAX_REASON_CHARS``.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +79,11 @@ log = logging.getLogger(__name__)
 SDK_VERSION = 6
 BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)  # gRPC needs a2a-sdk[grpc]
 CARD_MAX_BYTES = 1_000_000
+# 1 MiB, the MCP SDK's default for one event: room for any reply within the text limit, the task's
+# history (the input of at most 100,000 characters) and some data parts. An MCP server may send more
+# (images reach the model as images); a remote agent's files are named, never shown.
+MAX_EVENT_BYTES = netguard.STREAM_MAX_EVENT_BYTES
+MAX_REASON_CHARS = 2_000  # an error or a status message is a sentence or a paragraph, not an answer
 TERMINAL: set[int] = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
             TaskState.TASK_STATE_REJECTED}
 # States in which a remote task stops and waits for something an agent-invoke call cannot give.
@@ -79,6 +93,13 @@ WAITING: dict[int, str] = {TaskState.TASK_STATE_INPUT_REQUIRED: "the remote agen
 
 class RemoteError(Exception):
     """A remote call that cannot go on; the message is the reason shown in the panel and the result."""
+
+
+def clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so when it was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters left out)"
 
 
 def state_name(state: int) -> str:
@@ -147,13 +168,16 @@ def card_of(agent: Agent) -> AgentCard:
 
 @dataclass
 class _Panel:
-    """Writes the remote reply into the task's buffer as UI-message-stream chunks, as the engine would."""
+    """Writes the remote reply into the task's buffer as UI-message-stream chunks, as the engine would,
+    and keeps at most ``max_chars`` of it: the text past that is refused (``add`` raises)."""
 
     rt: Runtime
     key: str
     message_id: str
+    max_chars: int
     text_open: bool = False
     parts: list[str] = field(default_factory=list)
+    kept: int = 0
 
     async def put(self, chunk: BaseChunk) -> None:
         await self.rt.buffers.append(self.key, f"data: {chunk.encode(SDK_VERSION)}\n\n")
@@ -163,12 +187,23 @@ class _Panel:
         await self.put(StartStepChunk())
 
     async def text(self, delta: str) -> None:
+        """Add ``delta`` to the reply; past ``max_chars``, add what fits and raise :class:`RemoteError`."""
+        room = self.max_chars - self.kept
+        if delta[room:]:
+            await self._add(delta[:room])
+            raise RemoteError(f"the remote agent's answer is longer than {self.max_chars:,} characters, the "
+                              "most a remote agent may give (AGENTLOFT_REMOTE_AGENT_MAX_CHARS); the call was "
+                              f"stopped, and the first {self.max_chars:,} characters kept")
+        await self._add(delta)
+
+    async def _add(self, delta: str) -> None:
         if not delta:
             return
         if not self.text_open:
             await self.put(TextStartChunk(id="reply"))
             self.text_open = True
         self.parts.append(delta)
+        self.kept += len(delta)
         await self.put(TextDeltaChunk(id="reply", delta=delta))
 
     async def end(self, error: str | None) -> None:
@@ -234,10 +269,16 @@ async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> 
         progress.status_text = render(event.message.parts)
 
 
-async def _events(client: A2AClient, text: str) -> AsyncIterator[StreamResponse]:
+async def _events(client: A2AClient, text: str) -> AsyncGenerator[StreamResponse, None]:
+    """The remote task's events; closing this closes the SDK's stream (and its connection) at once."""
     message = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])
-    async for event in client.send_message(SendMessageRequest(message=message)):
-        yield event
+    events = client.send_message(SendMessageRequest(message=message))  # an async generator in a2a-sdk 1.3
+    try:
+        async for event in events:
+            yield event
+    finally:
+        if isinstance(events, AsyncGenerator):
+            await events.aclose()
 
 
 async def _cancel_remote(client: A2AClient, progress: _Progress) -> None:
@@ -251,20 +292,29 @@ async def _cancel_remote(client: A2AClient, progress: _Progress) -> None:
 
 
 def _outcome(progress: _Progress, panel: _Panel) -> tuple[str, str, str | None]:
-    """(our state, the reply text, the error) once the remote side stopped talking."""
+    """(our state, the reply text, the error) once the remote side stopped talking. A completed task's
+    reply went through the panel (and its limit) before this is asked."""
     state = progress.state
+    status = clip(progress.status_text)
     if state == TaskState.TASK_STATE_COMPLETED:
-        return "completed", panel.reply or progress.status_text, None
+        return "completed", panel.reply, None
     if state in WAITING:
-        return "failed", panel.reply, WAITING[state] + (f": {progress.status_text}" if progress.status_text else "")
+        return "failed", panel.reply, WAITING[state] + (f": {status}" if status else "")
     if state in TERMINAL:
-        reason = progress.status_text or f"the remote task ended {state_name(state)}"
+        reason = status or f"the remote task ended {state_name(state)}"
         return ("canceled" if state == TaskState.TASK_STATE_CANCELED else "failed"), panel.reply, reason
     return "failed", panel.reply, "the remote agent's stream ended before its task did"
 
 
 def describe(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """Why the call failed, in words for the panel and the calling model."""
+    if isinstance(exc, RemoteError):
+        return str(exc)
+    if isinstance(exc, netguard.TooLarge):
+        return f"the remote agent sent too much at once: {exc}"
+    if isinstance(exc, RecursionError):  # an event whose JSON the json module cannot parse
+        return "the remote agent sent JSON nested too deeply to read"
+    text = clip(str(exc).strip() or type(exc).__name__)
     if "401" in text or "403" in text:
         return f"the remote agent refused the call ({text})"
     return text
@@ -291,7 +341,7 @@ async def _open(call: RemoteCall) -> _Panel:
                                                     user_text=call.input_text, model_id=None, extra=call.extra)
     key = f"a2a_{call.task.id}"
     await call.rt.buffers.open(key, {"sessionId": call.task.session_id, "messageId": reply_id})
-    panel = _Panel(call.rt, key, reply_id)
+    panel = _Panel(call.rt, key, reply_id, max_chars=call.rt.settings.remote_agent_max_chars)
     await panel.start()
     return panel
 
@@ -317,13 +367,15 @@ async def _close(call: RemoteCall, panel: _Panel, state: str, text: str, error: 
 async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: AgentCard) -> None:
     token = agents_service.remote_token(row=call.callee, box=call.rt.box)
     allow = await netguard.instance_allow_list(call.rt)
-    async with netguard.guarded_client(allow, headers=_headers(token)) as http:
+    async with netguard.guarded_client(allow, headers=_headers(token), max_body_bytes=MAX_EVENT_BYTES,
+                                       max_event_bytes=MAX_EVENT_BYTES) as http:
         client = await create_client(card, client_config=_client_config(card, http))
         try:
-            async for event in _events(client, call.input_text):
-                await _absorb(event, progress, panel)
-                if progress.state in TERMINAL or progress.state in WAITING:
-                    break
+            async with aclosing(_events(client, call.input_text)) as events:
+                async for event in events:
+                    await _absorb(event, progress, panel)
+                    if progress.state in TERMINAL or progress.state in WAITING:
+                        break
         except BaseException:
             await asyncio.shield(_cancel_remote(client, progress))
             raise
@@ -387,7 +439,7 @@ async def run_remote_task(
                                     progress.remote_task_id))
         raise
     except Exception as exc:
-        log.info("remote agent %s failed: %r", callee.slug, exc)
         state, text, error = "failed", panel.reply, describe(exc)
+        log.info("remote agent %s failed (%s): %s", callee.slug, type(exc).__name__, error)
     await _close(call, panel, state, text, error, progress.remote_task_id)
     return state, text, error

@@ -182,6 +182,13 @@ class Settings(BaseSettings):
         description="Size of a stdio MCP server's private /tmp (its home and working directory), in MB, and the "
         "largest file it may write.",
     )
+    remote_agent_max_chars: int = Field(
+        default=16_384, ge=100,
+        description="The longest answer, in characters, that a remote A2A agent may give one agent-invoke "
+        "call (about a local agent's default maxOutputTokens of 4,096 at four characters a token). Past "
+        "it the call ends as failed, saying so, with the first this many characters kept; the remote task "
+        "is cancelled and its stream closed. Each event the agent sends is at most 1 MiB besides.",
+    )
     generate_titles: bool = Field(
         default=True,
         description="Name a new chat with one short call to its model after the first reply (also in "
