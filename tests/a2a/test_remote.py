@@ -368,6 +368,15 @@ BAD_CARDS: dict[str, tuple[Response, str]] = {
             {"url": "https://x.test/", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]}),
         "the agent card offers no interface this server can call (it offers: CARRIER-PIGEON 9, GRPC 1.0)"),
     "too-large": (PlainTextResponse("x" * 2_000_000), "the agent card could not be fetched: response too large"),
+    # JSON nested deeper than the json module parses: a 500 before (fetch_card raised RecursionError)
+    "brackets": (Response("[" * 200_000, media_type="application/json"),
+                 "the agent card is not valid: its JSON is nested too deeply"),
+    "deep-field": (Response('{"name": "x", "description": ' + '{"a": ' * 5_000 + "1" + "}" * 5_000 + "}",
+                            media_type="application/json"),
+                   "the agent card is not valid: its JSON is nested too deeply"),
+    "deep-but-parsed": (Response('{"name": "x", "capabilities": {"extensions": [{"params": '
+                                 + '{"a": ' * 500 + "1" + "}" * 500 + "}]}}", media_type="application/json"),
+                        "the agent card is not valid: "),
 }
 
 

@@ -127,8 +127,10 @@ async def fetch_card(rt: Runtime, card_url: str, token: str | None) -> tuple[dic
     try:
         data = response.json_body()
         card = parse_agent_card(data)
+    except RecursionError:  # JSON nested deeper than the json module parses
+        return None, "the agent card is not valid: its JSON is nested too deeply"
     except (ValueError, ParseError) as exc:
-        return None, f"the agent card is not valid: {exc}"
+        return None, f"the agent card is not valid: {clip(str(exc))}"
     if not card.supported_interfaces:
         return None, "the agent card names no interface to call"
     if not await _callable(card):
