@@ -28,6 +28,7 @@ from agentloft.core.body_limit import BodyLimit
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
+from agentloft.core.jobs import JobRunner
 from agentloft.core.memory import MemoryReleaser
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
@@ -125,10 +126,18 @@ def build_runtime(settings: Settings) -> Runtime:
         checkpoints=CheckpointWriter(db),
         throttle=LoginThrottle.from_settings(settings, counters),
         models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
+        jobs=JobRunner(db, poll_seconds=settings.job_poll_seconds, lease_seconds=settings.job_lease_seconds,
+                       max_attempts=settings.job_max_attempts, concurrency=settings.job_concurrency),
         redis=redis,
     )
     rt.a2a = A2AServers(rt)
+    register_jobs(rt)
     return rt
+
+
+def register_jobs(rt: Runtime) -> None:
+    """The handler of every kind of background job (``core.jobs``), named here rather than on import, so
+    what runs in the background is listed in one place."""
 
 
 def quiet_request_logs() -> None:
@@ -168,6 +177,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
         app.state.db = rt.db
         for hook in _hooks("startup"):
             await hook(rt)
+        await rt.jobs.start(rt)  # after start-up: handlers may use anything it set up
         _freeze_startup_objects()
         app.state.memory = MemoryReleaser()
         app.state.memory.start()
@@ -176,6 +186,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
                 yield
         finally:
             await app.state.memory.stop()
+            await rt.jobs.stop()
             for hook in reversed(_hooks("shutdown")):
                 await hook(rt)
             await rt.db.dispose()

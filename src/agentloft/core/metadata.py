@@ -5,9 +5,13 @@ from __future__ import annotations
 import importlib
 
 DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a")
+# Tables that belong to no domain: the background jobs' queue.
+CORE_TABLE_MODULES = ("agentloft.core.jobs",)
 
 
 def import_all_models() -> None:
+    for module in CORE_TABLE_MODULES:
+        importlib.import_module(module)
     for domain in DOMAINS_WITH_TABLES:
         try:
             importlib.import_module(f"agentloft.{domain}.models")

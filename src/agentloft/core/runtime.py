@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
+from agentloft.core.jobs import JobRunner
 from agentloft.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -49,6 +50,9 @@ class Runtime:
     throttle: LoginThrottle
     models: ModelClients
     """Model clients and built pydantic-ai models, shared by every turn (``llm.clients``)."""
+    jobs: JobRunner
+    """The background jobs this process claims and runs (``core.jobs``); handlers are registered by kind
+    in ``app.register_jobs``."""
     redis: SharedRedis | None = None
     """The Redis several workers share (``AGENTLOFT_REDIS_URL``); None for one process on its own."""
     a2a: A2AServers = field(init=False)

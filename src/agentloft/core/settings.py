@@ -209,6 +209,27 @@ class Settings(BaseSettings):
         "rendered again without highlighting and math (and shown as plain text if that is too slow too). "
         "Highlighting and math have their own small CPU budget inside it.",
     )
+    job_poll_seconds: float = Field(
+        default=2.0, gt=0,
+        description="How often each server process looks for background jobs (reading an uploaded document, "
+        "indexing a file) when nothing woke it: a job queued in this process starts at once, one queued by "
+        "another process or due for a retry within this.",
+    )
+    job_lease_seconds: float = Field(
+        default=30.0, ge=1,
+        description="How long a process's claim on a running job lasts without being renewed (it is renewed "
+        "every third of this while the job runs). The jobs of a process that died are taken up by another "
+        "after this.",
+    )
+    job_max_attempts: int = Field(
+        default=5, ge=1,
+        description="How often a job is tried before it is marked failed with its last error: a job whose "
+        "handler raised is retried after a pause that doubles each time (5 s, 10 s, 20 s...), and a job "
+        "whose process died while running it counts as one attempt.",
+    )
+    job_concurrency: int = Field(
+        default=2, ge=1, description="Background jobs one server process runs at the same time."
+    )
     allow_remote_images: bool = Field(
         default=False,
         description="Let chats and documents show images from other sites. Off, the pages load images only "
