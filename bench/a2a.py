@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import statistics
-import subprocess
 import tempfile
 import time
 from typing import Any
@@ -33,7 +31,7 @@ from typing import Any
 import httpx
 from tests.fakes.openai_server import free_port
 
-from bench.common import serve_app, spawn, wait_up
+from bench.common import serve_app, spawn, stop_all, wait_up
 
 LEAF_PROMPT = "LEAF"
 
@@ -185,13 +183,7 @@ def main() -> None:
 
             _report(asyncio.run(run()), args)
         finally:
-            for p in procs:
-                p.send_signal(signal.SIGINT)
-            for p in procs:
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop_all(procs)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import statistics
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +29,7 @@ import httpx
 from tests.fakes.openai_server import free_port
 
 from bench.a2a import LEAF_PROMPT, _chat, _model_direct, _post, serve_fake
-from bench.common import serve_app, spawn, wait_up
+from bench.common import serve_app, spawn, stop_all, wait_up
 
 
 async def _sign_up(c: httpx.AsyncClient, fake_url: str) -> None:
@@ -152,13 +150,7 @@ def main() -> None:
 
             _report(asyncio.run(run()), args)
         finally:
-            for p in procs:
-                p.send_signal(signal.SIGINT)
-            for p in procs:
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop_all(procs)
 
 
 if __name__ == "__main__":

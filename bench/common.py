@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,6 +32,17 @@ def spawn(module: str, *args: str) -> subprocess.Popen[bytes]:
     """Start ``python -m <module> <args>`` from the repository root."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, env=env)
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the helper processes as Ctrl-C would, all at once, and kill any that has not ended in 10 s."""
+    for p in procs:
+        p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
 
 
 async def wait_up(url: str, limit_s: float = 60) -> None:
