@@ -76,6 +76,13 @@ def test_web_search_cannot_be_enabled_without_its_searxng_url(app: LiveApp, admi
     done = admin.ok("PUT", f"/api/agent-tools/{tool['id']}",
                     json={"enabled": True, "config": {"baseUrl": "http://searxng:8080"}})
     assert done["enabled"] is True and done["config"]["baseUrl"] == "http://searxng:8080"
+    # A webhook's URL is a secret (stored encrypted, never returned): it counts all the same.
+    hook = {"slug": "hook", "name": "Hook", "type": "webhook"}
+    r = admin.post("/api/agent-tools", json=hook)
+    assert r.status_code == 422 and list(r.json()["error"]["fields"]) == ["config.url"]
+    made = admin.ok("POST", "/api/agent-tools", json={**hook, "config": {"url": "https://hooks.example.com/x"}})
+    assert made["enabled"] is True and made["secretsSet"] == ["url"]
+    assert admin.ok("PUT", f"/api/agent-tools/{made['id']}", json={"name": "Hook 2"})["name"] == "Hook 2"
 
 
 def test_unknown_type_and_bad_fields_are_422(admin: ApiClient, make_tool: Callable[..., Any]) -> None:
