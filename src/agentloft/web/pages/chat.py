@@ -13,9 +13,10 @@ from agentloft.chat import service as chat_service
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
-from agentloft.defaults import ASSISTANT
+from agentloft.defaults import ASSISTANT, TOOL_TEXTS
 from agentloft.llm import service as llm_service
 from agentloft.tools import service as tools_service
+from agentloft.tools.schemas import ToolInfo
 from agentloft.web.deps import PageUser, page_router
 from agentloft.web.i18n import Translator, translator
 from agentloft.web.pages.setup import SETUP_PATH, no_model_notice
@@ -44,6 +45,13 @@ def agent_description(agent: Agent, t: Translator) -> str:
     return agent.description
 
 
+def tool_name(tool: ToolInfo, t: Translator) -> str:
+    """A tool's name as a card shows it: a default tool's, while an admin has not renamed it, translated
+    (as ``js/tool-texts.js`` does on the admin pages; done here, the chat loads one module less)."""
+    default = TOOL_TEXTS.get(tool.type)
+    return t(f"toolDefault.{tool.type}.name") if default and tool.name == default[0] else tool.name
+
+
 def _first_agent(agents: list[Agent]) -> str:
     """The agent a new chat opens on: the default Assistant when it is enabled, else the first one."""
     slugs = [a.slug for a in agents]
@@ -67,7 +75,7 @@ async def _chat(
         # What a new chat shows of its agent, and the names tool cards show (a call names its tool's slug).
         agent_intros={a.slug: {"description": agent_description(a, t), "starterPrompts": a.starter_prompts}
                       for a in agents},
-        tool_names={tool.slug: {"name": tool.name, "type": tool.type} for tool in tools},
+        tool_names={tool.slug: tool_name(tool, t) for tool in tools},
         session_id=session_id,
         # ``?agent=`` (empty) picks the plain model chat; no parameter picks the Assistant (else the first).
         extension_scripts=extension_scripts(),

@@ -5,7 +5,6 @@ import { lang, t } from '../i18n.js';
 import { handleData } from './hooks.js';
 import { decorateCodeBlocks, renderMarkdown } from '../markdown.js';
 import { toolFiles, toolResult } from './tool-files.js';
-import { toolName } from '../tool-texts.js';
 
 export function newMessage(id, role, parts = [], status = 'complete', error = null, meta = {}) {
   return { id, role, parts: parts.map((p) => ({ ...p })), status, error, meta };
@@ -186,18 +185,18 @@ function resultLink(part) {
   return h('a', { class: 'tool-link', href: link, dataset: { testid: 'tool-link' }, text });
 }
 
-/** The names of the tools this user's chats may call, by slug (a call names its tool by slug). */
+/** The names of the tools this user's chats may call, by slug (a call names its tool by slug), in the
+ * reader's language for a default tool. */
 const toolRows = JSON.parse(document.getElementById('chat-tools')?.textContent || '{}');
 
 function toolCard(part, actions) {
   const name = part.type.slice(5);
-  const row = toolRows[name];
-  const title = row ? toolName(row) : name; // people read the name, not the slug
+  const title = toolRows[name] || name; // people read the tool's name, not its slug
   const [label, kind] = stateLabel(part);
   const input = part.input ?? (part.inputText ? part.inputText : null);
   const card = h('div', { class: `tool-card state-${part.state}`, dataset: { toolCallId: part.toolCallId, tool: name } },
     h('div', { class: 'tool-head' }, h('span', { class: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }),
-      h('strong', { class: 'tool-name', text: title, title: title !== name ? name : null }), h('span', { class: `badge ${kind}`, dataset: { testid: 'tool-state' }, text: label })),
+      h('strong', { class: 'tool-name', text: title }), h('span', { class: `badge ${kind}`, dataset: { testid: 'tool-state' }, text: label })),
     part.state === 'output-available' ? resultLink(part) : null,
     part.state === 'output-available' ? toolFiles(part.output, name) : null,
     input !== null ? h('details', { class: 'tool-io', open: part.state === 'approval-requested' },
