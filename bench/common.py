@@ -24,7 +24,9 @@ def serve_app(port: int, data_dir: str) -> None:
     from agentloft.app import create_app
     from agentloft.core.settings import load_settings
 
-    settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False)
+    # one bench user runs many chats at once: no per-user limit
+    settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False,
+                             max_running_chats_per_user=0)
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 

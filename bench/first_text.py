@@ -86,7 +86,7 @@ def serve(port: int, data_dir: str, log: str, profile: tuple[str, str] | None, o
 
     rec = Recorder(profile, out)
     app = create_app(load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret",
-                                   create_defaults=False))
+                                   create_defaults=False, max_running_chats_per_user=0))
     _before(rec, dependencies, "_optional_user", "caller")
     _before(rec, turns, "start_chat", "handler")
     _before(rec, service, "begin_turn", "write", "written")

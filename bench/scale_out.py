@@ -79,7 +79,8 @@ def serve_app(port: int, data_dir: str, redis_url: str, per_frame: bool) -> None
 
         RedisStreamBuffers.JOIN_FRAMES = False
     settings = load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret", create_defaults=False,
-                             redis_url=redis_url or None, redis_prefix=f"bench-{secrets.token_hex(4)}")
+                             redis_url=redis_url or None, redis_prefix=f"bench-{secrets.token_hex(4)}",
+                             max_running_chats_per_user=0)  # one bench user runs hundreds of chats at once
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 

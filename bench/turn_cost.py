@@ -68,7 +68,8 @@ def serve(port: int, data_dir: str, database_url: str) -> None:
     from agentloft.app import create_app
     from agentloft.core.settings import load_settings
 
-    overrides: dict[str, Any] = {"data_dir": Path(data_dir), "env": "test", "secret_key": "bench-secret"}
+    overrides: dict[str, Any] = {"data_dir": Path(data_dir), "env": "test", "secret_key": "bench-secret",
+                                 "max_running_chats_per_user": 0}  # one bench user runs many chats at once
     if database_url:
         overrides["database_url"] = database_url
     settings = load_settings(**overrides)

@@ -80,7 +80,8 @@ async def _setup_app(data_dir: str, fake_url: str) -> tuple[Any, Any]:
     from agentloft.app import create_app
     from agentloft.core.settings import load_settings
 
-    app = create_app(load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret"))
+    app = create_app(load_settings(data_dir=Path(data_dir), env="test", secret_key="bench-secret",
+                                   max_running_chats_per_user=0))
     lifespan = app.router.lifespan_context(app)
     await lifespan.__aenter__()
     transport = httpx.ASGITransport(app=app)

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import event, text
+from sqlalchemy import event, insert, text
 from sqlalchemy.engine import Engine
 
 from agentloft.app import create_app
+from agentloft.auth.models import User
 from agentloft.cli import proxy_options
-from agentloft.core.db import Database
+from agentloft.core.db import Database, utcnow
 from agentloft.core.settings import load_settings
 from agentloft.core.textsearch import register_sqlite_functions
 from tests import redis_db
@@ -131,6 +132,14 @@ async def file_database(path: Path, *statements: str) -> Database:
         for statement in statements:
             await s.execute(text(statement))
     return db
+
+
+async def add_user(db: Database, user_id: int = 1) -> None:
+    """An account row (``u<id>``, no usable password) for service-level tests on a migrated database."""
+    now = utcnow()
+    async with db.session() as s:
+        await s.execute(insert(User).values(id=user_id, username=f"u{user_id}", password_hash="x", role="user",
+                                            disabled=False, created_at=now, updated_at=now))
 
 
 @contextmanager

@@ -9,14 +9,14 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
-from agentloft.auth.models import User
 from agentloft.core import migrate
-from agentloft.core.db import Database, utcnow
+from agentloft.core.db import Database
 from agentloft.core.errors import Conflict
 from agentloft.documents import service as documents
 from agentloft.documents.models import AgentDocumentVersion
+from tests.support import add_user
 
 
 @pytest.fixture
@@ -38,10 +38,8 @@ async def _update(db: Database, doc_id: str, content: str) -> str:
 async def _run(url: str) -> None:
     db = Database(url)
     try:
-        now = utcnow()
+        await add_user(db)
         async with db.session() as s:
-            await s.execute(insert(User).values(id=1, username="u1", password_hash="x", role="user",
-                                                disabled=False, created_at=now, updated_at=now))
             doc_id = (await documents.create_document(db=s, user_id=1, title="t", content="v0")).id
         for rnd in range(5):
             outcomes = await asyncio.gather(*(_update(db, doc_id, f"r{rnd}w{w}") for w in range(3)))

@@ -118,6 +118,9 @@ class TurnRequest:
     message_extra: dict[str, Any] | None = None
     recursion_depth: int = 0
     tool_extra: dict[str, Any] | None = None
+    # refuse the turn when the user would have more chats than this writing a reply (the chat endpoints
+    # set it; A2A tasks do not: ``service.refuse_too_many_running``)
+    running_limit: int | None = None
 
 
 @dataclass
@@ -237,6 +240,7 @@ async def prepare_turn(
             reply_id, raw_history = await service.begin_turn(
                 db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
                 user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
+                running_limit=r.running_limit,
             )
         scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
                          agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
@@ -259,6 +263,7 @@ async def prepare_rewind(
     message_id: str | None,
     new_text: str | None,
     inputs: TurnInputs,
+    running_limit: int | None = None,
 ) -> PreparedTurn:
     """Cut the session back to one user message (edited to ``new_text`` when given) and prepare its turn
     again on the history as it was then (``service.rewind_turn``). Leased like every run, so any worker
@@ -268,7 +273,8 @@ async def prepare_rewind(
     try:
         async with rt.db.session() as db:
             cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
-                                            text=new_text, model_id=inputs.model_row.id)
+                                            text=new_text, model_id=inputs.model_row.id,
+                                            running_limit=running_limit)
         scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                          agent_id=agent.id if agent else None)
         return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, StorableJSON, StorableString, StorableText, TimestampMixin, UTCDateTime, utcnow
@@ -37,6 +37,9 @@ class AgentSession(TimestampMixin, Base):
     """A conversation of one user, with an agent (``kind='agent'``) or the plain model (``kind='llm'``)."""
 
     __tablename__ = "agent_sessions"
+    # the running sessions of each user, counted as a turn starts (migration 0019_running_sessions)
+    __table_args__ = (Index("ix_agent_sessions_user_running", "user_id", sqlite_where=text("status = 'running'"),
+                            postgresql_where=text("status = 'running'")),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)

@@ -12,10 +12,24 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import orjson
-from sqlalchemy import ColumnElement, Select, Update, bindparam, case, delete, func, insert, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Update,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
+from agentloft.auth.models import User
 from agentloft.chat import search
 from agentloft.chat.models import (
     AWAITING_APPROVAL,
@@ -32,7 +46,7 @@ from agentloft.chat.models import (
     ChatApproval,
 )
 from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
-from agentloft.core.errors import Conflict, Invalid, NotFound, problem
+from agentloft.core.errors import Conflict, Invalid, NotFound, TooMany, problem
 from agentloft.core.ids import new_id
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.schemas import PageParams
@@ -193,6 +207,7 @@ async def begin_turn(
     model_id: int | None,
     extra: dict[str, Any] | None,
     create: NewSession | None = None,
+    running_limit: int | None = None,
 ) -> tuple[str, str | None]:
     """Claim the user's idle session of this chat (``agent_id``; None: the plain LLM chat), or create it
     running, and add the user message plus an empty assistant message; returns (assistant message id,
@@ -200,15 +215,18 @@ async def begin_turn(
     with the error that says which. Few statements on purpose: under load every statement inside a write
     transaction is an event-loop round trip while SQLite's write lock is held, and on PostgreSQL a round
     trip to the server. So the claim itself checks ownership, and returns the history and the next
-    message position."""
+    message position. ``running_limit``: refuse the turn (429) when the user would have more chats than
+    this running (``refuse_too_many_running``). The lock and the count this needs ride in the claim and
+    in the messages' insert, so a limited turn costs no statement more."""
     now = utcnow()
     history: str | None = None
     first = 0
+    owner = _owner(db, create.user_id if create is not None else user_id, running_limit)
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
         # work and bulk path cost more CPU than the statements (and the parameters keep one cached SQL).
-        await db.execute(insert(table_of(AgentSession)), {
-            "id": session_id, "user_id": create.user_id, "agent_id": create.agent_id, "kind": create.kind,
+        await db.execute(insert(table_of(AgentSession)).values(user_id=owner), {
+            "id": session_id, "agent_id": create.agent_id, "kind": create.kind,
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
             "model_history": None, "deleted_at": None})
     else:
@@ -216,7 +234,7 @@ async def begin_turn(
         last = select(func.max(messages.c.sort_order)).where(messages.c.session_id == session_id)
         claim = (
             update(sessions)
-            .where(sessions.c.id == session_id, sessions.c.status == IDLE, *_owned_by(user_id, agent_id))
+            .where(sessions.c.id == session_id, sessions.c.status == IDLE, *_owned_by(owner, agent_id))
             .values(status=RUNNING, updated_at=now,
                     title=case((sessions.c.title == "", literal(title_from(user_text), sessions.c.title.type)),
                                else_=sessions.c.title))  # the column's type: it makes the text storable
@@ -230,13 +248,18 @@ async def begin_turn(
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
               "output_tokens": None, "error": None, **(extra or {})}
-    await db.execute(insert(table_of(AgentMessage)), [
+    add_messages = insert(table_of(AgentMessage))
+    if running_limit:  # counted after the claim, in the transaction that made it
+        add_messages = add_messages.returning(_running(user_id).scalar_subquery())
+    added = await db.execute(add_messages, [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first,
          "history_length": None},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
          "model_id": model_id, "sort_order": first + 1, "history_length": None},
     ])
+    if running_limit:
+        _refuse_above(int(added.scalars().first() or 0), running_limit)
     return reply_id, history
 
 
@@ -251,7 +274,7 @@ class Rewound:
 
 async def rewind_turn(
     *, db: AsyncSession, session_id: str, user_id: int, message_id: str | None, text: str | None,
-    model_id: int | None,
+    model_id: int | None, running_limit: int | None = None,
 ) -> Rewound:
     """Edit-and-resend (``text`` given) or regenerate (``text`` None) from one of the user's messages
     (``message_id`` None: the last one). Everything after that message goes: later messages, their
@@ -259,20 +282,23 @@ async def rewind_turn(
     empty reply. 409 while a reply is written or an approval waits, exactly like sending a message.
 
     What the removed replies did outside the conversation stays done: documents they wrote, A2A tasks
-    they started, requests their tools sent. Only the conversation forgets it."""
+    they started, requests their tools sent. Only the conversation forgets it. ``running_limit`` as for
+    ``begin_turn``."""
     await get_session(db=db, session_id=session_id, user_id=user_id)
     if await is_a2a_session(db=db, session_id=session_id):
         raise Conflict("this conversation belongs to an agent-to-agent task", code="a2a_session")
     message = await _user_message(db, session_id, message_id)
     claim = (
         update(AgentSession)
-        .where(AgentSession.id == session_id, AgentSession.status == IDLE)
+        .where(AgentSession.id == session_id, AgentSession.status == IDLE,
+               AgentSession.user_id == _owner(db, user_id, running_limit))
         .values(status=RUNNING, updated_at=utcnow())
         .returning(AgentSession.model_history)  # read in the claim: a turn that just ended may have changed it
     )
     claimed = (await db.execute(claim)).first()
     if claimed is None:
         raise _busy(await get_session(db=db, session_id=session_id, user_id=user_id))
+    await refuse_too_many_running(db=db, user_id=user_id, limit=running_limit)
     history = await _history_before(db, claimed[0], message)
     later = select(AgentMessage.id).where(AgentMessage.session_id == session_id,
                                           AgentMessage.sort_order > message.sort_order)
@@ -333,12 +359,13 @@ async def is_a2a_session(*, db: AsyncSession, session_id: str) -> bool:
     return (await db.execute(stmt.limit(1))).first() is not None
 
 
-def _owned_by(user_id: int, agent_id: int | None) -> list[ColumnElement[bool]]:
-    """The session is the user's, not deleted, and of this chat: an agent's, or the plain LLM chat's
-    (on the Core table's columns: see ``_core_update``)."""
+def _owned_by(owner: Any, agent_id: int | None) -> list[ColumnElement[bool]]:
+    """The session is the user's (``owner``: the user's id, or ``_owner``'s locking subquery), not
+    deleted, and of this chat: an agent's, or the plain LLM chat's (on the Core table's columns: see
+    ``_core_update``)."""
     c = table_of(AgentSession).c
     chat = (c.kind == "llm", c.agent_id.is_(None)) if agent_id is None else (c.kind == "agent", c.agent_id == agent_id)
-    return [c.user_id == user_id, c.deleted_at.is_(None), *chat]
+    return [c.user_id == owner, c.deleted_at.is_(None), *chat]
 
 
 async def _refuse_claim(db: AsyncSession, session_id: str, user_id: int, agent_id: int | None) -> NoReturn:
@@ -349,6 +376,43 @@ async def _refuse_claim(db: AsyncSession, session_id: str, user_id: int, agent_i
     if row.kind != kind or row.agent_id != agent_id:
         raise Conflict("this session belongs to another chat", code="session_mismatch")
     raise _busy(row)
+
+
+def _owner(db: AsyncSession, user_id: int, limit: int | None) -> Any:
+    """What a limited turn's claim compares the session's owner with: on PostgreSQL the user's row, locked
+    (``FOR NO KEY UPDATE``, in the claim's own statement), so that turns of one user starting at once on
+    several workers count their running chats one after the other (the count is a later statement, so it
+    sees the turns committed while this one waited). The lock leaves the rows that only refer to the user
+    unblocked (their foreign keys take ``KEY SHARE``). SQLite needs none: the claim takes the writers'
+    lock, and the count follows it in the same transaction."""
+    if not limit or db.get_bind().dialect.name != "postgresql":
+        return user_id
+    return select(User.id).where(User.id == user_id).with_for_update(key_share=True).scalar_subquery()
+
+
+def _running(user_id: int) -> Select[Any]:
+    """How many of the user's chats are running: those the session list shows (``SESSION_LIST_FILTERS``:
+    an A2A task's session is not a chat of the user's), on the partial index of migration 0019, whose
+    condition only the literal ``'running'`` matches (a parameter would not)."""
+    stmt = select(func.count(AgentSession.id)).where(
+        AgentSession.user_id == user_id, AgentSession.status == literal_column(f"'{RUNNING}'"))
+    for narrow in SESSION_LIST_FILTERS:
+        stmt = narrow(stmt)
+    return stmt
+
+
+def _refuse_above(running: int, limit: int) -> None:
+    if running > limit:
+        raise TooMany(f"{limit} of your chats are writing a reply already; wait for one to finish or stop one",
+                      code="too_many_running_chats")
+
+
+async def refuse_too_many_running(*, db: AsyncSession, user_id: int, limit: int | None) -> None:
+    """429 ``too_many_running_chats`` when more than ``limit`` of the user's chats are running, the one
+    just claimed included (its transaction then rolls back: no session, message or claim is left). For a
+    claim made through ``_owner``. None or 0: no limit."""
+    if limit:
+        _refuse_above(int((await db.execute(_running(user_id))).scalar_one()), limit)
 
 
 def _busy(row: AgentSession) -> Conflict:

@@ -41,7 +41,7 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     else:
         await _own_session(rt, user=user, session_id=session_id)
     request = engine.TurnRequest(user_id=user.id, user_role=user.role, agent=agent, session_id=session_id,
-                                 user_text=message)
+                                 user_text=message, running_limit=rt.settings.max_running_chats_per_user)
     turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
     rt.runs.note_owner(session_id, user.id)  # the claim found it the user's, or made it so
     rt.runs.spawn(_background(rt, turn))
@@ -74,7 +74,8 @@ async def rewind(rt: Runtime, *, user: User, session_id: str, message_id: str | 
         slug = names[row.agent_id][0]
     agent, inputs = await engine.chat_inputs(rt, agent_slug=slug, user_id=user.id, user_role=user.role)
     turn = await engine.prepare_rewind(rt, user_id=user.id, user_role=user.role, agent=agent,
-                                       session_id=session_id, message_id=message_id, new_text=text, inputs=inputs)
+                                       session_id=session_id, message_id=message_id, new_text=text, inputs=inputs,
+                                       running_limit=rt.settings.max_running_chats_per_user)
     rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key
 

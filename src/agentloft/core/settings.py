@@ -101,6 +101,14 @@ class Settings(BaseSettings):
         description="Hosts and CIDRs that tools may reach although they are private (a local SearXNG, Ollama).",
     )
     session_days: int = Field(default=30, description="How long a sign-in lasts.")
+    max_running_chats_per_user: int = Field(
+        default=5, ge=0,
+        description="How many of one user's chats may be writing a reply at once, counted in the database "
+        "across all workers; a message or a regeneration beyond it is refused with 429 "
+        "too_many_running_chats. A paused reply resuming after its approval is not refused, and A2A tasks "
+        "do not count. 0: no limit. The default 5 lets a person keep a few replies going in several tabs "
+        "while a runaway script cannot take the models for everyone.",
+    )
     login_max_failures: int = Field(
         default=5, ge=1,
         description="Sign-in attempts an account gets at once, from any address; after that each further "

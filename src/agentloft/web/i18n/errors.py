@@ -91,6 +91,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.message_not_found": "This message is no longer in the conversation.",
         "apiError.agent_not_found": "This agent no longer exists or is switched off.",
         "apiError.session_busy": "A reply is still being written here. Wait for it or press Stop.",
+        "apiError.too_many_running_chats": "Too many of your chats are writing a reply at once. Wait for one to "
+        "finish, or stop one.",
         "apiError.approval_pending": "A tool call waits for your approval: answer it first.",
         "apiError.session_mismatch": "This conversation belongs to another agent.",
         "apiError.a2a_session": "This conversation belongs to an agent-to-agent task and cannot be changed.",
@@ -267,6 +269,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.message_not_found": "这条消息已不在对话中。",
         "apiError.agent_not_found": "该智能体已不存在或已停用。",
         "apiError.session_busy": "这里仍在生成回复。请等待，或点击“停止”。",
+        "apiError.too_many_running_chats": "你同时在生成回复的对话太多了。请等其中一个完成，或停止一个。",
         "apiError.approval_pending": "有工具调用在等待你的审批，请先处理。",
         "apiError.session_mismatch": "该对话属于另一个智能体。",
         "apiError.a2a_session": "该对话属于智能体之间的任务，不能修改。",
