@@ -4,10 +4,14 @@ functions of migration 0007) give the same grams as Python for every kind of tex
 
 from __future__ import annotations
 
+import asyncio
+import random
 import re
+import threading
+from collections.abc import Sequence
 
 from agentloft.core import textsearch
-from agentloft.core.textsearch import fold, gram_set, parse_query, snippet
+from agentloft.core.textsearch import Term, fold, gram_set, parse_query, snippet
 from tests.support import LiveApp
 
 SEPARATORS = {chr(c) for c in range(0x110000) if chr(c).isspace() or c <= 0x20}
@@ -73,6 +77,91 @@ def test_snippet_marks_every_hit_and_cuts_around_the_first() -> None:
     whole = snippet("短文", parse_query("短").terms)
     assert whole.text == "短文" and whole.pieces() == [("短", True), ("文", False)]
     assert snippet("nothing", parse_query("x").terms).pieces() == [("nothing", False)]
+
+
+def _reference_snippet(text: str, terms: Sequence[Term], width: int, before: int) -> tuple[str, list[tuple[int, int]]]:
+    """The snippet rule spelled out plainly: fold the whole text character by character, mark every
+    occurrence, cut around the first (what ``snippet`` computes over a window only)."""
+    flat = " ".join(text.split())
+    folded, where = "", []
+    for i, ch in enumerate(flat):
+        folded += fold(ch)
+        where += [i] * len(fold(ch))
+    spans = []
+    for key in (t.key for t in terms):
+        at = folded.find(key)
+        while at >= 0:
+            spans.append((where[at], where[at + len(key) - 1] + 1))
+            at = folded.find(key, at + len(key))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    start = max(0, merged[0][0] - before) if merged else 0
+    if start and merged and merged[0][1] - start > width:
+        start = merged[0][0]
+    end = min(len(flat), start + width)
+    prefix, suffix = "…" if start else "", "…" if end < len(flat) else ""
+    shift = len(prefix) - start
+    return prefix + flat[start:end] + suffix, [(max(s, start) + shift, min(e, end) + shift)
+                                               for s, e in merged if s < end and e > start]
+
+
+# Characters whose folding grows (ß→ss, ﬁ→fi, ㍿→株式会社, …→...), full-width ones, a combining accent.
+_EDGY = [*"咖啡茶ßﬁ㍿…ＡａAaSsfie\u0301 \n", "ss", "fi", "ＦＩ"]
+_PLAIN = [*"的了是在我有他这中大来上国个到说们为子和你地出道也时年", " "]
+
+
+def test_snippet_folds_only_up_to_the_first_hit_and_its_window() -> None:
+    rng = random.Random(7)
+    for n in range(1500):
+        dense = n % 2 == 0  # short texts full of hits, or long ones with a few, across fold blocks
+        length = rng.randint(0, 300) if dense else rng.randint(400, 3000)
+        text = "".join(rng.choice(_EDGY) if dense or rng.random() < 0.004 else rng.choice(_PLAIN)
+                       for _ in range(length))
+        q = " ".join("".join(rng.choice(_EDGY[:-5]) for _ in range(rng.randint(1, 3))) for _ in range(2))
+        terms = parse_query(q).terms
+        if not terms:
+            continue
+        width, before = rng.choice([(120, 30), (40, 5), (7, 0)])
+        cut = snippet(text, terms, width, before)
+        assert (cut.text, cut.highlights) == _reference_snippet(text, terms, width, before), (text, q)
+
+
+def test_first_hit_across_fold_blocks() -> None:
+    block = textsearch._SCAN_BLOCK  # pyright: ignore[reportPrivateUsage]
+    for lead in (block - 3, block - 2, block - 1, block, block + 1):
+        for piece, q in (("ﬁle", "file"), ("straße", "strasse"), ("㍿咖啡", "会社咖啡"), ("ＦＩＬＥ", "fi")):
+            text = "的" * lead + piece + "的" * 50
+            assert textsearch.first_hit(text, [t.key for t in parse_query(q).terms]) == lead, (lead, piece)
+            cut = snippet(text, parse_query(q).terms)
+            assert cut.text[cut.highlights[0][0]] == piece[0], (lead, piece)
+    assert textsearch.first_hit("ﬁ", ["i"]) == 0 and textsearch.first_hit("abc", ["x"]) is None
+
+
+def test_a_piece_of_a_text_says_where_it_was_cut() -> None:
+    terms = parse_query("咖啡").terms
+    piece = snippet("开头咖啡结尾", terms, cut_before=True, cut_after=True)
+    assert piece.text == "…开头咖啡结尾…" and piece.pieces() == [("…开头", False), ("咖啡", True), ("结尾…", False)]
+    assert snippet("开头咖啡结尾", terms).text == "开头咖啡结尾"
+
+
+def test_no_character_folds_to_nothing() -> None:
+    # A snippet looks for a key's occurrences within its own length of text past the first hit.
+    assert all(fold(chr(c)) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    assert textsearch.fold_each("Aßﬁ咖") == "assfi咖" == "".join(fold(c) for c in "Aßﬁ咖")
+
+
+def test_large_snippet_work_runs_off_the_event_loop() -> None:
+    async def threads() -> tuple[int, int, int]:
+        small = await textsearch.off_loop(textsearch.OFF_LOOP_CHARS, threading.get_ident)
+        large = await textsearch.off_loop(textsearch.OFF_LOOP_CHARS + 1, threading.get_ident)
+        return threading.get_ident(), small, large
+
+    loop, small, large = asyncio.run(threads())
+    assert small == loop and large != loop
 
 
 def test_database_functions_agree_with_python(app: LiveApp) -> None:
