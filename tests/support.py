@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import event, insert, text
 from sqlalchemy.engine import Engine
 
 from agentloft.app import create_app
 from agentloft.auth.models import User
 from agentloft.cli import proxy_options
+from agentloft.core import textsearch
 from agentloft.core.db import Database, utcnow
 from agentloft.core.settings import load_settings
 from agentloft.core.textsearch import register_sqlite_functions
@@ -156,6 +158,28 @@ def executed_statements(target: Any = Engine) -> Iterator[list[tuple[str, Any]]]
         yield seen
     finally:
         event.remove(target, "before_cursor_execute", record)
+
+
+@contextmanager
+def folded_characters() -> Iterator[list[int]]:
+    """How many characters Python folds (``textsearch.fold`` and ``fold_each``) while the block runs, as
+    the one item of the list yielded; a live app's own folding included (it runs in this process)."""
+    count = [0]
+    whole, each = textsearch.fold, getattr(textsearch, "fold_each", None)
+
+    def counted_fold(value: str) -> str:
+        count[0] += len(value)
+        return whole(value)
+
+    def counted_each(value: str) -> str:
+        count[0] += len(value)
+        assert each is not None
+        return each(value)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(textsearch, "fold", counted_fold)
+        patch.setattr(textsearch, "fold_each", counted_each, raising=False)
+        yield count
 
 
 async def wait_until(condition: Callable[[], bool | Awaitable[bool]], *, limit_s: float = 5.0,

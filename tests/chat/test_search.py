@@ -7,10 +7,14 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from agentloft.core.textsearch import register_sqlite_functions
+import pytest
+
+from agentloft.chat import search
+from agentloft.core import textsearch
+from agentloft.core.textsearch import parse_query, register_sqlite_functions
 from tests.chat.helpers import chat, make_agent
 from tests.fakes.openai_server import FakeModel, text
-from tests.support import ApiClient, LiveApp, executed_statements
+from tests.support import ApiClient, LiveApp, executed_statements, folded_characters
 
 SEARCH = "/api/agent-sessions/search"
 
@@ -94,9 +98,13 @@ def test_ranking_title_terms_then_hits_then_recent(
     assert found(user, "kiwi plum") == ["Kiwi plum tart", "Kiwi jam", "Newest notes", "Old notes"]
 
 
+@pytest.mark.parametrize("fold_whole", ["default", 0])
 def test_the_match_is_the_message_with_most_terms_then_the_newest(
-    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+    monkeypatch: pytest.MonkeyPatch, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    fold_whole: str | int,
 ) -> None:
+    if fold_whole != "default":  # on SQLite every message is then looked up in the index, not folded here
+        monkeypatch.setattr(search, "FOLD_WHOLE", fold_whole)
     sid = start(user, "茶 and 咖啡 together", "only 茶 here", fake_model, title="饮料")
     fake_model.push(text("茶 again, newest"))
     chat(user, "helper", "咖啡 alone", session_id=sid)
@@ -119,6 +127,18 @@ def test_the_match_is_the_message_with_most_terms_then_the_newest(
     assert match("ｃｏｆｆｅｅ")["messageId"] == messages["ＣＯＦＦＥＥ notes"]  # folded, and the newer of two
     assert match("coffee 茶")["messageId"] == messages["ＣＯＦＦＥＥ notes"]  # none holds both: the newest
     assert match("plainly 茶 咖啡")["messageId"] == messages["茶 and 咖啡 together"]  # two of three terms
+
+
+def test_a_message_from_a2a_is_never_the_match(
+    app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    sid = start(user, "咖啡 asked", "ok", fake_model, title="饮料")
+    fake_model.push(text("咖啡 answered"))
+    chat(user, "helper", "again", session_id=sid)
+    messages = {m["content"]: m["id"] for m in user.ok("GET", f"/api/agent-sessions/{sid}")["messages"]}
+    assert hit_of(user, "咖啡")["messageId"] == messages["咖啡 answered"]
+    app.sql("UPDATE agent_messages SET source = 'a2a' WHERE id = ?", (messages["咖啡 answered"],))
+    assert hit_of(user, "咖啡")["messageId"] == messages["咖啡 asked"]
 
 
 def test_paging_filters_and_bad_queries(
@@ -187,3 +207,94 @@ def test_index_follows_renames_messages_and_deletes(
             con.close()
         assert app.sql("SELECT count(*) FROM agent_messages") == [(4,)]  # alice's are left
         assert entries() == 0
+
+
+# --- long messages: a snippet costs its window, not the message ------------------------------------------
+
+LONG = 99_000
+FILLER = "前言写了很多别的事情……ＡＢＣ１２３，"  # full-width letters and "…", which NFKC makes longer
+
+
+def long_text(at: int, hit: str, length: int = LONG) -> str:
+    """``length`` characters of filler with ``hit`` starting at index ``at``."""
+    filler = FILLER * (length // len(FILLER) + 1)
+    return (filler[:at] + hit + filler[at + len(hit):])[:length]
+
+
+def hit_of(client: ApiClient, q: str) -> dict[str, Any]:
+    page = client.ok("GET", SEARCH, params={"q": q})
+    assert page["total"] == 1, page
+    return page["items"][0]["match"]
+
+
+def test_a_long_message_is_folded_only_around_its_hit(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    early, late = 1_500, 60_000
+    replies = {
+        "咖啡": long_text(early, "咖啡"),  # in the head: scanned up to the hit
+        "ﬁle": long_text(late, "ßﬁ㍿ＦＩＬＥ and ﬁle"),  # far in; what precedes it folds longer
+        "edge": long_text(textsearch.SNIPPET_HEAD - 2, "edge"),  # across the end of the head
+    }
+    sids = {q: start(user, "讲讲", reply, fake_model, title="长文") for q, reply in replies.items()}
+    for q, reply in replies.items():
+        with folded_characters() as folded:
+            match = hit_of(user, q)
+        work = folded[0]
+        assert match["field"] == "message" and match["role"] == "assistant", q
+        # The snippet a short message would get, cut from the whole text.
+        whole = textsearch.snippet(reply, parse_query(q).terms)
+        assert match["snippet"] == whole.text, q
+        assert [(p["text"], p["hit"]) for p in match["parts"]] == whole.pieces(), q
+        assert work <= textsearch.SNIPPET_HEAD + textsearch.SNIPPET_PIECE + 2_000, (q, work)
+    assert [p["text"] for p in hit_of(user, "ﬁle")["parts"] if p["hit"]] == ["ＦＩＬＥ", "ﬁle"]
+    assert sids.keys() == replies.keys()
+
+
+def test_a_search_over_many_long_messages_folds_a_bounded_amount(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    for i in range(12):
+        start(user, f"第{i}次", long_text(40_000 + i, "烘焙"), fake_model, title=f"长文 {i}")
+    with folded_characters() as folded:
+        page = user.ok("GET", SEARCH, params={"q": "烘焙", "pageSize": 10})
+    assert page["total"] == 12 and len(page["items"]) == 10
+    for item in page["items"]:
+        assert [p["text"] for p in item["match"]["parts"] if p["hit"]] == ["烘焙"]
+        assert item["match"]["snippet"].startswith("…") and item["match"]["snippet"].endswith("…")
+    # Each hit: its head scanned, a piece around the hit; the messages themselves are 99,000 characters.
+    assert folded[0] <= 10 * (textsearch.SNIPPET_HEAD + textsearch.SNIPPET_PIECE + 1_000), folded[0]
+
+
+def test_a_term_past_the_head_only_in_another_form_keeps_the_head(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    # The database finds terms past the head as typed (any ASCII case), not full-width: the snippet is
+    # then the message's start, unmarked, and the match is still the message.
+    start(user, "讲讲", long_text(50_000, "ＣＯＦＦＥＥ"), fake_model, title="长文")
+    match = hit_of(user, "coffee")
+    assert match["field"] == "message" and match["snippet"].endswith("…")
+    assert match["snippet"] == long_text(50_000, "ＣＯＦＦＥＥ")[:120] + "…"
+    assert not any(p["hit"] for p in match["parts"])
+
+
+@pytest.mark.sqlite_only(reason="the limits of SQLite's best-message pick; PostgreSQL picks it in SQL")
+def test_the_best_message_looks_at_the_newest_messages_within_a_budget(
+    monkeypatch: pytest.MonkeyPatch, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    sid = start(user, "茶 and 咖啡 at first", "ok", fake_model, title="饮料")
+    for i in range(3):
+        fake_model.push(text(f"茶 reply {i}"))
+        chat(user, "helper", f"question {i} " + "x" * 500, session_id=sid)
+    messages = {m["content"]: m["id"] for m in user.ok("GET", f"/api/agent-sessions/{sid}")["messages"]}
+    monkeypatch.setattr(search, "SESSION_FOLD_CHARS", 600)  # the newest reply and question, then the index
+    with folded_characters() as folded:
+        assert hit_of(user, "茶 咖啡")["messageId"] == messages["茶 and 咖啡 at first"]  # through the index
+    assert folded[0] < 1_000
+    monkeypatch.setattr(search, "BEST_OF", 4)  # the first exchange is no longer looked at
+    assert hit_of(user, "茶 咖啡")["messageId"] == messages["茶 reply 2"]
+    monkeypatch.setattr(search, "FOLD_WHOLE", 0)  # every message through the index: the same pick
+    assert hit_of(user, "茶 咖啡")["messageId"] == messages["茶 reply 2"]
+    monkeypatch.setattr(search, "BEST_OF", 200)
+    assert hit_of(user, "茶 咖啡")["messageId"] == messages["茶 and 咖啡 at first"]
+    assert hit_of(user, "茶")["messageId"] == messages["茶 reply 2"]

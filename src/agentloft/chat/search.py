@@ -10,21 +10,33 @@ Ranking, on both databases: more terms in the title first, then weighted hits (a
 ``TITLE_WEIGHT``, in the messages ``MESSAGE_WEIGHT``), then the most recently active session. The total
 is exact. Each hit carries its best message (the one holding the most terms, newest first) for a
 snippet; a session found by its title alone has none.
+
+A search costs what its page shows, not what its sessions hold: on SQLite the best message is picked
+among each page session's newest ``BEST_OF`` messages, folding here only short ones within a budget and
+asking the index about the rest (``_sqlite_best``; PostgreSQL picks it in SQL from the hits); a snippet
+reads only the head of its message, or a piece around a later hit (``_with_snippets``); and the Python
+work that remains runs on a worker thread once it is large (``textsearch.off_loop``). Before, 100 chats
+of one 99,000-character message made one search fold every message whole, on the event loop: 7.6 s,
+during which other users waited (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     CTE,
     Integer,
+    Row,
     Select,
     String,
     Subquery,
+    TextClause,
+    bindparam,
     case,
+    cast,
     column,
     distinct,
     exists,
@@ -36,7 +48,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import aliased, load_only
 
 from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.core import textsearch
@@ -50,6 +62,12 @@ A2A = "a2a"
 # (text, folded text) as migration 0007's PostgreSQL indexes have them.
 PG_MESSAGE = ("agent_messages.content", "coalesce(agent_messages.search_text, lower(agent_messages.content))")
 PG_TITLE = ("agent_sessions.title", "agentloft_fold(agent_sessions.title)")
+# SQLite: a page session's best message is picked among its newest BEST_OF messages; those of up to
+# FOLD_WHOLE characters are folded here while the session's folded text stays within SESSION_FOLD_CHARS,
+# the others are looked up in the index (``_sqlite_best``).
+BEST_OF = 200
+FOLD_WHOLE = 4_000
+SESSION_FOLD_CHARS = 32_000
 
 
 @dataclass(frozen=True)
@@ -97,23 +115,63 @@ def _sqlite_hits(query: Query, user_id: int) -> CTE:
     return union_all(*arms).cte("hits")
 
 
+def _sqlite_looked_at(query: Query, user_id: int, session_ids: list[str]) -> TextClause:
+    """The messages ``_sqlite_best`` looks at: the indexed ones among each page session's newest ``BEST_OF``
+    (counted without reading them; a long text costs only what is read of it), with
+    the text of those it folds here (``here``) and, for the others, which terms the index holds them
+    under (``h0``, ``h1``, ...): the terms' match lists among the user's rows, built only when such a
+    message is met (SQLite builds an uncorrelated IN list once, where it is first needed)."""
+    looked_up: list[str] = []
+    params: dict[str, Any] = {"u": user_id, "best_of": BEST_OF, "whole": FOLD_WHOLE, "budget": SESSION_FOLD_CHARS}
+    index_rowid = textsearch.index_rowid_sql(":u", "f.r")
+    for i, term in enumerate(query.terms):
+        m = textsearch.fts_match(MESSAGES, query.only(term), user_id, tag=f"b{i}")
+        params |= m.params
+        looked_up.append(f"CASE WHEN NOT f.here THEN {index_rowid} IN (SELECT {m.rowid} FROM {m.table} "
+                         f"WHERE {m.where}) END AS h{i}")
+    sql = (
+        "WITH c AS MATERIALIZED (SELECT m.rowid AS r, m.session_id AS sid, m.id AS mid, "
+        "row_number() OVER (PARTITION BY m.session_id ORDER BY m.rowid DESC) AS k "
+        "FROM agent_messages m JOIN agent_sessions s ON s.id = m.session_id "
+        "WHERE m.session_id IN :sids AND s.user_id = :u), "
+        # Whether it came from A2A through the source index: ``source`` is stored after the text, and
+        # reading it past a long text's overflow pages cost ~0.4 ms a message.
+        "l AS (SELECT c.r, c.sid, c.mid, length(substr(m.content, 1, :whole + 1)) AS n "
+        "FROM c JOIN agent_messages m ON m.rowid = c.r WHERE c.k <= :best_of AND NOT EXISTS (SELECT 1 FROM "
+        f"agent_messages a INDEXED BY idx_agent_messages_source WHERE a.source = '{A2A}' AND a.rowid = c.r)), "
+        "f AS (SELECT r, sid, mid, n <= :whole AND sum(CASE WHEN n <= :whole THEN n ELSE 0 END) "
+        "OVER (PARTITION BY sid ORDER BY r DESC ROWS UNBOUNDED PRECEDING) <= :budget AS here FROM l) "
+        f"SELECT f.sid, f.mid, f.r, CASE WHEN f.here THEN m.content END AS content, {', '.join(looked_up)} "
+        "FROM f JOIN agent_messages m ON m.rowid = f.r"
+    )
+    return text(sql).bindparams(bindparam("sids", session_ids, expanding=True), **params)
+
+
 async def _sqlite_best(db: AsyncSession, query: Query, user_id: int, session_ids: list[str]) -> dict[str, str]:
-    """The best message of each of the page's sessions (most terms, newest first among equals), found by
-    folding their indexed messages here as the index does (``textsearch.fold``): a few hundred short
-    texts cost less than looking each message up in the terms' match lists, which for a common
-    character hold thousands of rows (building them again took longer than the rest of the search)."""
+    """The best message of each of the page's sessions (most terms, newest first among equals) among its
+    newest ``BEST_OF`` messages. Short messages are folded here as the index folds them (``fold``), up to
+    ``SESSION_FOLD_CHARS`` characters a session: a few hundred short texts cost less than looking each
+    message up in the terms' match lists, which for a common character hold thousands of rows (building
+    them again took longer than the rest of the search). Longer messages, and those past that budget, are
+    looked up in the index instead (``_sqlite_looked_at``): folding them cost what their length costs
+    (100 sessions of one 99,000-character message: seconds on the event loop), a match list costs what the
+    user's matches cost."""
     if not session_ids:
         return {}
-    m = AgentMessage
-    rows = await db.execute(
-        select(m.session_id, m.id, literal_column("agent_messages.rowid"), m.content)
-        .join(AgentSession, AgentSession.id == m.session_id)
-        .where(m.session_id.in_(session_ids), m.source != A2A, AgentSession.user_id == user_id)
-    )
+    rows = (await db.execute(_sqlite_looked_at(query, user_id, session_ids))).all()
+    folding = sum(len(row[3]) for row in rows if row[3] is not None)
+    return await textsearch.off_loop(folding, lambda: _pick_best(query, rows))
+
+
+def _pick_best(query: Query, rows: Sequence[Row[Any]]) -> dict[str, str]:
     best: dict[str, tuple[int, int, str]] = {}
-    for sid, mid, rowid, content in rows.all():
-        folded = textsearch.fold(content or "")
-        held = sum(1 for t in query.terms if t.key in folded)
+    for row in rows:
+        sid, mid, rowid, content, *looked_up = tuple(row)
+        if content is not None:
+            folded = textsearch.fold(content)
+            held = sum(1 for t in query.terms if t.key in folded)
+        else:
+            held = sum(1 for h in looked_up if h)
         if held:
             best[sid] = max(best.get(sid, (0, 0, "")), (held, rowid, mid))
     return {sid: mid for sid, (_, _, mid) in best.items()}
@@ -241,20 +299,72 @@ async def search_sessions(
     return Hits(await _with_snippets(db, query, found), total)
 
 
+@dataclass(frozen=True)
+class _Head:
+    """The start of a best message (up to ``SNIPPET_HEAD`` characters), and whether the message goes on."""
+
+    message: AgentMessage  # id, role and session only: its text stays in the database
+    text: str
+    goes_on: bool
+
+
+async def _heads(db: AsyncSession, ids: list[str]) -> dict[str, _Head]:
+    if not ids:
+        return {}
+    m = AgentMessage
+    head = func.substr(m.content, 1, textsearch.SNIPPET_HEAD + 1)  # one more: says whether it goes on
+    found = await db.execute(select(m, head).where(m.id.in_(ids))
+                             .options(load_only(m.id, m.role, m.session_id, raiseload=True)))
+    return {message.id: _Head(message, start[:textsearch.SNIPPET_HEAD], len(start) > textsearch.SNIPPET_HEAD)
+            for message, start in found.all()}
+
+
 async def _with_snippets(
     db: AsyncSession, query: Query, rows: list[tuple[AgentSession, str | None]]
 ) -> list[SessionHit]:
-    ids = [mid for _, mid in rows if mid]
-    messages: dict[str, AgentMessage] = {}
-    if ids:
-        found = await db.execute(select(AgentMessage).where(AgentMessage.id.in_(ids)))
-        messages = {m.id: m for m in found.scalars()}
-    out: list[SessionHit] = []
-    for session, mid in rows:
-        message = messages.get(mid) if mid else None
-        source = message.content if message is not None else session.title
-        out.append(SessionHit(session, message, textsearch.snippet(source, query.terms)))
-    return out
+    """Each hit with its snippet, from its best message or else its title. Only the head of a message
+    leaves the database (``_heads``); one whose head holds no hit gets a piece around the first place
+    the database finds a term (``_later_pieces``)."""
+    heads = await _heads(db, [mid for _, mid in rows if mid])
+    chosen = [(session, heads.get(mid) if mid else None) for session, mid in rows]
+    size = sum(len(head.text if head else session.title) for session, head in chosen)
+    snippets = await textsearch.off_loop(size, lambda: [
+        textsearch.snippet(session.title, query.terms) if head is None
+        else textsearch.snippet(head.text, query.terms, cut_after=head.goes_on) for session, head in chosen])
+    later = [head.message.id for (_, head), cut in zip(chosen, snippets, strict=True)
+             if head is not None and head.goes_on and not cut.highlights]
+    pieces = await _later_pieces(db, query, later) if later else {}
+    return [SessionHit(session, head.message if head else None,
+                       pieces.get(head.message.id, cut) if head else cut)
+            for (session, head), cut in zip(chosen, snippets, strict=True)]
+
+
+_NOWHERE = 2**31 - 1  # a position past any text (an int4 on PostgreSQL): the form was not found
+
+
+async def _later_pieces(db: AsyncSession, query: Query, ids: list[str]) -> dict[str, Snippet]:
+    """Snippets of long messages whose head holds no hit, cut from a piece of ``SNIPPET_PIECE`` characters
+    around the first place where the database's ``lower()`` finds one of the terms' ``raw_forms`` (instr
+    on SQLite, strpos on PostgreSQL; both count characters, as Python does). A message that holds its
+    terms only in another form past its head (full-width text for a term typed in ASCII) keeps the snippet
+    of its head, unmarked."""
+    m = AgentMessage
+    pg = db.get_bind().dialect.name == "postgresql"
+    find = func.strpos if pg else func.instr
+    lowered = func.lower(m.content)
+    places = [func.coalesce(func.nullif(find(lowered, func.lower(bindparam(f"form{i}", form, type_=String))), 0),
+                            _NOWHERE)
+              for i, form in enumerate(textsearch.raw_forms(query.terms))]
+    first = places[0] if len(places) == 1 else (func.least if pg else func.min)(*places)
+    at = select(m.id.label("id"), first.label("p")).where(m.id.in_(ids)).cte("at").prefix_with("MATERIALIZED")
+    start = cast(case((at.c.p > textsearch.SNIPPET_AROUND, at.c.p - textsearch.SNIPPET_AROUND), else_=1), Integer)
+    piece = func.substr(m.content, start, textsearch.SNIPPET_PIECE + 1)  # one more: says whether it goes on
+    rows = (await db.execute(select(at.c.id, start, piece).join(m, m.id == at.c.id).where(at.c.p < _NOWHERE))).all()
+    size = sum(len(part) for *_, part in rows)
+    return await textsearch.off_loop(size, lambda: {
+        mid: textsearch.snippet(part[:textsearch.SNIPPET_PIECE], query.terms, cut_before=begin > 1,
+                                cut_after=len(part) > textsearch.SNIPPET_PIECE)
+        for mid, begin, part in rows})
 
 
 __all__ = ["Hits", "SessionHit", "search_sessions"]
