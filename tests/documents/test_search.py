@@ -7,7 +7,7 @@ import pytest
 
 from agentloft.documents import search
 from tests.documents.conftest import create_doc
-from tests.support import ApiClient, LiveApp, executed_statements
+from tests.support import ApiClient, LiveApp, executed_statements, folded_characters
 
 BASE = "/api/agent-documents"
 
@@ -315,3 +315,13 @@ def test_window_reads_every_match_rather_than_a_wide_date_range(
     if app.database_url:  # the window query is PostgreSQL's
         windows = [s for s in statements if "WITH w AS" in s]
         assert len(windows) == 1 and "OFFSET" not in windows[0].split("SELECT agent_documents.id,")[0]
+
+
+def test_a_search_folds_no_document_text_in_python(user: ApiClient) -> None:
+    # Documents hold up to 200,000 characters; a search lists them with their summaries, no snippet, and
+    # ranks them in SQL: nothing of a document is folded per result (only the query is).
+    for i in range(3):
+        create_doc(user, title=f"Long {i}", content="前言ＡＢＣ……" * 20_000 + f" 咖啡 {i}", summary="long")
+    with folded_characters() as folded:
+        assert _titles(user, "咖啡") == ["Long 2", "Long 1", "Long 0"]
+    assert folded[0] < 100
