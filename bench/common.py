@@ -30,9 +30,10 @@ def serve_app(port: int, data_dir: str) -> None:
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def spawn(module: str, *args: str) -> subprocess.Popen[bytes]:
-    """Start ``python -m <module> <args>`` from the repository root."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def spawn(module: str, *args: str, src: str | None = None) -> subprocess.Popen[bytes]:
+    """Start ``python -m <module> <args>`` from the repository root; with ``src``, a directory whose
+    ``agentloft`` package it imports instead of the installed one (another version, to compare with)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([src] if src else []), str(ROOT)])}
     return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, env=env)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import statistics
 import subprocess
 import tempfile
@@ -30,7 +29,7 @@ from typing import Any
 import httpx
 from tests.fakes.openai_server import free_port
 
-from bench.common import serve_app, spawn, wait_up
+from bench.common import serve_app, spawn, stop_all, wait_up
 from bench.latency import Latency, probe_times
 
 ACCOUNTS = 20
@@ -127,11 +126,7 @@ def _run(name: str, args: argparse.Namespace, on_loop: bool) -> None:
         try:
             _report(name, asyncio.run(_measure(f"http://127.0.0.1:{port}", args.rounds, args.baseline)))
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_all([proc])
 
 
 def main() -> None:
