@@ -62,7 +62,7 @@ A2A = "a2a"
 # (text, folded text) as migration 0007's PostgreSQL indexes have them.
 PG_MESSAGE = ("agent_messages.content", "coalesce(agent_messages.search_text, lower(agent_messages.content))")
 PG_TITLE = ("agent_sessions.title", "agentloft_fold(agent_sessions.title)")
-# SQLite: a page session's best message is picked among its newest BEST_OF messages; those of up to
+# SQLite: a page session's best message is picked among its newest BEST_OF messages (by place); those of up to
 # FOLD_WHOLE characters are folded here while the session's folded text stays within SESSION_FOLD_CHARS,
 # the others are looked up in the index (``_sqlite_best``).
 BEST_OF = 200
@@ -117,7 +117,7 @@ def _sqlite_hits(query: Query, user_id: int) -> CTE:
 
 def _sqlite_looked_at(query: Query, user_id: int, session_ids: list[str]) -> TextClause:
     """The messages ``_sqlite_best`` looks at: the indexed ones among each page session's newest ``BEST_OF``
-    (counted without reading them; a long text costs only what is read of it), with
+    (by place in the session, found without reading them; a long text costs only what is read of it), with
     the text of those it folds here (``here``) and, for the others, which terms the index holds them
     under (``h0``, ``h1``, ...): the terms' match lists among the user's rows, built only when such a
     message is met (SQLite builds an uncorrelated IN list once, where it is first needed)."""
@@ -130,15 +130,17 @@ def _sqlite_looked_at(query: Query, user_id: int, session_ids: list[str]) -> Tex
         looked_up.append(f"CASE WHEN NOT f.here THEN {index_rowid} IN (SELECT {m.rowid} FROM {m.table} "
                          f"WHERE {m.where}) END AS h{i}")
     sql = (
-        "WITH c AS MATERIALIZED (SELECT m.rowid AS r, m.session_id AS sid, m.id AS mid, "
-        "row_number() OVER (PARTITION BY m.session_id ORDER BY m.rowid DESC) AS k "
-        "FROM agent_messages m JOIN agent_sessions s ON s.id = m.session_id "
-        "WHERE m.session_id IN :sids AND s.user_id = :u), "
-        # Whether it came from A2A through the source index: ``source`` is stored after the text, and
-        # reading it past a long text's overflow pages cost ~0.4 ms a message.
-        "l AS (SELECT c.r, c.sid, c.mid, length(substr(m.content, 1, :whole + 1)) AS n "
-        "FROM c JOIN agent_messages m ON m.rowid = c.r WHERE c.k <= :best_of AND NOT EXISTS (SELECT 1 FROM "
-        f"agent_messages a INDEXED BY idx_agent_messages_source WHERE a.source = '{A2A}' AND a.rowid = c.r)), "
+        # The newest BEST_OF by their place in the session, through its (session, place) index; whether a
+        # message came from A2A through the source index: ``source`` is stored after the text, and reading
+        # it past a long text's overflow pages cost ~0.4 ms a message. (Numbering every message of the
+        # page sessions with row_number() cost four times the old statement.)
+        "WITH cut AS (SELECT s.id AS sid, (SELECT m.sort_order FROM agent_messages m WHERE m.session_id = s.id "
+        "ORDER BY m.sort_order DESC LIMIT 1 OFFSET :best_of - 1) AS lo "
+        "FROM agent_sessions s WHERE s.id IN :sids AND s.user_id = :u), "
+        "l AS (SELECT m.rowid AS r, m.session_id AS sid, m.id AS mid, length(substr(m.content, 1, :whole + 1)) AS n "
+        "FROM cut JOIN agent_messages m ON m.session_id = cut.sid AND m.sort_order >= coalesce(cut.lo, -1) "
+        "WHERE NOT EXISTS (SELECT 1 FROM agent_messages a INDEXED BY idx_agent_messages_source "
+        f"WHERE a.source = '{A2A}' AND a.rowid = m.rowid)), "
         "f AS (SELECT r, sid, mid, n <= :whole AND sum(CASE WHEN n <= :whole THEN n ELSE 0 END) "
         "OVER (PARTITION BY sid ORDER BY r DESC ROWS UNBOUNDED PRECEDING) <= :budget AS here FROM l) "
         f"SELECT f.sid, f.mid, f.r, CASE WHEN f.here THEN m.content END AS content, {', '.join(looked_up)} "
