@@ -10,18 +10,23 @@ any message contains every term (``ILIKE '%term%'``), newest first, with its cou
 
     python -m bench.chat_search [--sessions 2000] [--per 20] [--total 200000] [--runs 20]
     python -m bench.chat_search --postgres postgresql+asyncpg://user:pw@127.0.0.1/postgres
+    python -m bench.chat_search --against /tmp/before/src   # interleaved with another tree's chat search
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import random
+import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from sqlalchemy import exists, func, insert, or_, select, text
@@ -113,11 +118,51 @@ def query_classes() -> dict[str, list[str]]:
     }
 
 
+def _module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+def other_search(src: Path) -> ModuleType:
+    """``chat.search`` of another tree with that tree's ``core.textsearch`` (the rest, models and
+    database, is this tree's: the schema must be the same)."""
+    textsearch = _module("other_textsearch", src / "agentloft" / "core" / "textsearch.py")
+    module = _module("other_chat_search", src / "agentloft" / "chat" / "search.py")
+    module.textsearch = textsearch
+    return module
+
+
+async def compare(db: Database, other: ModuleType, runs: int) -> None:
+    """Each query class's searches, this tree's and the other's one after the other (in turns, so that
+    the machine's load falls on both alike)."""
+    print(f"{'query (interleaved)':34} {'before p50':>10} {'p95':>8} {'after p50':>10} {'p95':>8}")
+    for name, terms in query_classes().items():
+        times: dict[str, list[float]] = {"before": [], "after": []}
+        for r in range(runs):
+            pair = [("after", search), ("before", other)]
+            for label, module in pair if r % 2 else pair[::-1]:
+                for q in terms:
+                    started = time.perf_counter()
+                    async with db.session() as s:
+                        await module.search_sessions(db=s, user_id=1, q=q, offset=0, limit=20)
+                    times[label].append((time.perf_counter() - started) * 1000)
+        b, a = times["before"], times["after"]
+        print(f"{name:34} {statistics.median(b):10.2f} {corpus.pct(b, 95):8.2f} {statistics.median(a):10.2f} "
+              f"{corpus.pct(a, 95):8.2f}", flush=True)
+
+
 async def run(url: str, runs: int, fresh: bool, args: argparse.Namespace) -> None:
     db = Database(url)
     try:
         if fresh:
             await build(db, args.sessions, args.per, args.total)
+        if args.against:
+            await compare(db, other_search(args.against), runs)
+            return
         print(f"{'query (user with 2,000 sessions)':34} {'p50 ms':>8} {'p95 ms':>8} {'LIKE p50':>9} "
               f"{'LIKE p95':>9} {'sessions':>9}")
         for name, terms in query_classes().items():
@@ -141,6 +186,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--postgres", help="an admin URL of a PostgreSQL server: benchmark there instead")
     ap.add_argument("--db", type=Path, help="keep the SQLite file here and reuse it when it exists")
+    ap.add_argument("--against", type=Path, help="a src directory: time its chat search and this one's in turns")
     args = ap.parse_args()
     corpus.load_terms()
     if args.postgres:
