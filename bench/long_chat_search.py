@@ -32,6 +32,7 @@ from sqlalchemy import insert
 from tests.fakes.openai_server import free_port
 
 from bench.common import serve_app, spawn, stop_all, wait_up
+from bench.latency import Latency, probe_times
 
 PASSWORD = "password123"
 FILLER = "前言写了很多别的事情……ＡＢＣ１２３，今天的天气不错我们聊聊别的话题。"
@@ -89,22 +90,12 @@ async def _signed_in(base: str, username: str, admin: httpx.AsyncClient | None) 
     return client
 
 
-async def latency_while(client: httpx.AsyncClient, url: str, work: Callable[[], Awaitable[Any]],
-                        least: int = 1) -> tuple[list[float], Any]:
-    """Time ``GET url`` one request after another on ``client`` while ``work()`` runs (and at least
-    ``least`` times); the times in seconds and what ``work()`` returned."""
-    times: list[float] = []
+async def _during(probe: Callable[[], Awaitable[object]], work: Callable[[], Awaitable[list[float]]]
+                  ) -> tuple[Latency, list[float]]:
+    """``probe``'s latencies while ``work()`` runs once, and what it returned."""
     task = asyncio.create_task(work())
-    while len(times) < least or not task.done():
-        started = time.perf_counter()
-        r = await client.get(url)
-        times.append(time.perf_counter() - started)
-        r.raise_for_status()
-    return times, await task
-
-
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
+    latency = await probe_times(probe, until=task.done)
+    return latency, await task
 
 
 async def _measure(base: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -118,7 +109,10 @@ async def _measure(base: str, url: str, args: argparse.Namespace) -> dict[str, A
         await _insert_chats(url, int(me["id"]), args.chats, args.chars)
         print(f"  wrote {args.chats} chats of {args.chars:,} characters in {time.perf_counter() - started:.1f} s",
               flush=True)
-        idle, _ = await latency_while(other, "/api/auth/me", lambda: asyncio.sleep(0), least=args.baseline)
+        async def me() -> None:
+            (await other.get("/api/auth/me")).raise_for_status()
+
+        idle = await probe_times(me, until=lambda: True, least=args.baseline)
         out: dict[str, Any] = {"idle": idle}
         for name, (term, _) in QUERIES.items():
             async def searches(term: str = term) -> list[float]:
@@ -133,7 +127,7 @@ async def _measure(base: str, url: str, args: argparse.Namespace) -> dict[str, A
                         any(p["hit"] for p in item["match"]["parts"]) for item in page["items"]), page
                 return times
 
-            out[name] = await latency_while(other, "/api/auth/me", searches)
+            out[name] = await _during(me, searches)
         return out
     finally:
         for client in (admin, searcher, other):
@@ -141,20 +135,16 @@ async def _measure(base: str, url: str, args: argparse.Namespace) -> dict[str, A
 
 
 def _report(name: str, result: dict[str, Any]) -> None:
-    """p95 and the longest wait of ``/me``, each against ``/me`` alone: a search that holds the loop for
-    seconds stalls only the few requests that arrive meanwhile, which a p95 over many quick ones hides."""
-    idle = result["idle"]
-    i95, imax = p95(idle) * 1000, max(idle) * 1000
+    """The searches' times, and ``/me`` meanwhile against ``/me`` alone: its max too, since a search that
+    holds the loop for seconds stalls only the few requests that arrive meanwhile, which p95 hides."""
+    idle: Latency = result["idle"]
     print(f"{name}:")
-    print(f"  /me alone: p50 {statistics.median(idle) * 1000:.1f} ms, p95 {i95:.1f} ms, max {imax:.1f} ms "
-          f"({len(idle)} requests)")
+    print(idle.line("/me alone"))
     for query in QUERIES:
         me, searches = result[query]
-        m95, mmax = p95(me) * 1000, max(me) * 1000
         print(f"  {query}: search p50 {statistics.median(searches) * 1000:.0f} ms (max "
-              f"{max(searches) * 1000:.0f}, {len(searches)} searches); /me meanwhile p50 "
-              f"{statistics.median(me) * 1000:.1f} ms, p95 {m95:.1f} ms ({m95 / i95:.1f}x alone), max "
-              f"{mmax:.0f} ms ({mmax / imax:.1f}x alone), {len(me)} requests", flush=True)
+              f"{max(searches) * 1000:.0f}, {len(searches)} searches)")
+        print(me.line("/me meanwhile", idle), flush=True)
 
 
 def _run(name: str, args: argparse.Namespace, src: str | None) -> None:
