@@ -30,11 +30,15 @@ def serve_app(port: int, data_dir: str) -> None:
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def spawn(module: str, *args: str, src: str | None = None) -> subprocess.Popen[bytes]:
+def spawn(
+    module: str, *args: str, src: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``python -m <module> <args>`` from the repository root; with ``src``, a directory whose
-    ``agentloft`` package it imports instead of the installed one (another version, to compare with)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([src] if src else []), str(ROOT)])}
-    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, env=env)
+    ``agentloft`` package it imports instead of the installed one (another version, to compare with);
+    ``env``: variables to add (a setting of the app's own)."""
+    path = os.pathsep.join([*([src] if src else []), str(ROOT)])
+    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": path, **(env or {})})
 
 
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:

@@ -26,9 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +36,7 @@ from typing import Any
 import httpx
 from tests.fakes.openai_server import free_port
 
-from bench.common import ROOT, serve_app, spawn, wait_up
+from bench.common import ROOT, serve_app, spawn, stop_all, wait_up
 
 SERVER_SCRIPT = str(Path(ROOT) / "tests" / "tools" / "mcp" / "server_app.py")
 
@@ -185,13 +183,7 @@ def main() -> None:
             else:
                 _report(asyncio.run(run()), args.calls)
         finally:
-            for p in procs:
-                p.send_signal(signal.SIGINT)
-            for p in procs:
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop_all(procs)
 
 
 if __name__ == "__main__":
