@@ -163,6 +163,11 @@ class Settings(BaseSettings):
         "(several images of megabytes, as base64, of which 5 MB are kept); a longer answer fails its call "
         "(over stdio, a longer message that answers no call it can be told from ends the connection).",
     )
+    mcp_max_tools: int = Field(
+        default=500, ge=1, le=100_000,
+        description="Most tools one MCP server may list: a refresh of a server listing more is refused, its "
+        "tools left as they were, and the admin told why.",
+    )
     mcp_stdio_sandbox: bool = Field(
         default=True,
         description="Run stdio MCP servers in bubblewrap as mcp_sandbox_user. Off runs them as this server's "

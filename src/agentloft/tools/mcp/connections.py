@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import IO, Any, Self
 
@@ -82,10 +82,12 @@ class Target:
 
 @dataclass
 class Listing:
-    """A server's tools and what it says about itself (name, version, instructions)."""
+    """A server's tools and what it says about itself (name, version, instructions). ``too_many``: it
+    lists more than ``max_tools``, and ``tools`` holds only the first of them."""
 
     tools: list[types.Tool]
     info: dict[str, Any]
+    too_many: bool = False
 
 
 class McpUnavailable(Exception):
@@ -126,16 +128,33 @@ def _broken(exc: BaseException) -> bool:
     return not isinstance(exc, TimeoutError)
 
 
+def _cut_listing(item: SessionMessage, max_tools: int) -> SessionMessage:
+    """A page of a tool listing with more than ``max_tools`` tools, cut to ``max_tools + 1`` before the
+    session reads it: enough to tell that the server lists too many (the refresh is then refused), without
+    the SDK's checks of every tool, which for 20,000 tools hold the event loop for about a second
+    (docs/benchmarks.md)."""
+    message = item.message
+    if not isinstance(message, types.JSONRPCResponse):
+        return item
+    tools = message.result.get("tools")
+    if not isinstance(tools, list) or len(tools) <= max_tools + 1:
+        return item
+    cut = message.model_copy(update={"result": {**message.result, "tools": tools[: max_tools + 1]}})
+    return replace(item, message=cut)
+
+
 class _WatchedReads:
     """A transport's read stream that says when it ends: the server's process exited or its stream closed,
     so nothing more will come and the connection must not take another call. It also gives the session a
-    stdio line the SDK could not parse, repaired, when half a surrogate pair was all that was wrong, and
-    an error answer for a call whose answer was not UTF-8 (``tools.mcp.repair``)."""
+    stdio line the SDK could not parse, repaired, when half a surrogate pair was all that was wrong, an
+    error answer for a call whose answer was not UTF-8 (``tools.mcp.repair``), and a tool listing of more
+    than ``max_tools`` cut short (:func:`_cut_listing`)."""
 
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+    def __init__(self, inner: Any, on_end: Callable[[], None], max_tools: int) -> None:
         # ``inner`` is the SDK's ``ReadStream``, a protocol that only a private module of the SDK names.
         self._inner = inner
         self._on_end = on_end
+        self._max_tools = max_tools
 
     def __getattr__(self, name: str) -> Any:  # what the SDK reads by duck typing (``last_context``)
         return getattr(self._inner, name)
@@ -148,7 +167,7 @@ class _WatchedReads:
             raise
         if isinstance(item, Exception):  # a line the SDK could not parse: half a surrogate pair, not UTF-8?
             return reparse(item) or not_utf8(item) or item
-        return item
+        return _cut_listing(item, self._max_tools)
 
     def __aiter__(self) -> Self:
         return self
@@ -172,10 +191,10 @@ class _WatchedReads:
 
 
 @asynccontextmanager
-async def _watched(transport: Transport, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+async def _watched(transport: Transport, on_end: Callable[[], None], max_tools: int) -> AsyncIterator[Any]:
     """The transport, with its read stream watched (:class:`_WatchedReads`)."""
     async with transport as (reads, writes):
-        yield _WatchedReads(reads, on_end), writes
+        yield _WatchedReads(reads, on_end, max_tools), writes
 
 
 class _Connection:
@@ -203,13 +222,14 @@ class _Connection:
                                          wrap=lambda inner: RepairingTransport(inner, on_error=self._body_failed),
                                          max_body_bytes=self.manager.max_message_bytes))
             http.event_hooks["response"] = [self._record_status]
-            return _watched(streamable_http_client(spec.url, http_client=http,
-                                                   max_sse_event_size=self.manager.max_message_bytes), self.stop.set)
+            transport = streamable_http_client(spec.url, http_client=http,
+                                               max_sse_event_size=self.manager.max_message_bytes)
+            return _watched(transport, self.stop.set, self.manager.max_tools)
         # Kept open past the exit stack (closed in ``_run``): a failed start reads the tail afterwards.
         self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.stdio = StdioTransport(self.manager.launcher(spec), errlog=self.errlog,
                                     max_bytes=self.manager.max_message_bytes)
-        return _watched(self.stdio.open(), self.stop.set)
+        return _watched(self.stdio.open(), self.stop.set, self.manager.max_tools)
 
     async def _record_status(self, response: Any) -> None:
         """The SDK reports any non-2xx answer as 'an error response'; keep the status to say which."""
@@ -327,10 +347,11 @@ class McpConnections:
 
     def __init__(
         self, *, idle_s: float, launcher: Launcher, allow_list: AllowListSource,
-        max_message_bytes: int, on_tools_changed: ToolsChanged | None = None,
+        max_message_bytes: int, max_tools: int, on_tools_changed: ToolsChanged | None = None,
     ) -> None:
         self.idle_s = idle_s
         self.max_message_bytes = max_message_bytes
+        self.max_tools = max_tools
         self.launcher = launcher
         self.allow_list = allow_list
         self.on_tools_changed = on_tools_changed
@@ -407,7 +428,8 @@ class McpConnections:
         raise AssertionError("unreachable")
 
     async def list_tools(self, target: Target) -> Listing:
-        """Every tool the server lists (all pages) and the server's own description."""
+        """Every tool the server lists (all pages) and the server's own description; no further page is
+        asked for once there are more than ``max_tools`` (``Listing.too_many``)."""
         tools: list[types.Tool] = []
         try:
             async with self.client(target) as client:
@@ -417,13 +439,13 @@ class McpConnections:
                     page = await client.list_tools(cursor=cursor, cache_mode="bypass")
                     tools.extend(page.tools)
                     cursor = page.next_cursor
-                    if cursor is None:
+                    if cursor is None or len(tools) > self.max_tools:
                         break
         except (McpUnavailable, MCPError):
             raise
         except Exception as exc:
             raise McpUnavailable(describe(exc)) from exc
-        return Listing(tools=tools, info=info)
+        return Listing(tools=tools[: self.max_tools], info=info, too_many=len(tools) > self.max_tools)
 
     def tools_changed(self, server_id: str) -> None:
         """The server says its tool list changed: refresh it once (one refresh at a time per server)."""

@@ -26,7 +26,8 @@ async def startup(rt: Runtime) -> None:
 
     rt.mcp = McpConnections(idle_s=rt.settings.mcp_idle_seconds, launcher=launcher_for(rt.settings, allow_list),
                             allow_list=allow_list, on_tools_changed=tools_changed,
-                            max_message_bytes=rt.settings.mcp_max_message_bytes)
+                            max_message_bytes=rt.settings.mcp_max_message_bytes,
+                            max_tools=rt.settings.mcp_max_tools)
 
 
 async def shutdown(rt: Runtime) -> None:

@@ -11,7 +11,8 @@
 - ``POST /api/admin/mcp-servers/{id}/refresh`` – list the server's tools now and bring its tool rows in
   line; answers the tools (``McpToolRead``: ``toolId, slug, name, title, description, inputSchema,
   annotations, enabled, adminOnly, needsApproval, missing, changed``). 502 ``mcp_server_failed`` with the reason when
-  the server cannot be reached or refuses.
+  the server cannot be reached or refuses; 502 ``mcp_server_too_many_tools`` when it lists more than
+  ``AGENTLOFT_MCP_MAX_TOOLS`` tools (nothing is changed).
 - ``GET /api/admin/mcp-servers/{id}/tools`` – the same list as stored, without asking the server.
 
 Each tool is an ``agent_tools`` row of type ``mcp``: enable it, make it admin-only, require approval and

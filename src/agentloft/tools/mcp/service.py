@@ -12,7 +12,12 @@ MCP-specific lives here:
   admin approved: the model reads the title when there is no description, and a hint such as
   ``destructiveHint`` is what an admin decides approval by. A tool the server no longer lists is
   disabled and marked ``missing``, its agent links kept, so it comes back where it was if the server
-  lists it again and an admin enables it.
+  lists it again and an admin enables it. A server listing more than ``AGENTLOFT_MCP_MAX_TOOLS`` tools
+  (500) is refused as a whole, its rows left as they were and the admin told why (``lastError`` and the
+  refresh's 502): keeping "the first 500" would keep whichever the server happens to list first, and a
+  server of thousands of tools is more often a broken or hostile one than one a model could choose from.
+  The rows are compared and written in batches (``REFRESH_BATCH``), one statement each, with the loop
+  given back in between.
 - **Slugs**: ``<server slug>__<tool name>``, lower case, other characters as ``-``; when that is longer than
   64 characters or taken by another tool, it is cut and ends in ``-`` and six characters of a hash of the
   server and the tool's name.
@@ -24,16 +29,17 @@ Network I/O (listing, calling) never happens inside a database transaction.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVarTuple
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, Row, Select, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -93,10 +99,15 @@ async def list_servers(*, db: AsyncSession, page: PageParams) -> tuple[list[McpS
     return list((await db.execute(stmt)).scalars()), total
 
 
+def _of_server(server_id: str) -> ColumnElement[bool]:
+    """The ``mcp`` rows of one server (its id is in their JSON config)."""
+    return (AgentTool.type == TOOL_TYPE) & (AgentTool.config["serverId"].as_string() == server_id)
+
+
 async def _tool_rows(db: AsyncSession, server_id: str | None = None) -> list[AgentTool]:
-    """The ``mcp`` rows (of one server). Filtered in memory: the config is JSON and the table is small."""
-    rows = (await db.execute(select(AgentTool).where(AgentTool.type == TOOL_TYPE))).scalars()
-    return [r for r in rows if server_id is None or (r.config or {}).get("serverId") == server_id]
+    """The ``mcp`` rows (of one server)."""
+    where = AgentTool.type == TOOL_TYPE if server_id is None else _of_server(server_id)
+    return list((await db.execute(select(AgentTool).where(where))).scalars())
 
 
 async def tool_counts(*, db: AsyncSession) -> dict[str, int]:
@@ -107,7 +118,22 @@ async def tool_counts(*, db: AsyncSession) -> dict[str, int]:
     return counts
 
 
-def _tool_read(row: AgentTool) -> McpToolRead:
+Ts = TypeVarTuple("Ts")
+
+
+async def _parts(db: AsyncSession, stmt: Select[*Ts]) -> AsyncIterator[Sequence[Row[*Ts]]]:
+    """A query's rows ``REFRESH_BATCH`` at a time, the loop's turn between them: decoding a row's JSON config
+    is the slow part, and the SQLite driver may hand over rows it already holds without ever yielding."""
+    async for part in (await db.stream(stmt.execution_options(yield_per=REFRESH_BATCH))).partitions():
+        yield part
+        await asyncio.sleep(0)
+
+
+# A tool row's columns as ``list_server_tools`` reads them.
+_ToolColumns = Row[str, str, str, dict[str, Any], bool, int, bool]
+
+
+def _tool_read(row: _ToolColumns) -> McpToolRead:
     config = row.config or {}
     return McpToolRead(
         tool_id=row.id, slug=row.slug, name=config.get("toolName", ""), title=config.get("title") or row.name,
@@ -119,9 +145,16 @@ def _tool_read(row: AgentTool) -> McpToolRead:
 
 
 async def list_server_tools(*, db: AsyncSession, server_id: str) -> list[McpToolRead]:
+    """The server's tools by slug, the missing ones last. Read in parts, the loop's turn between them, since
+    a server may have thousands (``AGENTLOFT_MCP_MAX_TOOLS`` raised)."""
     await get_server(db=db, server_id=server_id)
-    rows = sorted(await _tool_rows(db, server_id), key=lambda r: (bool((r.config or {}).get("missing")), r.slug))
-    return [_tool_read(r) for r in rows]
+    stmt = (select(AgentTool.id, AgentTool.slug, AgentTool.name, AgentTool.config, AgentTool.enabled,
+                   AgentTool.admin_only, AgentTool.needs_approval)
+            .where(_of_server(server_id)).order_by(AgentTool.slug))
+    tools: list[McpToolRead] = []
+    async for part in _parts(db, stmt):
+        tools.extend(_tool_read(row) for row in part)
+    return sorted(tools, key=lambda t: t.missing)  # stable: by slug within each
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -330,40 +363,88 @@ def _changed(old: Mapping[str, Any], fresh: Mapping[str, Any]) -> bool:
     return any(old.get(key) != fresh.get(key) for key in keys)
 
 
-def _update_row(row: AgentTool, listed: _Listed, server_id: str) -> None:
-    old = dict(row.config or {})
+# Tools compared and written per statement during a refresh; the loop is given back between batches, so a
+# server listing thousands of tools (AGENTLOFT_MCP_MAX_TOOLS raised) does not hold up other requests.
+REFRESH_BATCH = 250
+
+
+@dataclass
+class _Stored:
+    """The columns of a tool row a refresh compares and writes."""
+
+    id: str
+    enabled: bool
+    name: str
+    config: dict[str, Any]
+
+
+def _refreshed(stored: _Stored, listed: _Listed, server_id: str) -> dict[str, Any] | None:
+    """The row's new columns (an UPDATE by id) as the server now describes the tool, or None when nothing
+    changed. What the model is shown changing while the tool is enabled disables it (``changed``)."""
+    old = stored.config
     fresh = _config(listed, server_id, old)
-    changed = _changed(old, fresh)
-    if changed and row.enabled:
-        row.enabled = False
-        fresh["changed"] = True
-    elif not row.enabled and old.get("changed"):
+    enabled = stored.enabled
+    if _changed(old, fresh) and enabled:
+        enabled, fresh["changed"] = False, True
+    elif not enabled and old.get("changed"):
         fresh["changed"] = True  # still waiting for an admin to look at it
-    row.config = fresh
-    row.name = listed.title[:100]
+    name = listed.title[:100]
+    if (fresh, enabled, name) == (old, stored.enabled, stored.name):
+        return None
+    return {"id": stored.id, "config": fresh, "enabled": enabled, "name": name, "updated_at": utcnow()}
 
 
-def _mark_missing(row: AgentTool) -> None:
-    row.config = {**(row.config or {}), "missing": True}
-    row.enabled = False
+def _gone(stored: _Stored) -> dict[str, Any] | None:
+    """A tool the server no longer lists: disabled and marked missing (once)."""
+    if stored.config.get("missing"):
+        return None
+    return {"id": stored.id, "config": {**stored.config, "missing": True}, "enabled": False, "name": stored.name,
+            "updated_at": utcnow()}
+
+
+async def _stored_rows(db: AsyncSession, server_id: str) -> dict[str, _Stored]:
+    stmt = select(AgentTool.id, AgentTool.enabled, AgentTool.name, AgentTool.config).where(_of_server(server_id))
+    stored: dict[str, _Stored] = {}
+    async for part in _parts(db, stmt):
+        for id, enabled, name, config in part:
+            stored[str((config or {}).get("toolName"))] = _Stored(id, enabled, name, dict(config or {}))
+    return stored
+
+
+async def _write(db: AsyncSession, new: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+    """One INSERT and one UPDATE (by id) for a batch, each one statement for all its rows; then the loop's
+    turn for everyone else."""
+    if new:
+        await db.execute(insert(AgentTool), new)
+    if updates:
+        await db.execute(update(AgentTool), updates)
+    await asyncio.sleep(0)
 
 
 async def _sync(db: AsyncSession, server: McpServer, listed: list[_Listed]) -> None:
-    rows = {(r.config or {}).get("toolName"): r for r in await _tool_rows(db, server.id)}
+    stored = await _stored_rows(db, server.id)
     taken = set((await db.execute(select(AgentTool.slug))).scalars())
-    for tool in listed:
-        row = rows.pop(tool.name, None)
-        if row is not None:
-            _update_row(row, tool, server.id)
-            continue
-        slug = fit_slug(server_slug=server.slug, tool_name=tool.name, taken=taken)
-        taken.add(slug)
-        db.add(AgentTool(slug=slug, name=tool.title[:100], description="", type=TOOL_TYPE,
-                         config=_config(tool, server.id), secrets_enc={}, enabled=False,
-                         needs_approval=False, admin_only=0))
-    for row in rows.values():
-        if not (row.config or {}).get("missing"):
-            _mark_missing(row)
+    seen: set[str] = set()
+    for start in range(0, len(listed), REFRESH_BATCH):
+        new: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
+        for tool in listed[start : start + REFRESH_BATCH]:
+            if tool.name in seen:  # listed twice: the first one counts
+                continue
+            seen.add(tool.name)
+            row = stored.pop(tool.name, None)
+            if row is None:
+                slug = fit_slug(server_slug=server.slug, tool_name=tool.name, taken=taken)
+                taken.add(slug)
+                new.append({"slug": slug, "name": tool.title[:100], "description": "", "type": TOOL_TYPE,
+                            "config": _config(tool, server.id), "secrets_enc": {}, "enabled": False,
+                            "needs_approval": False, "admin_only": 0})
+            elif (changes := _refreshed(row, tool, server.id)) is not None:
+                updates.append(changes)
+        await _write(db, new, updates)
+    gone = [changes for row in stored.values() if (changes := _gone(row)) is not None]
+    for start in range(0, len(gone), REFRESH_BATCH):
+        await _write(db, [], gone[start : start + REFRESH_BATCH])
 
 
 async def _record_failure(rt: Runtime, server_id: str, message: str) -> None:
@@ -383,6 +464,11 @@ async def refresh_server(*, rt: Runtime, server_id: str) -> list[McpToolRead]:
         message = describe(exc)
         await _record_failure(rt, server_id, message)
         raise McpServerFailed(f"MCP server '{target.slug}': {message}") from exc
+    if listing.too_many:
+        message = (f"it lists more than {rt.mcp.max_tools:,} tools, the most one server may have here "
+                   "(AGENTLOFT_MCP_MAX_TOOLS); its tools were left as they were")
+        await _record_failure(rt, server_id, message)
+        raise McpServerFailed(f"MCP server '{target.slug}': {message}", code="mcp_server_too_many_tools")
     listed = [_Listed.of(t) for t in listing.tools]
     async with rt.db.session() as db:
         server = await get_server(db=db, server_id=server_id)

@@ -119,6 +119,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.model_not_found": "This model does not exist (or was deleted).",
         "apiError.tool_not_found": "This tool does not exist (or was deleted).",
         "apiError.mcp_server_not_found": "This MCP server does not exist (or was deleted).",
+        "apiError.mcp_server_too_many_tools": "This MCP server lists more tools than one server may have "
+        "here (AGENTLOFT_MCP_MAX_TOOLS), so its tools were left as they were. Raise the limit to use it.",
         "apiError.language_not_found": "This language is not available.",
         "apiError.approval_not_found": "No tool call with this id waits for approval: it may have been answered "
         "already.",
@@ -294,6 +296,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.model_not_found": "该模型不存在（或已被删除）。",
         "apiError.tool_not_found": "该工具不存在（或已被删除）。",
         "apiError.mcp_server_not_found": "该 MCP 服务器不存在（或已被删除）。",
+        "apiError.mcp_server_too_many_tools": "该 MCP 服务器列出的工具超过单个服务器允许的数量"
+        "（AGENTLOFT_MCP_MAX_TOOLS），其工具保持不变。如需使用，请提高该上限。",
         "apiError.language_not_found": "不支持该语言。",
         "apiError.approval_not_found": "没有等待审批的该工具调用：它可能已经被处理了。",
         "apiError.approval_answered": "该工具调用已经审批过了。",
