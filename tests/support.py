@@ -119,6 +119,14 @@ def start_app(data_dir: Path, template_db: Path | None = None, **settings: Any) 
     return LiveApp(url=server.url, data_dir=data_dir, server=server, database_url=settings.get("database_url"))
 
 
+def running_app(tmp_path: Path, template_db: Path, **settings: Any) -> Iterator[LiveApp]:
+    """A test's own live app with ``settings``, stopped afterwards: the body of an ``app`` fixture that
+    overrides the shared one (``yield from running_app(tmp_path, template_db, some_limit=2)``)."""
+    live = start_app(tmp_path / "data", template_db, **settings)
+    yield live
+    live.stop()
+
+
 def signup(client: ApiClient, username: str, password: str = "password123") -> dict[str, Any]:
     return client.ok("POST", "/api/auth/signup", json={"username": username, "password": password})
 

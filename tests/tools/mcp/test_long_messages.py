@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 
 from agentloft.tools.mcp.stdio import TOO_LONG, LineReader, TooLong, too_long_answer
-from tests.support import ApiClient, LiveApp, start_app
+from tests.support import ApiClient, LiveApp, running_app
 from tests.tools.mcp import odd_server
 from tests.tools.mcp.conftest import TOKEN, HttpPeer, stdio_command, tools_by_name
 from tests.tools.mcp.test_calls import execute, wait_for
@@ -31,9 +31,7 @@ TOO_LONG_ERROR = ("its answer was longer than the 262,144 bytes one message may 
 
 @pytest.fixture
 def app(tmp_path: Path, template_db: Path) -> Iterator[LiveApp]:
-    live = start_app(tmp_path / "data", template_db, mcp_max_message_bytes=LIMIT)
-    yield live
-    live.stop()
+    yield from running_app(tmp_path, template_db, mcp_max_message_bytes=LIMIT)
 
 
 def refreshed(admin: ApiClient, server: dict[str, Any]) -> dict[str, Any]:

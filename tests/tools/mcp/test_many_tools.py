@@ -16,7 +16,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
 from tests.fakes.openai_server import ThreadedServer
-from tests.support import ApiClient, LiveApp, start_app
+from tests.support import ApiClient, LiveApp, running_app
 from tests.tools.mcp.conftest import tools_by_name
 
 Add = Callable[..., dict[str, Any]]
@@ -25,9 +25,7 @@ LIMIT = 5
 
 @pytest.fixture
 def app(tmp_path: Path, template_db: Path) -> Iterator[LiveApp]:
-    live = start_app(tmp_path / "data", template_db, mcp_max_tools=LIMIT)
-    yield live
-    live.stop()
+    yield from running_app(tmp_path, template_db, mcp_max_tools=LIMIT)
 
 
 def add_tools(server: MCPServer, start: int, count: int) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agentloft.core.settings import Settings
-from tests.support import ApiClient, LiveApp, start_app
+from tests.support import ApiClient, LiveApp, running_app
 from tests.tools.mcp.conftest import SERVER_SCRIPT, stdio_command, tools_by_name
 from tests.tools.mcp.test_calls import execute, wait_for
 
@@ -25,9 +25,7 @@ IDLE_S = 5.0  # long enough that a loaded machine does not idle the process out 
 
 @pytest.fixture
 def app(tmp_path: Path, template_db: Path) -> Iterator[LiveApp]:
-    live = start_app(tmp_path / "data", template_db, mcp_idle_seconds=IDLE_S)
-    yield live
-    live.stop()
+    yield from running_app(tmp_path, template_db, mcp_idle_seconds=IDLE_S)
 
 
 def server_processes(marker: str) -> list[int]:
