@@ -24,7 +24,7 @@ from agentloft.chat.checkpoint import CheckpointWriter
 from agentloft.chat.leases import Leases, MemoryLeases
 from agentloft.chat.runs import RunRegistry, stop_signals
 from agentloft.core import migrate
-from agentloft.core.body_limit import BodyLimit
+from agentloft.core.body_limit import BodyLimit, RouteLimit
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
@@ -32,6 +32,8 @@ from agentloft.core.jobs import JobRunner
 from agentloft.core.memory import MemoryReleaser
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
+from agentloft.files.errors import FileTooLarge
+from agentloft.files.store import build_store
 from agentloft.llm.clients import ModelClients
 from agentloft.tools.registry import ToolRegistry
 from agentloft.web import errors as web_errors
@@ -60,6 +62,7 @@ ROUTER_MODULES = (
     "agentloft.tools.router",
     "agentloft.tools.mcp.router",
     "agentloft.documents.router",
+    "agentloft.files.router",
     "agentloft.a2a.router",
     "agentloft.web.router",
 )
@@ -126,6 +129,7 @@ def build_runtime(settings: Settings) -> Runtime:
         checkpoints=CheckpointWriter(db),
         throttle=LoginThrottle.from_settings(settings, counters),
         models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
+        file_store=build_store(settings),
         jobs=JobRunner(db, poll_seconds=settings.job_poll_seconds, lease_seconds=settings.job_lease_seconds,
                        max_attempts=settings.job_max_attempts, concurrency=settings.job_concurrency),
         redis=redis,
@@ -161,6 +165,17 @@ def _freeze_startup_objects() -> None:
 # characters, JSON-escaped), so only a client that means harm meets it. Without a limit, a body of any size
 # was read into memory before anything was checked, even from a client that had not signed in: a 413 now.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# What an upload's body may hold beyond the file itself: the multipart form's boundaries and part headers
+# (a few hundred bytes from any browser; room for a long file name).
+UPLOAD_FRAMING_BYTES = 64 * 1024
+
+
+def body_limits(settings: Settings) -> list[RouteLimit]:
+    """The routes whose bodies have a limit of their own: uploads, ``AGENTLOFT_FILE_MAX_BYTES`` plus the
+    form's framing, refused as ``413 file_too_large`` like a file the handler finds too large."""
+    too_large = FileTooLarge(settings.file_max_bytes)
+    return [RouteLimit("POST", "/api/files", settings.file_max_bytes + UPLOAD_FRAMING_BYTES, too_large.code,
+                       too_large.message)]
 
 
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
@@ -196,7 +211,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     app.add_middleware(CompressPages)
-    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # before anything that reads the body
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, routes=body_limits(settings))  # before any reader
     app.add_middleware(SecurityHeaders, allow_remote_images=settings.allow_remote_images)
     _install_error_handlers(app, settings)
     for name in ROUTER_MODULES:

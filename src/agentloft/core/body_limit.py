@@ -11,6 +11,9 @@ from a body read, where it would turn any other exception into a 400 "error pars
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -19,10 +22,24 @@ from agentloft.core.errors import http_error_response
 
 
 class PayloadTooLarge(HTTPException):
-    """A 413; the error handlers give it the code ``payload_too_large``."""
+    """A 413; the error handlers give it the code ``payload_too_large``, or the route's own (``code``)."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"the request body exceeds the limit of {limit} bytes")
+    def __init__(self, limit: int, *, code: str | None = None, message: str | None = None) -> None:
+        super().__init__(413, message or f"the request body exceeds the limit of {limit} bytes")
+        self.limit = limit
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RouteLimit:
+    """Another limit for one route (uploads: larger than the API's), answered with the route's own code and
+    words, the same whether the body was declared too long or turned out so."""
+
+    method: str
+    path: str
+    max_bytes: int
+    code: str
+    message: str
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -33,19 +50,28 @@ def _declared_length(scope: Scope) -> int | None:
 
 
 class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with a JSON 413."""
+    """Refuse request bodies over ``max_bytes`` (or their route's ``RouteLimit``) with a JSON 413."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, routes: Sequence[RouteLimit] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.routes = {(r.method, r.path.rstrip("/")): r for r in routes}
+
+    def _refusal(self, scope: Scope) -> PayloadTooLarge:
+        route = self.routes.get((scope.get("method", ""), scope["path"].rstrip("/")))
+        if route is None:
+            return PayloadTooLarge(self.max_bytes)
+        return PayloadTooLarge(route.max_bytes, code=route.code, message=route.message)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refusal = self._refusal(scope)
+        limit = refusal.limit
         declared = _declared_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            await http_error_response(PayloadTooLarge(self.max_bytes))(scope, receive, send)
+        if declared is not None and declared > limit:
+            await http_error_response(refusal)(scope, receive, send)
             return
         received = 0
         started = False
@@ -55,8 +81,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise PayloadTooLarge(self.max_bytes)
+                if received > limit:
+                    raise refusal
             return message
 
         async def tracked_send(message: Message) -> None:

@@ -254,7 +254,8 @@ def _race_lost() -> Conflict:
 
 def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
     """A routing-level HTTP error (unknown path, wrong method) in the one error shape."""
-    code = _STATUS_CODES.get(exc.status_code, "error")
+    own = getattr(exc, "code", None)  # one that names its own (``body_limit.PayloadTooLarge`` of a route)
+    code = own if isinstance(own, str) else _STATUS_CODES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     return JSONResponse(
         {"error": {"code": code, "message": message}},

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a")
+DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a",
+                       "files")
 # Tables that belong to no domain: the background jobs' queue.
 CORE_TABLE_MODULES = ("agentloft.core.jobs",)
 

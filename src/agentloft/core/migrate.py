@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0019_running_sessions"
+HEAD = "0020_files"
 
 T = TypeVar("T")
 

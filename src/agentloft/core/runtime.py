@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agentloft.chat.checkpoint import CheckpointWriter
     from agentloft.chat.runs import RunRegistry
     from agentloft.core.redis import SharedRedis
+    from agentloft.files.store import FileStore
     from agentloft.llm.clients import ModelClients
     from agentloft.tools.mcp.connections import McpConnections
     from agentloft.tools.registry import ToolRegistry
@@ -50,6 +51,9 @@ class Runtime:
     throttle: LoginThrottle
     models: ModelClients
     """Model clients and built pydantic-ai models, shared by every turn (``llm.clients``)."""
+    file_store: FileStore
+    """Where uploaded files' bytes and the text read from them live (``files.store``): the data dir, or an
+    S3 bucket shared by every machine."""
     jobs: JobRunner
     """The background jobs this process claims and runs (``core.jobs``); handlers are registered by kind
     in ``app.register_jobs``."""

@@ -222,6 +222,12 @@ class Settings(BaseSettings):
         "rendered again without highlighting and math (and shown as plain text if that is too slow too). "
         "Highlighting and math have their own small CPU budget inside it.",
     )
+    file_max_bytes: int = Field(
+        default=25 * 1024 * 1024, ge=1024,
+        description="Largest file a user may upload, in bytes (25 MiB). Uploads have this body limit of their "
+        "own (plus a little for the form's framing) in place of the API's 16 MiB; a larger file is refused "
+        "with 413 file_too_large before it is stored.",
+    )
     job_poll_seconds: float = Field(
         default=2.0, gt=0,
         description="How often each server process looks for background jobs (reading an uploaded document, "

@@ -1,0 +1,107 @@
+"""Where file bytes live: one small interface, the data dir by default.
+
+``LocalStore`` keeps each object as a file under ``<data dir>/files`` (directories 0700, files 0600, the
+data dir itself is owner-only and hidden from every sandbox). A write goes to a temporary file that is
+renamed into place, so a reader never sees half an object and a crash leaves no torn one. Disk work runs
+on a worker thread: a 25 MiB write must not hold up the event loop.
+
+Keys are made by ``files.service`` from the owner's id and the file's id (``<user id>/<file id>``), never
+from anything a client sends; a key that would leave the store's directory is refused all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from agentloft.core.settings import Settings
+
+_KEY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+
+
+class ObjectMissing(LookupError):
+    """The store has no object under this key."""
+
+
+class FileStore(Protocol):
+    async def put(self, key: str, data: bytes) -> None: ...
+
+    async def get(self, key: str) -> bytes:
+        """The object's bytes; ``ObjectMissing`` when there is none."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Remove the object; one that is not there is not an error."""
+        ...
+
+
+def check_key(key: str) -> str:
+    if not _KEY.fullmatch(key) or any(part in (".", "..") for part in key.split("/")):
+        raise ValueError(f"not a store key: {key!r}")
+    return key
+
+
+class LocalStore:
+    """Objects as files below ``root`` (``<data dir>/files``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    async def put(self, key: str, data: bytes) -> None:
+        await asyncio.to_thread(self._put, self._path(key), data)
+
+    async def get(self, key: str) -> bytes:
+        return await asyncio.to_thread(self._get, self._path(key))
+
+    async def delete(self, key: str) -> None:
+        path = self._path(key)
+        await asyncio.to_thread(lambda: path.unlink(missing_ok=True))
+
+    def _put(self, path: Path, data: bytes) -> None:
+        self._make_dirs(path.parent)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".put-")  # created 0600
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    def _make_dirs(self, directory: Path) -> None:
+        """Create ``directory`` and its parents below the root as 0700 (whatever the umask)."""
+        missing: list[Path] = []
+        at = directory
+        while not at.exists():
+            missing.append(at)
+            if at == self.root:
+                break
+            at = at.parent
+        for path in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # made by a concurrent put meanwhile
+                path.mkdir(mode=0o700)
+                path.chmod(0o700)
+
+    @staticmethod
+    def _get(path: Path) -> bytes:
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise ObjectMissing(str(path.name)) from None
+
+
+def build_store(settings: Settings) -> FileStore:
+    """The store the settings name: the data dir's ``files`` directory."""
+    return LocalStore(settings.data_dir.resolve() / "files")
