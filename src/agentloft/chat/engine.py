@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, UserContent
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.ui.vercel_ai.response_types import (
     AbortChunk,
@@ -121,6 +121,10 @@ class TurnRequest:
     # refuse the turn when the user would have more chats than this writing a reply (the chat endpoints
     # set it; A2A tasks do not: ``service.refuse_too_many_running``)
     running_limit: int | None = None
+    # the files the user message keeps (``chat.attachments.kept``), and the model input made of the text
+    # and those files (``chat.attachments.model_input``; None: the text alone)
+    attachments: list[dict[str, Any]] | None = None
+    prompt: str | list[UserContent] | None = None
 
 
 @dataclass
@@ -141,7 +145,7 @@ class PreparedTurn:
     max_tokens: int | None
     tools: list[RunTool]
     history: str | None  # the session's model history (JSON), read when the run starts
-    prompt: str | None = None
+    prompt: str | list[UserContent] | None = None
     deferred: DeferredToolResults | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
     input_tokens: int = 0
@@ -240,14 +244,14 @@ async def prepare_turn(
             reply_id, raw_history = await service.begin_turn(
                 db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
                 user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
-                running_limit=r.running_limit,
+                running_limit=r.running_limit, attachments=r.attachments,
             )
         scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
                          agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
                          extra=dict(r.tool_extra or {}))
         return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
                                 buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
-                                history=raw_history, prompt=r.user_text)
+                                history=raw_history, prompt=r.user_text if r.prompt is None else r.prompt)
     except BaseException:
         await rt.runs.release(lease)
         raise
@@ -264,10 +268,12 @@ async def prepare_rewind(
     new_text: str | None,
     inputs: TurnInputs,
     running_limit: int | None = None,
+    prompt: str | list[UserContent] | None = None,
 ) -> PreparedTurn:
     """Cut the session back to one user message (edited to ``new_text`` when given) and prepare its turn
     again on the history as it was then (``service.rewind_turn``). Leased like every run, so any worker
-    can stop it and no other worker's sweep takes it for the run of a dead worker."""
+    can stop it and no other worker's sweep takes it for the run of a dead worker. ``prompt``: the model
+    input made of the message and its files (None: the message's text alone)."""
     lease = session_lease(session_id)
     await rt.runs.claim(lease)
     try:
@@ -278,7 +284,8 @@ async def prepare_rewind(
         scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                          agent_id=agent.id if agent else None)
         return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
-                                message_id=cut.reply_id, history=cut.history, prompt=cut.prompt)
+                                message_id=cut.reply_id, history=cut.history,
+                                prompt=cut.prompt if prompt is None else prompt)
     except BaseException:
         await rt.runs.release(lease)
         raise

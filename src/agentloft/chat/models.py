@@ -92,6 +92,10 @@ class AgentMessage(TimestampMixin, Base):
     # was saved (an edit or a regeneration cuts the history back to the last earlier reply's length);
     # NULL on user messages, on replies whose turn saved no history, and on rows from before 0008
     history_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # added by 0021_message_attachments: on a user message, the files sent with it, in order, as
+    # ``{"id", "name", "mediaType", "size"}`` (``chat.attachments``); empty on every other message
+    attachments: Mapped[list[dict[str, Any]]] = mapped_column(StorableJSON, nullable=False, default=list,
+                                                             server_default="[]")
 
 
 class ChatApproval(Base):

@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from agentloft.auth.dependencies import CurrentUser
 from agentloft.chat import search, service, titles, turns
 from agentloft.chat.dependencies import OwnedSession
-from agentloft.chat.models import AgentSession
+from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.chat.schemas import (
     ApprovalAnswer,
     ApprovalWaiting,
@@ -85,13 +85,15 @@ def _session_read(row: AgentSession, names: dict[int, tuple[str, str]]) -> Sessi
 
 @router.post("/api/agents/{slug}/chat")
 async def agent_chat(slug: str, body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingResponse:
-    key = await turns.start_chat(rt, user=user, agent_slug=slug, message=body.message, session_id=body.session_id)
+    key = await turns.start_chat(rt, user=user, agent_slug=slug, message=body.message, session_id=body.session_id,
+                                 file_ids=body.attachments)
     return sse_response(rt, key, session_id=key)
 
 
 @router.post("/api/llm/chat")
 async def llm_chat(body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingResponse:
-    key = await turns.start_chat(rt, user=user, agent_slug=None, message=body.message, session_id=body.session_id)
+    key = await turns.start_chat(rt, user=user, agent_slug=None, message=body.message, session_id=body.session_id,
+                                 file_ids=body.attachments)
     return sse_response(rt, key, session_id=key)
 
 
@@ -145,9 +147,8 @@ async def name_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionRea
 async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDetail:
     got = await turns.session_detail(rt, user=user, session_id=session_id)
     base = _session_read(got["session"], got["names"]).model_dump()
-    models = got["models"]
-    messages = [MessageRead.model_validate(m).model_copy(update={"model_name": models.get(m.model_id)})
-                for m in got["messages"]]
+    models, files = got["models"], got["files"]
+    messages = [_message_read(m, models, files) for m in got["messages"]]
     return SessionDetail(
         **base,
         messages=messages,
@@ -157,6 +158,12 @@ async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDet
         input_tokens=sum(m.input_tokens or 0 for m in messages),
         output_tokens=sum(m.output_tokens or 0 for m in messages),
     )
+
+
+def _message_read(row: AgentMessage, models: dict[int | None, str], files: set[str]) -> MessageRead:
+    read = MessageRead.model_validate(row)
+    attached = [a.model_copy(update={"deleted": a.id not in files}) for a in read.attachments]
+    return read.model_copy(update={"model_name": models.get(row.model_id), "attachments": attached})
 
 
 @router.patch("/api/agent-sessions/{session_id}", response_model=SessionRead)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StringConstraints
 
+from agentloft.chat.attachments import MAX_ATTACHMENTS
 from agentloft.core.schemas import ApiModel, ClientText
 
 # The longest message a user may send an agent; A2A callers and the agent-invoke tool are held to it too.
@@ -14,12 +15,17 @@ MAX_MESSAGE_CHARS = 100_000
 
 Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_MESSAGE_CHARS),
                     ClientText]
+FileId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), ClientText]
 
 
 class ChatRequest(ApiModel):
     message: Message
     session_id: str | None = Field(default=None, description="Continue this session; omit to start one.")
+    attachments: list[FileId] = Field(
+        default_factory=list, max_length=MAX_ATTACHMENTS,
+        description="Ids of the sender's own files (POST /api/files) to send with the message.",
+    )
 
 
 class ResendRequest(ApiModel):
@@ -54,6 +60,14 @@ class SessionRead(ApiModel):
     updated_at: datetime
 
 
+class AttachmentRead(ApiModel):
+    id: str
+    name: str
+    media_type: str
+    size: int
+    deleted: bool = Field(default=False, description="The file was deleted since; the chip stays, the bytes are gone.")
+
+
 class MessageRead(ApiModel):
     id: str
     role: str
@@ -66,6 +80,7 @@ class MessageRead(ApiModel):
     input_tokens: int | None
     output_tokens: int | None
     sort_order: int
+    attachments: list[AttachmentRead] = Field(default_factory=list, description="Files sent with a user message.")
     created_at: datetime
     updated_at: datetime
 

@@ -208,6 +208,7 @@ async def begin_turn(
     extra: dict[str, Any] | None,
     create: NewSession | None = None,
     running_limit: int | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> tuple[str, str | None]:
     """Claim the user's idle session of this chat (``agent_id``; None: the plain LLM chat), or create it
     running, and add the user message plus an empty assistant message; returns (assistant message id,
@@ -254,9 +255,9 @@ async def begin_turn(
     added = await db.execute(add_messages, [
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first,
-         "history_length": None},
+         "history_length": None, "attachments": attachments or []},
         {**common, "id": reply_id, "role": "assistant", "content": "", "status": STREAMING, "parts": [],
-         "model_id": model_id, "sort_order": first + 1, "history_length": None},
+         "model_id": model_id, "sort_order": first + 1, "history_length": None, "attachments": []},
     ])
     if running_limit:
         _refuse_above(int(added.scalars().first() or 0), running_limit)
@@ -314,6 +315,13 @@ async def rewind_turn(
     db.add(reply)
     await db.flush()
     return Rewound(reply_id=reply.id, prompt=prompt, history=history)
+
+
+async def user_message(*, db: AsyncSession, session_id: str, user_id: int, message_id: str | None) -> AgentMessage:
+    """One of the user's messages in their session (``message_id`` None: the last one), else 404: what
+    a regeneration or an edit starts again from."""
+    await get_session(db=db, session_id=session_id, user_id=user_id)
+    return await _user_message(db, session_id, message_id)
 
 
 async def _user_message(db: AsyncSession, session_id: str, message_id: str | None) -> AgentMessage:

@@ -11,11 +11,12 @@ import logging
 from typing import Any
 
 from agentloft.auth.models import User
-from agentloft.chat import engine, service
+from agentloft.chat import attachments, engine, service
 from agentloft.chat.models import RUNNING, STOPPED, STREAMING
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
+from agentloft.files import service as files_service
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +29,14 @@ async def _background(rt: Runtime, turn: engine.PreparedTurn) -> None:
 
 
 async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message: str,
-                     session_id: str | None) -> str:
+                     session_id: str | None, file_ids: list[str] | None = None) -> str:
     """Start a turn with an agent (or the plain model when ``agent_slug`` is None); returns the key.
     A new session is created in the same transaction as its first turn, so a turn that cannot start
-    (no model configured) leaves no empty session behind."""
+    (no model configured, a file that cannot be attached) leaves no empty session behind."""
     agent, inputs = await engine.chat_inputs(rt, agent_slug=agent_slug, user_id=user.id, user_role=user.role)
+    rows = await attachments.check(rt, user_id=user.id, file_ids=file_ids or [])
+    kept = [attachments.kept(r) for r in rows]
+    prompt = await attachments.model_input(rt, user_id=user.id, text=message, attached=kept)
     agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
     create = None  # an existing session: checked to be the user's below, and by the claim to be this chat's
     if session_id is None:
@@ -41,7 +45,8 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     else:
         await _own_session(rt, user=user, session_id=session_id)
     request = engine.TurnRequest(user_id=user.id, user_role=user.role, agent=agent, session_id=session_id,
-                                 user_text=message, running_limit=rt.settings.max_running_chats_per_user)
+                                 user_text=message, running_limit=rt.settings.max_running_chats_per_user,
+                                 attachments=kept, prompt=prompt)
     turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
     rt.runs.note_owner(session_id, user.id)  # the claim found it the user's, or made it so
     rt.runs.spawn(_background(rt, turn))
@@ -73,11 +78,25 @@ async def rewind(rt: Runtime, *, user: User, session_id: str, message_id: str | 
             raise NotFound("the agent of this session no longer exists", code="agent_not_found")
         slug = names[row.agent_id][0]
     agent, inputs = await engine.chat_inputs(rt, agent_slug=slug, user_id=user.id, user_role=user.role)
+    prompt = await _resent_input(rt, user=user, session_id=session_id, message_id=message_id, text=text)
     turn = await engine.prepare_rewind(rt, user_id=user.id, user_role=user.role, agent=agent,
                                        session_id=session_id, message_id=message_id, new_text=text, inputs=inputs,
-                                       running_limit=rt.settings.max_running_chats_per_user)
+                                       running_limit=rt.settings.max_running_chats_per_user, prompt=prompt)
     rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key
+
+
+async def _resent_input(rt: Runtime, *, user: User, session_id: str, message_id: str | None,
+                        text: str | None) -> attachments.Prompt | None:
+    """The model input of a message sent again (edited to ``text`` when given) with the files it keeps;
+    None when it has none (the engine then sends its text). Read before the turn is claimed, so a file
+    that cannot be sent refuses the request with nothing cut."""
+    async with rt.db.read_session() as db:
+        message = await service.user_message(db=db, session_id=session_id, user_id=user.id, message_id=message_id)
+    if not message.attachments:
+        return None
+    return await attachments.model_input(rt, user_id=user.id, text=message.content if text is None else text,
+                                         attached=message.attachments)
 
 
 async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str, approved: bool,
@@ -139,8 +158,10 @@ async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[st
         pending = await service.pending_approvals(db=db, session_id=session_id)
         names = await service.agent_names(db=db, agent_ids=[row.agent_id])
         models = await service.model_names(db=db, model_ids=[m.model_id for m in messages])
+        attached = [a["id"] for m in messages for a in m.attachments]
+        files = await files_service.existing_ids(db=db, user_id=user.id, file_ids=attached)
     active = await rt.buffers.is_active(session_id)
     return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names,
-            "models": models}
+            "models": models, "files": files}
 
 

@@ -228,6 +228,13 @@ class Settings(BaseSettings):
         "own (plus a little for the form's framing) in place of the API's 16 MiB; a larger file is refused "
         "with 413 file_too_large before it is stored.",
     )
+    attachment_token_budget: int = Field(
+        default=8000, ge=100,
+        description="Tokens the text of the files attached to one chat message may take in the model's input "
+        "together (estimated as documents are: one per CJK character, one per four other characters). A file "
+        "within what is left goes whole; larger ones give the parts most relevant to the message instead. "
+        "Images do not count against it.",
+    )
     job_poll_seconds: float = Field(
         default=2.0, gt=0,
         description="How often each server process looks for background jobs (reading an uploaded document, "

@@ -192,6 +192,14 @@ async def extracted(*, rt: Runtime, user_id: int, file_id: str) -> Extracted | N
     return await asyncio.to_thread(Extracted.from_json, data)
 
 
+async def existing_ids(*, db: AsyncSession, user_id: int, file_ids: Sequence[str]) -> set[str]:
+    """Which of ``file_ids`` are the user's files still (one query): what a chat marks as deleted."""
+    if not file_ids:
+        return set()
+    stmt = select(File.id).where(File.user_id == user_id, File.id.in_(set(file_ids)))
+    return set((await db.execute(stmt)).scalars())
+
+
 async def stored_bytes(*, db: AsyncSession, user_id: int) -> int:
     """What the user's files take in the store (their original bytes; the text read from them is not
     counted): the files' part of a per-user storage limit."""
