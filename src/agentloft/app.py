@@ -34,6 +34,7 @@ from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
 from agentloft.files.errors import FileTooLarge
 from agentloft.files.store import build_store
+from agentloft.knowledge import jobs as knowledge_jobs
 from agentloft.llm.clients import ModelClients
 from agentloft.tools.registry import ToolRegistry
 from agentloft.web import errors as web_errors
@@ -63,6 +64,7 @@ ROUTER_MODULES = (
     "agentloft.tools.mcp.router",
     "agentloft.documents.router",
     "agentloft.files.router",
+    "agentloft.knowledge.router",
     "agentloft.a2a.router",
     "agentloft.web.router",
 )
@@ -142,6 +144,7 @@ def build_runtime(settings: Settings) -> Runtime:
 def register_jobs(rt: Runtime) -> None:
     """The handler of every kind of background job (``core.jobs``), named here rather than on import, so
     what runs in the background is listed in one place."""
+    knowledge_jobs.register(rt.jobs)
 
 
 def quiet_request_logs() -> None:

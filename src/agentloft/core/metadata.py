@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a",
-                       "files")
+                       "files", "knowledge")
 # Tables that belong to no domain: the background jobs' queue.
 CORE_TABLE_MODULES = ("agentloft.core.jobs",)
 

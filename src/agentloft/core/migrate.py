@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0021_message_attachments"
+HEAD = "0022_knowledge"
 
 T = TypeVar("T")
 
