@@ -149,3 +149,17 @@ def test_the_plain_model_chat_takes_attachments(user: ApiClient, model_id: int, 
     res = post_stream(user, "/api/llm/chat", {"message": "read", "attachments": [notes["id"]]})
     assert res.status == 200
     assert any("plain chat file" in t for t in texts_of(user_content(fake_model)))
+
+
+def test_a_file_over_the_budget_sends_only_the_chunks_relevant_to_the_message(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    sections = [f"## Shelf {n}\n\n" + " ".join(f"crate{n}item{k}" for k in range(300)) for n in range(200)]
+    sections[123] = "## Keys\n\nThe spare key to the boathouse hangs behind the blue door."
+    big = upload(user, "inventory.md", "\n\n".join(sections).encode())
+    assert big["chars"] > 8 * 8000  # well over the default budget
+    assert send(user, "Where is the spare boathouse key?", [big["id"]]).status == 200
+    (_, sent) = texts_of(user_content(fake_model))
+    assert sent == ('<attachment name="inventory.md" type="text/markdown" note="too long to include whole; '
+                    'the parts most relevant to the message follow">\n'
+                    "Keys\n\nThe spare key to the boathouse hangs behind the blue door.\n</attachment>")

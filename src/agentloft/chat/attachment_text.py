@@ -4,20 +4,31 @@ Each file's text names the file (and its pages where it has them), so the model 
 came from. The files of one message share one budget, ``AGENTLOFT_ATTACHMENT_TOKEN_BUDGET``, counted with
 the estimate the documents use (``documents.tokens.estimate_tokens``: one token per CJK character, one per
 four other characters). Files that fit what is left of it go whole, in the order they were attached; the
-others share the rest equally, and each of them gives the model what fits of its share, saying that it
-is only a part.
+others share the rest equally, and each of them gives the model the chunks (``knowledge.chunking``, as
+collections are cut) most relevant to the message that fit its share, in the file's order and saying
+that they are only parts. Relevance is BM25 over the knowledge index's tokens, computed here over the
+one file's chunks: nothing is indexed for a file that is only attached.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentloft.documents.tokens import estimate_tokens
 from agentloft.files.service import Extracted, Page
+from agentloft.knowledge.chunking import Chunk, chunk
+from agentloft.knowledge.terms import query_tokens, tokens
 
 # What one file's framing (its opening and closing lines) costs, counted against the budget.
 FRAME_TOKENS = 30
+# BM25's usual constants (term frequency saturation, length normalisation).
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Between two parts that are not next to each other in the file.
+GAP = "[…]"
 
 
 @dataclass(frozen=True)
@@ -53,46 +64,57 @@ def whole(file: FileText) -> str:
     return f"<attachment {_attrs(file)}>\n{body}\n</attachment>"
 
 
-def _head(file: FileText, budget: int) -> list[Page]:
-    """The file's first pages, the last one cut, within ``budget`` tokens."""
-    kept: list[Page] = []
+def _ranked(chunks: Sequence[Chunk], query: str) -> list[Chunk]:
+    """The chunks that match ``query``, best first: BM25 over the knowledge index's tokens
+    (``knowledge.terms``, a ranked OR, so a question need not share every word with its answer), ties in
+    file order. Chunks matching none of its tokens are left out, unless none matches at all (or the query
+    has no tokens): then all of them in the file's order, its beginning first."""
+    wanted = query_tokens(query)
+    if not wanted:
+        return list(chunks)
+    counts = [Counter(tokens(c.text)) for c in chunks]
+    lengths = [sum(c.values()) for c in counts]
+    average = (sum(lengths) / len(lengths)) or 1.0
+    n = len(chunks)
+    idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5))
+           for t in wanted if (df := sum(1 for c in counts if t in c))}
+
+    def score(i: int) -> float:
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / average)
+        return sum(w * counts[i][t] * (BM25_K1 + 1) / (counts[i][t] + norm) for t, w in idf.items() if t in counts[i])
+
+    scores = [score(i) for i in range(n)]
+    order = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    return [chunks[i] for i in order] if order else list(chunks)
+
+
+def _relevant(file: FileText, budget: int, query: str) -> list[Chunk]:
+    """The chunks of the file most relevant to ``query`` that fit ``budget`` tokens, in file order."""
+    kept: list[Chunk] = []
     left = budget
-    for page in file.extracted.pages:
-        cost = estimate_tokens(page.text)
+    for candidate in _ranked(chunk(file.extracted), query):
+        cost = estimate_tokens(candidate.text)
         if cost <= left:
-            kept.append(page)
+            kept.append(candidate)
             left -= cost
-            continue
-        cut = _cut(page.text, left)
-        if cut:
-            kept.append(Page(page.number, cut))
-        break
-    return kept
+    return sorted(kept, key=lambda c: c.ord)
 
 
-def _cut(text: str, budget: int) -> str:
-    """The longest start of ``text`` within ``budget`` tokens (a binary search on the estimate)."""
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if estimate_tokens(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo]
-
-
-def part(file: FileText, budget: int) -> str:
-    """What fits of a file too large for its share of the budget, saying it is a part."""
-    pages = _head(file, max(budget - FRAME_TOKENS, 0))
+def part(file: FileText, budget: int, query: str) -> str:
+    """The parts of a file too large for its share of the budget most relevant to the message (``query``),
+    in the file's order, each with its page where the format has pages, saying it is only a part."""
     paged = any(p.number is not None for p in file.extracted.pages)
-    body = "\n\n".join(_page_text(p, paged) for p in pages if p.text)
-    note = "too long to include whole; its beginning follows"
+    body, last = "", None
+    for piece in _relevant(file, max(budget - FRAME_TOKENS, 0), query):
+        gap = "" if last is None else ("\n\n" if piece.ord == last + 1 else f"\n{GAP}\n")
+        body, last = body + gap + _page_text(Page(piece.page, piece.text), paged), piece.ord
+    note = "too long to include whole; the parts most relevant to the message follow"
     return f'<attachment {_attrs(file)} note="{note}">\n{body}\n</attachment>'
 
 
-def texts(files: Sequence[FileText], budget: int) -> list[str]:
-    """The text of each file, in order, within ``budget`` tokens together (see the module docstring)."""
+def texts(files: Sequence[FileText], budget: int, query: str) -> list[str]:
+    """The text of each file, in order, within ``budget`` tokens together (see the module docstring);
+    ``query`` (the message) decides which parts of a file too large for it are given."""
     left = budget
     fits: set[int] = set()
     for i, file in enumerate(files):
@@ -101,7 +123,7 @@ def texts(files: Sequence[FileText], budget: int) -> list[str]:
             left -= file.tokens
     over = [i for i in range(len(files)) if i not in fits]
     share = left // len(over) if over else 0
-    return [whole(f) if i in fits else part(f, share) for i, f in enumerate(files)]
+    return [whole(f) if i in fits else part(f, share, query) for i, f in enumerate(files)]
 
 
 def gone(name: str) -> str:

@@ -13,7 +13,8 @@ deleted since then reaches the model as one line saying so (``attachment_text.go
 refusing the turn: the user asked for a reply, and the rest of the message still stands.
 
 Model input is the message's text first, then one text part per non-image file (``attachment_text``:
-whole within the budget, else a part, naming the file), then the images as ``BinaryContent`` parts,
+whole within the budget, else its chunks most relevant to the message, naming the file; cut and ranked
+on a worker thread for long texts), then the images as ``BinaryContent`` parts,
 which pydantic-ai sends as OpenAI ``image_url`` parts with a ``data:`` URL and as Anthropic image blocks.
 
 Earlier messages' files: the model history keeps each turn's prompt as the model was sent it, images and
@@ -31,6 +32,7 @@ from pydantic_ai.messages import BinaryContent, UserContent
 
 from agentloft.chat import attachment_text
 from agentloft.core.runtime import Runtime
+from agentloft.core.textsearch import off_loop
 from agentloft.files import service as files_service
 from agentloft.files.errors import FileNotFound, FileProcessing, FileUnreadable
 from agentloft.files.models import File
@@ -86,5 +88,6 @@ async def model_input(rt: Runtime, *, user_id: int, text: str, attached: Sequenc
             continue
         if extracted is not None:
             texts.append(attachment_text.FileText(item["name"], item["mediaType"], extracted))
-    budget = rt.settings.attachment_token_budget
-    return [text, *attachment_text.texts(texts, budget), *notes, *images]
+    budget, chars = rt.settings.attachment_token_budget, sum(t.extracted.chars for t in texts)
+    parts = await off_loop(chars, lambda: attachment_text.texts(texts, budget, text))
+    return [text, *parts, *notes, *images]
