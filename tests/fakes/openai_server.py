@@ -13,14 +13,21 @@ A step may instead carry a ``raw`` body (a stream written by hand, see ``tests/l
 how its stream is cut into writes (``writes``: one event per write, the whole body at once, or N bytes
 per write; see ``tests.fakes.sse``).
 
+``/v1/embeddings`` answers every text with ``tests.fakes.embeddings.vector`` (deterministic; texts that
+share words are near), ``embedding_dim`` long unless the request asks for ``dimensions``. Its own queue of
+steps (``push_embedding``) scripts failures: an HTTP error, a hang, a delay; each request is recorded in
+``embedding_requests``.
+
 Run it in a thread with ``FakeModelServer().start()``; ``.base_url`` is what a model configuration needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -34,6 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.fakes import embeddings
 from tests.fakes.sse import Writes, cut, deliver, split_events
 
 
@@ -121,10 +129,23 @@ class FakeModel:
         # each request's headers (lower-case names), in order, plus ":peer": the client's "host:port"
         self.headers: list[dict[str, str]] = []
         self.default: Callable[[dict[str, Any]], Step] = echo
+        self._embedding_queue: deque[Step] = deque()
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_dim = embeddings.DIM
 
     def push(self, *steps: Step) -> None:
         with self._lock:
             self._queue.extend(steps)
+
+    def push_embedding(self, *steps: Step) -> None:
+        """Script the next ``/v1/embeddings`` answers (``error_status``, ``hang``, ``first_delay``)."""
+        with self._lock:
+            self._embedding_queue.extend(steps)
+
+    def next_embedding_step(self, body: dict[str, Any]) -> Step | None:
+        with self._lock:
+            self.embedding_requests.append(body)
+            return self._embedding_queue.popleft() if self._embedding_queue else None
 
     def reset(self) -> None:
         with self._lock:
@@ -132,6 +153,9 @@ class FakeModel:
             self.requests.clear()
             self.headers.clear()
             self.default = echo
+            self._embedding_queue.clear()
+            self.embedding_requests.clear()
+            self.embedding_dim = embeddings.DIM
 
     def pending(self) -> int:
         with self._lock:
@@ -242,6 +266,27 @@ def _non_stream(step: Step, model: str) -> dict[str, Any]:
     }
 
 
+def _error(step: Step) -> JSONResponse:
+    return JSONResponse({"error": {"message": step.error_message, "type": "server_error", "code": None}},
+                        status_code=step.error_status or 500)
+
+
+def _embedding_reply(body: dict[str, Any], dim: int) -> dict[str, Any]:
+    texts = body.get("input", [])
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    dim = int(body.get("dimensions") or dim)
+    data = []
+    for i, text in enumerate(texts):
+        values = embeddings.vector(str(text), dim)
+        encoded: Any = values
+        if body.get("encoding_format") == "base64":
+            encoded = base64.b64encode(struct.pack(f"<{dim}f", *values)).decode()
+        data.append({"object": "embedding", "index": i, "embedding": encoded})
+    tokens = sum(len(str(t).split()) for t in texts)
+    return {"object": "list", "data": data, "model": body.get("model", "fake"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
 def build_app(fake: FakeModel) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
@@ -263,11 +308,24 @@ def build_app(fake: FakeModel) -> Starlette:
             await asyncio.sleep(step.first_delay)
         return JSONResponse(_non_stream(step, model))
 
+    async def embed(request: Request) -> Response:
+        body = await request.json()
+        step = fake.next_embedding_step(body)
+        if step is not None:
+            if step.hang:
+                await until_gone(request)
+            if step.first_delay:
+                await asyncio.sleep(step.first_delay)
+            if step.error_status:
+                return _error(step)
+        return JSONResponse(_embedding_reply(body, fake.embedding_dim))
+
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "tests"}]})
 
     return Starlette(routes=[
         Route("/v1/chat/completions", completions, methods=["POST"]),
+        Route("/v1/embeddings", embed, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
     ])
 
