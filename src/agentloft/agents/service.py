@@ -30,9 +30,11 @@ async def _check_model(db: AsyncSession, model_id: int | None) -> None:
     if model_id is None:
         return
     try:
-        await llm_service.get_model(db=db, model_id=model_id)
+        row = await llm_service.get_model(db=db, model_id=model_id)
     except NotFound as exc:
         raise invalid_field("modelId", "no_such_model", "no such model") from exc
+    if row.kind != "chat":
+        raise invalid_field("modelId", "chat_model_only", "an agent runs on a chat model, not an embedding model")
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: int | None = None) -> bool:

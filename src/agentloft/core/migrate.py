@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0022_knowledge"
+HEAD = "0023_model_kind"
 
 T = TypeVar("T")
 

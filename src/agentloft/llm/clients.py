@@ -35,12 +35,14 @@ import contextvars
 from typing import Any
 
 import httpx2
+from openai import AsyncOpenAI
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import DeferredToolRequests
 from pydantic_ai._http import DEFAULT_HTTP_LIMITS, ConnectPoolTimeoutCap
 from pydantic_ai.models import Model, get_user_agent
 from pydantic_ai.settings import ModelSettings
 
+from agentloft.llm import embeddings
 from agentloft.llm.providers import ModelSpec, build_model
 
 # A run ends with text, or with the tool calls that wait for approval.
@@ -86,6 +88,7 @@ class ModelClients:
         self._http: httpx2.AsyncClient | None = None
         self._models: dict[ModelSpec, Model] = {}
         self._agents: dict[tuple[int, str | None], tuple[Model, PydanticAgent[None, Any]]] = {}
+        self._embedders: dict[ModelSpec, AsyncOpenAI] = {}
 
     def http_client(self) -> httpx2.AsyncClient:
         """One pooled client for every model call of the app (connections are reused across turns)."""
@@ -105,6 +108,21 @@ class ModelClients:
                                                      settings=wait_settings(self.timeout_seconds))
         return model
 
+    def embedder(self, spec: ModelSpec) -> AsyncOpenAI:
+        """The SDK client of an embedding model (``llm.embeddings``), kept like ``model``'s."""
+        client = self._embedders.get(spec)
+        if client is None:
+            if len(self._embedders) > MAX_MODELS:
+                self._embedders.clear()
+            client = self._embedders[spec] = embeddings.build_client(spec, http_client=self.http_client())
+        return client
+
+    async def embed(self, spec: ModelSpec, texts: list[str], *, timeout_s: float | None = None) -> list[list[float]]:
+        """One vector per text from the embedding model ``spec``, each batch waiting at most ``timeout_s``
+        (default: the model timeout); raises as ``llm.embeddings`` says."""
+        return await embeddings.embed(self.embedder(spec), spec.model, texts,
+                                      timeout_s=timeout_s or self.timeout_seconds)
+
     def agent(self, model: Model, instructions: str | None) -> PydanticAgent[None, Any]:
         """One pydantic-ai agent per model and instructions serves every turn."""
         key = (id(model), instructions)
@@ -120,6 +138,7 @@ class ModelClients:
     async def aclose(self) -> None:
         self._models.clear()
         self._agents.clear()
+        self._embedders.clear()
         if self._http is not None:
             await self._http.aclose()
             self._http = None

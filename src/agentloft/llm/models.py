@@ -8,10 +8,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 from agentloft.core.db import Base, TimestampMixin
 
 Provider = Literal["openai", "anthropic"]
+ModelKind = Literal["chat", "embedding"]
+"""What a model is for: ``chat`` models run agents and chats; an ``embedding`` model turns knowledge chunks
+and search queries into vectors (``llm.embeddings``). Neither is ever offered where the other belongs."""
 
 
 class ModelConfig(TimestampMixin, Base):
-    """A model an agent can use: which provider, where, which model name, and its encrypted API key."""
+    """A model: what it is for, which provider, where, which model name, and its encrypted API key."""
 
     __tablename__ = "model_configs"
 
@@ -23,6 +26,7 @@ class ModelConfig(TimestampMixin, Base):
     api_key_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     is_default: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    kind: Mapped[ModelKind] = mapped_column(String(16), nullable=False, default="chat", server_default="chat")
 
     # Names are unique: the pickers show a model by its name (migration 0013, which says why an index).
     __table_args__ = (Index("uq_model_configs_name", "name", unique=True),)

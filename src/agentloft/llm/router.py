@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.schemas import DbInt, Page
 from agentloft.llm import service
+from agentloft.llm.models import ModelKind
 from agentloft.llm.presets import PRESETS
 from agentloft.llm.schemas import (
     ModelConfigCreate,
@@ -36,8 +39,11 @@ async def list_presets(_: AdminUser) -> Page[ModelPreset]:
 
 
 @admin_router.get("", response_model=Page[ModelConfigRead])
-async def list_models(_: AdminUser, db: DbSession, paging: Paging) -> Page[ModelConfigRead]:
-    rows, total = await service.list_models(db=db, page=paging)
+async def list_models(
+    _: AdminUser, db: DbSession, paging: Paging,
+    kind: Annotated[ModelKind | None, Query(description="Only chat or only embedding models.")] = None,
+) -> Page[ModelConfigRead]:
+    rows, total = await service.list_models(db=db, page=paging, kind=kind)
     return Page[ModelConfigRead].of([service.to_read(r) for r in rows], total, paging)
 
 

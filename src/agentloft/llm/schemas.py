@@ -6,7 +6,7 @@ from typing import Annotated
 from pydantic import AnyHttpUrl, Field, StrictBool, StringConstraints, field_validator
 
 from agentloft.core.schemas import ApiModel
-from agentloft.llm.models import Provider
+from agentloft.llm.models import ModelKind, Provider
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -21,6 +21,9 @@ def _url(value: str | None) -> str | None:
 
 class ModelConfigCreate(ApiModel):
     name: Name
+    kind: ModelKind = Field(default="chat", description=(
+        "chat: agents and chats run on it; embedding: knowledge search turns text into vectors with it "
+        "(OpenAI-compatible /v1/embeddings only)."))
     provider: Provider
     base_url: str | None = Field(default=None, description="Endpoint; empty uses the provider's default.")
     model: ModelName
@@ -33,6 +36,7 @@ class ModelConfigCreate(ApiModel):
 
 class ModelConfigUpdate(ApiModel):
     name: Name | None = None
+    kind: ModelKind | None = None
     provider: Provider | None = None
     base_url: str | None = None
     model: ModelName | None = None
@@ -46,6 +50,7 @@ class ModelConfigUpdate(ApiModel):
 class ModelConfigRead(ApiModel):
     id: int
     name: str
+    kind: ModelKind
     provider: Provider
     base_url: str | None
     model: str
@@ -60,6 +65,7 @@ class ModelTestResult(ApiModel):
     ok: bool
     latency_ms: int
     reply: str | None = None
+    dimensions: int | None = Field(default=None, description="An embedding model's vector length.")
     error: str | None = None
 
 
@@ -71,6 +77,8 @@ class ModelPreset(ApiModel):
     needs_api_key: bool
     offers_api_key: bool = Field(default=False, description="The key field shows though none is needed.")
     model_hint: str
+    embedding_hint: str | None = Field(default=None, description=(
+        "An embedding model this provider serves, as a placeholder; null: it serves none (no /v1/embeddings)."))
 
 
 class ModelTestOptions(ApiModel):

@@ -1,4 +1,13 @@
-"""Model configurations: CRUD, the default model, the bootstrap model from the environment, the test."""
+"""Model configurations: CRUD, the default model, the bootstrap model from the environment, the test.
+
+A model is a chat model or an embedding model (``kind``). Decided where the issue is silent:
+- the kind is chosen when a model is created and cannot change afterwards (a model that agents run on
+  does not become one that knowledge embeds with, or the reverse; an update naming another kind is a 422):
+  what points at a model (agents, the knowledge setting) then never finds the wrong kind there;
+- an embedding model speaks OpenAI's ``/v1/embeddings`` (Anthropic has no embeddings API), is never the
+  default model, and never becomes it by being the first one added;
+- its Test embeds one short text and reports the vector's length.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +15,7 @@ import logging
 import time
 
 from pydantic_ai import Agent
-from pydantic_ai.exceptions import ModelRequestTimeout, ModelTimeoutError
+from pydantic_ai.exceptions import ModelAPIError, ModelRequestTimeout, ModelTimeoutError
 from pydantic_ai.settings import ModelSettings
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -14,12 +23,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, value_taken
-from agentloft.core.errors import Conflict, NotFound
+from agentloft.core.errors import Conflict, NotFound, invalid_field
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
 from agentloft.llm.clients import ModelClients
 from agentloft.llm.failures import describe_failure
-from agentloft.llm.models import ModelConfig
+from agentloft.llm.models import ModelConfig, ModelKind
 from agentloft.llm.providers import ModelSpec
 from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
 
@@ -35,6 +44,7 @@ def to_read(row: ModelConfig) -> ModelConfigRead:
     return ModelConfigRead(
         id=row.id,
         name=row.name,
+        kind=row.kind,
         provider=row.provider,
         base_url=row.base_url,
         model=row.model,
@@ -51,9 +61,9 @@ async def _clear_default(db: AsyncSession, keep_id: int) -> None:
 
 
 async def _first_becomes_default(db: AsyncSession, row: ModelConfig) -> None:
-    """The first enabled model is the default, so a fresh install works without an extra click."""
+    """The first enabled chat model is the default, so a fresh install works without an extra click."""
     stmt = select(func.count(ModelConfig.id)).where(ModelConfig.is_default.is_(True), ModelConfig.id != row.id)
-    if row.enabled and (await db.execute(stmt)).scalar_one() == 0:
+    if row.kind != "embedding" and row.enabled and (await db.execute(stmt)).scalar_one() == 0:
         row.is_default = True
 
 
@@ -73,11 +83,23 @@ async def _flush_name(db: AsyncSession, name: str) -> None:
         raise _name_conflict(name) from exc
 
 
+def _check_kind(row: ModelConfig) -> None:
+    """What an embedding model cannot be (the module's doc)."""
+    if row.kind != "embedding":
+        return
+    if row.provider != "openai":
+        raise invalid_field("provider", "openai_compatible_only",
+                            "an embedding model must use an OpenAI-compatible endpoint")
+    if row.is_default:
+        raise invalid_field("isDefault", "chat_model_only", "only a chat model can be the default")
+
+
 async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCreate) -> ModelConfig:
     if await _name_taken(db, data.name):
         raise _name_conflict(data.name)
     row = ModelConfig(
         name=data.name,
+        kind=data.kind,
         provider=data.provider,
         base_url=data.base_url,
         model=data.model,
@@ -85,6 +107,7 @@ async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCre
         enabled=data.enabled,
         is_default=data.is_default,
     )
+    _check_kind(row)
     db.add(row)
     await _flush_name(db, row.name)
     if row.is_default:
@@ -99,9 +122,13 @@ async def get_model(*, db: AsyncSession, model_id: int) -> ModelConfig:
                             NotFound("model not found", code="model_not_found"))
 
 
-async def list_models(*, db: AsyncSession, page: PageParams) -> tuple[list[ModelConfig], int]:
-    total = int((await db.execute(select(func.count(ModelConfig.id)))).scalar_one())
-    stmt = select(ModelConfig).order_by(ModelConfig.id).offset(page.offset).limit(page.page_size)
+async def list_models(
+    *, db: AsyncSession, page: PageParams, kind: ModelKind | None = None
+) -> tuple[list[ModelConfig], int]:
+    """A page of the models, of one kind when ``kind`` is given (the pickers ask for theirs)."""
+    where = [ModelConfig.kind == kind] if kind else []
+    total = int((await db.execute(select(func.count(ModelConfig.id)).where(*where))).scalar_one())
+    stmt = select(ModelConfig).where(*where).order_by(ModelConfig.id).offset(page.offset).limit(page.page_size)
     return list((await db.execute(stmt)).scalars()), total
 
 
@@ -110,6 +137,8 @@ async def update_model(
 ) -> ModelConfig:
     row = await get_model(db=db, model_id=model_id)
     changes = data.model_dump(exclude_unset=True)
+    if changes.pop("kind", None) not in (None, row.kind):
+        raise invalid_field("kind", "not_editable", "a model's kind is chosen when it is created")
     if changes.get("name") and await _name_taken(db, changes["name"], except_id=row.id):
         raise _name_conflict(changes["name"])
     if "api_key" in changes:
@@ -118,6 +147,7 @@ async def update_model(
     for field, value in changes.items():
         if value is not None or field == "base_url":
             setattr(row, field, value)
+    _check_kind(row)
     await _flush_name(db, row.name)
     if row.is_default:
         await _clear_default(db, row.id)
@@ -125,8 +155,12 @@ async def update_model(
 
 
 async def make_default(*, db: AsyncSession, row: ModelConfig) -> None:
-    """Switch ``row`` on and make it the default (the one chats without a model of their own use)."""
+    """Switch ``row`` on and make it the default (the one chats without a model of their own use); an
+    embedding model is only switched on."""
     row.enabled = True
+    if row.kind == "embedding":
+        await db.flush()
+        return
     row.is_default = True
     await db.flush()
     await _clear_default(db, row.id)
@@ -139,10 +173,10 @@ async def delete_model(*, db: AsyncSession, model_id: int) -> None:
 
 
 async def default_model(*, db: AsyncSession) -> ModelConfig | None:
-    """The enabled default model, else the oldest enabled one, else None."""
+    """The enabled default chat model, else the oldest enabled one, else None."""
     stmt = (
         select(ModelConfig)
-        .where(ModelConfig.enabled.is_(True))
+        .where(ModelConfig.enabled.is_(True), ModelConfig.kind == "chat")
         .order_by(ModelConfig.is_default.desc(), ModelConfig.id)
         .limit(1)
     )
@@ -169,7 +203,7 @@ async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: 
     stmt = select(ModelConfig).where(ModelConfig.name == BOOTSTRAP_NAME)
     row = (await db.execute(stmt)).scalar_one_or_none()
     if row is None:
-        row = ModelConfig(name=BOOTSTRAP_NAME, provider="openai", model="", enabled=True)
+        row = ModelConfig(name=BOOTSTRAP_NAME, kind="chat", provider="openai", model="", enabled=True)
         db.add(row)
     row.base_url = settings.openai_base_url.rstrip("/")
     row.model = settings.default_model or "gpt-4o-mini"
@@ -181,6 +215,8 @@ async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients) 
     """Make one small request through the same clients chats use; report the reply, or why it failed in
     words an administrator can act on (never an error status: a failing model is the answer here). The
     whole request, retries included, takes at most ``TEST_LIMIT_S``."""
+    if row.kind == "embedding":
+        return await _test_embedding(row=row, box=box, models=models)
     limit = TEST_LIMIT_S
     started = time.perf_counter()
     try:
@@ -200,6 +236,23 @@ async def test_model(*, row: ModelConfig, box: SecretBox, models: ModelClients) 
     except Exception as exc:
         log.info("model test failed: %r", exc)
         return ModelTestResult(ok=False, latency_ms=_ms(started), error=describe_failure(exc))
+
+
+async def _test_embedding(*, row: ModelConfig, box: SecretBox, models: ModelClients) -> ModelTestResult:
+    """An embedding model's test: one short text through ``/v1/embeddings``, the vector's length back."""
+    started = time.perf_counter()
+    try:
+        vectors = await models.embed(spec_of(row=row, box=box), ["OK"], timeout_s=TEST_LIMIT_S)
+    except ModelAPIError as exc:
+        log.info("embedding model test failed: %r", exc)
+        if isinstance(exc.__cause__, TimeoutError):
+            return ModelTestResult(ok=False, latency_ms=_ms(started),
+                                   error=_timed_out(TEST_LIMIT_S, models.timeout_seconds))
+        return ModelTestResult(ok=False, latency_ms=_ms(started), error=describe_failure(exc))
+    except Exception as exc:
+        log.info("embedding model test failed: %r", exc)
+        return ModelTestResult(ok=False, latency_ms=_ms(started), error=describe_failure(exc))
+    return ModelTestResult(ok=True, latency_ms=_ms(started), dimensions=len(vectors[0]))
 
 
 def _timed_out(limit_s: float, chat_timeout_s: float) -> str:

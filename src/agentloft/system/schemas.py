@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool, StringConstraints
 
-from agentloft.core.schemas import ApiModel
+from agentloft.core.schemas import ApiModel, BodyId
 
 HostOrCidr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 
@@ -17,9 +17,14 @@ class InstanceSettings(ApiModel):
     allowed_internal_hosts: list[HostOrCidr] = Field(
         description="Hosts or CIDRs that tools may reach although they are private or loopback."
     )
+    embedding_model_id: int | None = Field(
+        default=None, description="The embedding model knowledge search uses; null: lexical search only."
+    )
 
 
 class InstanceSettingsUpdate(ApiModel):
     signup_open: StrictBool | None = None
     generate_titles: StrictBool | None = None
     allowed_internal_hosts: list[HostOrCidr] | None = None
+    embedding_model_id: BodyId | None = Field(
+        default=None, description="An embedding model's id; null clears it (retrieval becomes lexical only).")

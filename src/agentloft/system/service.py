@@ -1,4 +1,9 @@
-"""Read and write instance settings. The environment gives defaults; a stored value overrides it."""
+"""Read and write instance settings. The environment gives defaults; a stored value overrides it.
+
+``embeddingModelId`` has no environment default (none: knowledge search is lexical). Only an embedding
+model can be chosen (a chat model or an unknown id is a 422); ``null`` clears it. A model deleted or
+switched off later leaves the setting pointing at nothing usable, which knowledge reads as no model.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,15 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.core.errors import Conflict, Invalid, problem
+from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_field, problem
 from agentloft.core.settings import Settings
+from agentloft.llm import service as llm_service
 from agentloft.system.models import AppSetting
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
 
 _DEFAULTS = {"signup_open": "signup_open", "allowed_internal_hosts": "allowed_internal_hosts",
              "generate_titles": "generate_titles"}
+EMBEDDING_MODEL = "embedding_model_id"
 
 
 async def _stored(db: AsyncSession) -> dict[str, Any]:
@@ -26,7 +33,25 @@ async def _stored(db: AsyncSession) -> dict[str, Any]:
 async def get_settings(*, db: AsyncSession, settings: Settings) -> InstanceSettings:
     stored = await _stored(db)
     values = {k: stored.get(k, getattr(settings, env)) for k, env in _DEFAULTS.items()}
-    return InstanceSettings(**values)
+    return InstanceSettings(**values, embedding_model_id=stored.get(EMBEDDING_MODEL))
+
+
+async def embedding_model_id(*, db: AsyncSession) -> int | None:
+    """The chosen embedding model's id (it may since have been deleted or switched off), else None."""
+    row = await db.get(AppSetting, EMBEDDING_MODEL)
+    return row.value if row is not None and isinstance(row.value, int) else None
+
+
+async def _check_embedding_model(db: AsyncSession, model_id: int | None) -> None:
+    if model_id is None:
+        return
+    try:
+        row = await llm_service.get_model(db=db, model_id=model_id)
+    except NotFound as exc:
+        raise invalid_field("embeddingModelId", "no_such_model", "no such model") from exc
+    if row.kind != "embedding":
+        raise invalid_field("embeddingModelId", "embedding_model_only",
+                            "knowledge search needs an embedding model, not a chat model")
 
 
 def _check_host(entry: str) -> None:
@@ -43,8 +68,12 @@ async def update_settings(
 ) -> InstanceSettings:
     for entry in data.allowed_internal_hosts or []:
         _check_host(entry)
+    values = data.model_dump(exclude_none=True)
+    if EMBEDDING_MODEL in data.model_fields_set:  # null is a value here: it clears the choice
+        await _check_embedding_model(db, data.embedding_model_id)
+        values[EMBEDDING_MODEL] = data.embedding_model_id
     try:  # reading the next key flushes the row added for the one before
-        for key, value in data.model_dump(exclude_none=True).items():
+        for key, value in values.items():
             row = await db.get(AppSetting, key)
             if row is None:
                 db.add(AppSetting(key=key, value=value))

@@ -115,7 +115,7 @@ function remove(button, agent) {
 document.getElementById('new-agent').addEventListener('click', () => openEditor(null));
 
 async function start() {
-  models = await loadAll('/api/admin/models');
+  models = await loadAll('/api/admin/models?kind=chat'); // an embedding model never runs an agent
   await refresh();
   document.getElementById('new-agent').disabled = false;
 }

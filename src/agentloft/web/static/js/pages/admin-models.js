@@ -1,4 +1,6 @@
 // Admin: model configurations (CRUD) with a Test button. The API key is never shown, only whether one is set.
+// A model is for chat or for embeddings (knowledge search), chosen when it is created: an embedding model is
+// OpenAI-compatible and never the default, so the form hides what it cannot be.
 import { api } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError } from '../dom.js';
 import { t } from '../i18n.js';
@@ -13,6 +15,7 @@ const modal = dialog(dlg);
 let editing = null;
 let presets = [];
 const presetSelect = document.getElementById('model-preset');
+const kindSelect = document.getElementById('model-kind');
 
 function testCell(model) {
   const result = h('span', { class: 'test-result', 'aria-live': 'polite' });
@@ -28,9 +31,9 @@ async function runTest(button, result, model) {
     try {
       const outcome = await api('POST', `/api/admin/models/${model.id}/test`);
       result.className = `test-result ${outcome.ok ? 'ok' : 'danger'}`;
-      result.textContent = outcome.ok
-        ? t('admin.models.testOk', { ms: outcome.latencyMs })
-        : t('admin.models.testFailed', { error: outcome.error || '' });
+      if (!outcome.ok) result.textContent = t('admin.models.testFailed', { error: outcome.error || '' });
+      else if (outcome.dimensions) result.textContent = t('admin.models.testOkEmbedding', { ms: outcome.latencyMs, dimensions: outcome.dimensions });
+      else result.textContent = t('admin.models.testOk', { ms: outcome.latencyMs });
     } catch (error) {
       result.className = 'test-result danger';
       result.textContent = error.message;
@@ -40,7 +43,8 @@ async function runTest(button, result, model) {
 
 function row(model) {
   return h('tr', { dataset: { name: model.name } },
-    h('td', {}, h('strong', { text: model.name }), model.isDefault ? [' ', badge(t('admin.models.default'), 'accent')] : null),
+    h('td', {}, h('strong', { text: model.name }), model.isDefault ? [' ', badge(t('admin.models.default'), 'accent')] : null,
+      model.kind === 'embedding' ? [' ', badge(t('admin.models.embeddingBadge'))] : null),
     h('td', { text: model.provider }),
     h('td', {}, h('div', { class: 'cell-stack' }, h('code', { text: model.model }),
       model.baseUrl ? h('div', { class: 'muted small-text', text: model.baseUrl }) : null)),
@@ -66,9 +70,28 @@ function showKeyField(needed) {
   if (!needed) form.apiKey.value = '';
 }
 
+function embedding() {
+  return kindSelect.value === 'embedding';
+}
+
+// An embedding model: OpenAI-compatible only (presets without /v1/embeddings are greyed), never the default.
+function applyKind() {
+  for (const option of presetSelect.options) {
+    const preset = presets.find((p) => p.id === option.value);
+    option.disabled = Boolean(embedding() && preset && !preset.embeddingHint);
+  }
+  if (presetSelect.selectedOptions[0]?.disabled) presetSelect.value = '';
+  form.provider.querySelector('option[value=anthropic]').disabled = embedding();
+  if (embedding()) form.provider.value = 'openai';
+  form.querySelector('.default-field').hidden = embedding();
+  if (embedding()) form.isDefault.checked = false;
+  applyPreset();
+}
+
 function applyPreset() {
   const preset = presets.find((p) => p.id === presetSelect.value);
-  form.model.placeholder = preset ? preset.modelHint : 'gpt-4o-mini';
+  const hint = embedding() ? (preset && preset.embeddingHint) || 'text-embedding-3-small' : (preset && preset.modelHint) || 'gpt-4o-mini';
+  form.model.placeholder = hint;
   showKeyField(!preset || preset.needsApiKey || Boolean(editing && editing.hasApiKey));
   if (!preset) return;
   form.provider.value = preset.provider;
@@ -83,13 +106,16 @@ function openEditor(model) {
   resetFormErrors(form);
   const title = form.querySelector('h2');
   title.textContent = model ? title.dataset.titleEdit : title.dataset.titleNew;
-  fillForm(form, model || { enabled: true, provider: 'openai' });
+  fillForm(form, model || { enabled: true, provider: 'openai', kind: 'chat' });
+  kindSelect.disabled = Boolean(model); // chosen when the model is created
+  const kindHint = form.querySelector('.kind-hint');
+  kindHint.textContent = model ? kindHint.dataset.edit : kindHint.dataset.new;
   form.apiKey.value = ''; // never prefilled
   const keyState = form.querySelector('.key-state');
   keyState.textContent = model && model.hasApiKey ? keyState.dataset.set : keyState.dataset.unset;
   form.apiKey.placeholder = model && model.hasApiKey ? t('admin.models.keySet') : '';
   form.querySelector('.remove-key').hidden = !(model && model.hasApiKey);
-  applyPreset(); // the form reset picked "Custom": every field shows
+  applyKind(); // the form reset picked "Custom": every field shows
   modal.open();
 }
 
@@ -99,6 +125,7 @@ function payload() {
     name: data.name, provider: data.provider, model: data.model,
     baseUrl: data.baseUrl.trim() || null, enabled: data.enabled, isDefault: data.isDefault,
   };
+  if (!editing) body.kind = data.kind;
   if (data.apiKey) body.apiKey = data.apiKey;
   else if (editing && data.removeKey) body.apiKey = '';
   return body;
@@ -116,5 +143,6 @@ function remove(button, model) {
 
 document.getElementById('new-model').addEventListener('click', () => openEditor(null));
 presetSelect.addEventListener('change', applyPreset);
+kindSelect.addEventListener('change', applyKind);
 loadPresets().catch((e) => showError(pageError, e));
 refresh().catch((e) => showError(pageError, e));
