@@ -162,6 +162,27 @@ def sandbox_user(name: str) -> SandboxUser:
     return SandboxUser(name=name, uid=entry.pw_uid, gid=entry.pw_gid)
 
 
+SYSTEM_INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
+
+
+def interpreter() -> tuple[str, list[str]]:
+    """The interpreter sandboxed Python runs on (the python tool's snippets, document extraction), and the
+    directories outside ``/usr`` it needs to read.
+
+    The server's own base interpreter (never a virtualenv's, whose packages are the server's) when it lives
+    under ``/usr``; else the system's ``python3``, because the sandbox user usually cannot read an
+    interpreter installed in a home directory (pyenv); else the server's base interpreter and its prefix."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    base = Path(sys.base_prefix) / "bin" / version
+    own = str(base) if base.exists() else os.path.realpath(sys.executable)
+    if own.startswith("/usr/"):
+        return own, []
+    for candidate in SYSTEM_INTERPRETERS:
+        if os.path.exists(candidate):
+            return candidate, []
+    return own, sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_exec_prefix)})
+
+
 _working: set[tuple[SandboxUser, tuple[str, ...]]] = set()
 
 

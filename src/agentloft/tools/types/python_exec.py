@@ -21,9 +21,7 @@ working directory starts empty and nothing of the run is written to the host's d
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import Field
 
@@ -84,26 +82,6 @@ class Input(ApiModel):
     stdin: str = Field(default="", max_length=1_000_000, description="Text passed to the script's standard input.")
 
 
-SYSTEM_INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
-
-
-def interpreter() -> tuple[str, list[str]]:
-    """The interpreter snippets run on, and the directories outside ``/usr`` it needs to read.
-
-    The server's own base interpreter (never a virtualenv's, whose packages are the server's) when it lives
-    under ``/usr``; else the system's ``python3``, because the sandbox user usually cannot read an
-    interpreter installed in a home directory (pyenv); else the server's base interpreter and its prefix."""
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    base = Path(sys.base_prefix) / "bin" / version
-    own = str(base) if base.exists() else os.path.realpath(sys.executable)
-    if own.startswith("/usr/"):
-        return own, []
-    for candidate in SYSTEM_INTERPRETERS:
-        if os.path.exists(candidate):
-            return candidate, []
-    return own, sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_exec_prefix)})
-
-
 def limits(config: Config) -> sandbox.Limits:
     mb = 1024 * 1024
     return sandbox.Limits(
@@ -118,7 +96,7 @@ async def run_snippet(code: str, stdin: str, config: Config, sandbox_user: str,
     """Run ``code``; return (stdout, stderr, exit code, whether it was cut or timed out) and whether it ran
     in the sandbox. ``private`` paths (the server's data) stay hidden in the sandbox. Raises
     ``SandboxUnavailable`` when there is no sandbox and no opt-out."""
-    exe, prefixes = interpreter()
+    exe, prefixes = sandbox.interpreter()
     user: sandbox.SandboxUser | None = None
     try:
         user = await sandbox.ensure_sandbox(sandbox_user, [exe, "-I", "-c", "pass"], prefixes)
