@@ -235,6 +235,47 @@ class Settings(BaseSettings):
         "within what is left goes whole; larger ones give the parts most relevant to the message instead. "
         "Images do not count against it.",
     )
+    extract_sandbox_user: str = Field(
+        default="agentloft-extract",
+        description="Unprivileged host user uploaded documents (PDF, DOCX, PPTX, XLSX, HTML) are read as, inside "
+        "bubblewrap, and nothing else: its process limit counts per user (scripts/setup-sandbox creates it). "
+        "The server must run as root to switch to it; without it (or without bwrap) such uploads are refused "
+        "with 503 file_extraction_unavailable, while text and images still work.",
+    )
+    extract_cpu_seconds: int = Field(
+        default=60, ge=1,
+        description="CPU time reading one document may take in the sandbox; past it the file ends failed.",
+    )
+    extract_wall_seconds: float = Field(
+        default=120.0, gt=0,
+        description="Wall-clock time reading one document may take in the sandbox; past it the reader is "
+        "killed and the file ends failed.",
+    )
+    extract_memory_bytes: int = Field(
+        default=1024 * 1024 * 1024, ge=64 * 1024 * 1024,
+        description="Address-space limit of the process that reads one document (1 GiB); a file that needs "
+        "more ends failed.",
+    )
+    extract_max_pages: int = Field(
+        default=2000, ge=1,
+        description="Most pages (PDF), slides (PPTX) or sheets (XLSX) read from one file; a file with more "
+        "ends failed before any is read.",
+    )
+    extract_max_chars: int = Field(
+        default=5_000_000, ge=1000,
+        description="Most characters of text read from one file; a file holding more ends failed (none of it "
+        "is kept, rather than a part that looks whole).",
+    )
+    extract_max_unzipped_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=1024 * 1024,
+        description="Most bytes the parts of one DOCX, PPTX or XLSX may declare unpacked (256 MiB); checked "
+        "before the document is opened, so a zip bomb ends failed without being inflated.",
+    )
+    extract_max_zip_ratio: float = Field(
+        default=100.0, ge=2,
+        description="Most times one part of a DOCX, PPTX or XLSX may grow when unpacked, for parts above 1 MiB "
+        "(Apache POI's rule); a file with a part that grows more ends failed as a zip bomb.",
+    )
     job_poll_seconds: float = Field(
         default=2.0, gt=0,
         description="How often each server process looks for background jobs (reading an uploaded document, "
