@@ -32,6 +32,7 @@ from agentloft.core.jobs import JobRunner
 from agentloft.core.memory import MemoryReleaser
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
+from agentloft.files import jobs as files_jobs
 from agentloft.files.errors import FileTooLarge
 from agentloft.files.store import build_store
 from agentloft.knowledge import jobs as knowledge_jobs
@@ -145,6 +146,7 @@ def register_jobs(rt: Runtime) -> None:
     """The handler of every kind of background job (``core.jobs``), named here rather than on import, so
     what runs in the background is listed in one place."""
     knowledge_jobs.register(rt.jobs)
+    files_jobs.register(rt.jobs)
 
 
 def quiet_request_logs() -> None:

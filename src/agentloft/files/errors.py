@@ -45,3 +45,17 @@ class FileUnreadable(AppError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"the file could not be read: {reason}")
+
+
+SANDBOX_UNAVAILABLE = "the sandbox that reads documents is unavailable"
+
+
+class FileExtractionUnavailable(AppError):
+    """A document is uploaded on a host whose sandbox cannot run: refused before anything is kept, with the
+    reason the python tool gives (text and images need no sandbox and keep working)."""
+
+    status = 503
+    code = "file_extraction_unavailable"
+
+    def __init__(self, what: str, reason: str) -> None:
+        super().__init__(f"{SANDBOX_UNAVAILABLE}, so this {what} was not kept: {reason}")

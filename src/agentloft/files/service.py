@@ -8,8 +8,11 @@ An upload is checked before anything is kept: its size (``AGENTLOFT_FILE_MAX_BYT
 file_too_large``) and its type from its content (``files.sniff``, ``415 file_type_unsupported``). Then its
 bytes go to the store and its row to the database. Text is decoded at once, so a text file is ``ready``
 in the upload's answer; an image has nothing to read and is ``ready`` too; documents (PDF, DOCX, PPTX,
-XLSX, HTML) answer ``processing`` and are read by the ``file.extract`` job (``files.jobs``), which ends
-them ``ready`` or ``failed`` with the reason.
+XLSX, HTML) answer ``processing`` and are read by the ``file.extract`` job (``files.jobs``), queued in
+the transaction that adds the row, which ends them ``ready`` or ``failed`` with the reason. Documents are
+only ever parsed in the sandbox (``files.extract``): on a host where it cannot run, a document is refused
+at upload with ``503 file_extraction_unavailable`` and the sandbox's reason, so that nobody is left with a
+file that can never be read (text and images keep working).
 
 What was read is kept in the store beside the bytes, as JSON ``{"pages": [{"number", "text"}]}``
 (``number`` None for formats without pages), never in a column that lists read. The store is written
@@ -32,12 +35,21 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.core import jobs
 from agentloft.core.db import one_or_404
 from agentloft.core.ids import new_id
-from agentloft.files.errors import FileNotFound, FileProcessing, FileTooLarge, FileTypeUnsupported, FileUnreadable
+from agentloft.files import extract
+from agentloft.files.errors import (
+    FileExtractionUnavailable,
+    FileNotFound,
+    FileProcessing,
+    FileTooLarge,
+    FileUnreadable,
+)
 from agentloft.files.models import File, FileStatus
 from agentloft.files.sniff import Sniffed, sniff
 from agentloft.files.store import ObjectMissing
+from agentloft.tools.sandbox import SandboxUnavailable
 
 if TYPE_CHECKING:
     from agentloft.auth.models import User
@@ -46,6 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 255
+EXTRACT_JOB = "file.extract"
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -113,8 +126,8 @@ async def create(*, rt: Runtime, user: User, name: str | None, data: bytes) -> F
     """Keep an upload; its row as the answer (``ready``, or ``processing`` while a job reads it)."""
     name = clean_name(name)
     kind, digest = await asyncio.to_thread(_checked, data, name, rt.settings.file_max_bytes)
-    if kind.family not in ("text", "image"):  # read by a job, which comes next
-        raise FileTypeUnsupported(f"{kind.media_type} cannot be read yet")
+    if kind.family not in ("text", "image"):
+        await _extraction_available(rt, kind)
     row = File(id=new_id("fl"), user_id=user.id, name=name, media_type=kind.media_type, size=len(data),
                sha256=digest, status=_status_of(kind))
     text = None if kind.text is None or kind.family != "text" else Extracted(pages=[Page(None, kind.text)])
@@ -126,10 +139,19 @@ async def create(*, rt: Runtime, user: User, name: str | None, data: bytes) -> F
             row.chars = text.chars
         async with rt.db.session() as db:
             db.add(row)
+            if row.status == "processing":
+                await jobs.enqueue(db, EXTRACT_JOB, {"fileId": row.id, "userId": row.user_id})
     except BaseException:
         await _remove_objects(rt, row)
         raise
     return row
+
+
+async def _extraction_available(rt: Runtime, kind: Sniffed) -> None:
+    try:
+        await extract.available(rt.settings)
+    except SandboxUnavailable as exc:
+        raise FileExtractionUnavailable(kind.family.upper(), str(exc)) from None
 
 
 async def _remove_objects(rt: Runtime, row: File) -> None:

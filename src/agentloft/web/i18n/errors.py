@@ -146,6 +146,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.file_unreadable": "The file could not be read.",
         "apiError.knowledge_not_found": "The knowledge collection does not exist or you have no access to it.",
         "apiError.knowledge_file_not_found": "This file is not in the collection.",
+        "apiError.file_extraction_unavailable": "This server cannot read documents right now (its sandbox is "
+        "unavailable), so the file was not kept. Text files and images still work; ask an administrator.",
         "apiError.login_required": "Sign in first.",
         "toolError.document_not_found": "The document does not exist or you have no access to it.",
         "toolError.document_version_not_found": "That version of the document does not exist.",
@@ -332,6 +334,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.file_unreadable": "无法读取该文件。",
         "apiError.knowledge_not_found": "知识库不存在或无权访问。",
         "apiError.knowledge_file_not_found": "该文件不在这个知识库中。",
+        "apiError.file_extraction_unavailable": "服务器目前无法读取文档（其沙箱不可用），文件未保存。"
+        "文本文件和图片仍可上传，请联系管理员。",
         "apiError.login_required": "请先登录。",
         "toolError.document_not_found": "文档不存在或无权访问",
         "toolError.document_version_not_found": "该文档版本不存在",
