@@ -13,7 +13,7 @@ from tests.support import LiveApp, signup, start_app
 
 PROMPT_MIGRATION = importlib.import_module("agentloft.migrations.versions.0006_default_prompt")
 
-EXPECTED_DISABLED = {"web-search", "http-api", "webhook", "sql-query", "python"}
+EXPECTED_DISABLED = {"web-search", "http-api", "webhook", "sql-query", "python", "knowledge"}
 
 
 def _start(tmp_path: Path, template_db: Path) -> LiveApp:
@@ -30,7 +30,7 @@ def test_fresh_database_has_defaults(tmp_path: Path, template_db: Path) -> None:
             by_type = {t["type"]: t for t in tools}
             # one instance of every built-in type; MCP tools come from refreshing a server, never by default
             assert set(by_type) == types - {"mcp"}
-            assert len(types) == 16
+            assert len(types) == 17
             for slug, tool in by_type.items():
                 assert tool["enabled"] is (slug not in EXPECTED_DISABLED), slug
                 assert tool["name"] and tool["description"], slug
@@ -70,7 +70,7 @@ def test_deleted_defaults_do_not_come_back(tmp_path: Path, template_db: Path) ->
     try:
         assert live.sql("SELECT count(*) FROM agent_tools WHERE type = 'calculator'")[0][0] == 0
         assert live.sql("SELECT count(*) FROM agents")[0][0] == 0
-        assert live.sql("SELECT count(*) FROM agent_tools")[0][0] == 14
+        assert live.sql("SELECT count(*) FROM agent_tools")[0][0] == 15
     finally:
         live.stop()
 

@@ -4,7 +4,7 @@ On the first start (and only then: an ``app_settings`` flag records it, so a def
 never comes back) it creates one tool for every registered type an admin makes by hand (not ``mcp``: a
 server's refresh makes those), named and described for people, and an agent "Assistant" with calculator,
 datetime, document and fetch on the default model. Tools that need configuration before they can work
-(web-search, http-api, webhook, sql-query) or that are dangerous (python) start disabled.
+(web-search, http-api, webhook, sql-query, knowledge) or that are dangerous (python) start disabled.
 ``AGENTLOFT_CREATE_DEFAULTS=false`` skips all of this.
 """
 
@@ -23,7 +23,7 @@ from agentloft.tools.schemas import AgentToolCreate, AgentToolLinkIn
 log = logging.getLogger(__name__)
 
 FLAG = "defaults_created"
-DISABLED_UNTIL_CONFIGURED = {"web-search", "http-api", "webhook", "sql-query", "python"}
+DISABLED_UNTIL_CONFIGURED = {"web-search", "http-api", "webhook", "sql-query", "python", "knowledge"}
 ASSISTANT_TOOLS = ("calculator", "datetime", "document", "fetch")
 
 # slug → (name, description) as people read them in the admin table.
@@ -43,6 +43,7 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
     "random": ("Random", "Random numbers, choices, shuffles, UUIDs and strong passwords."),
     "rss": ("RSS and Atom feeds", "Reads the latest items of a feed."),
     "agent-invoke": ("Ask another agent", "Hands a sub-task to another agent over A2A."),
+    "knowledge": ("Knowledge", "Searches knowledge collections you choose (set their ids first)."),
 }
 
 ASSISTANT = AgentCreate(

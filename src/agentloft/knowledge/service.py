@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, case, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.auth.models import User
 from agentloft.core import jobs
 from agentloft.core.db import one_or_404, rows_matched, utcnow
 from agentloft.files import service as files_service
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from agentloft.core.runtime import Runtime
 
 INDEX_JOB = "knowledge.index"
+ADMIN_ROLE = "admin"
 MAX_TOP_K = 50
 
 
@@ -211,3 +213,16 @@ async def search_own(*, rt: Runtime, user_id: int, collection_id: str, q: str, t
     async with rt.db.session() as db:
         await _owned_or_404(db, user_id, collection_id)
     return await search_collections(rt=rt, collection_ids=[collection_id], q=q, top_k=top_k)
+
+
+# --- collections agents search -----------------------------------------------------------------------
+
+
+async def admin_collection_ids(*, db: AsyncSession, collection_ids: Sequence[str]) -> set[str]:
+    """Those of ``collection_ids`` that exist and belong to an admin: the only ones an agent's knowledge
+    tool searches, for everyone who may use the agent (a user's own collection stays theirs alone)."""
+    if not collection_ids:
+        return set()
+    stmt = (select(KnowledgeCollection.id).join(User, User.id == KnowledgeCollection.user_id)
+            .where(KnowledgeCollection.id.in_(list(collection_ids)), User.role == ADMIN_ROLE))
+    return set((await db.execute(stmt)).scalars())

@@ -17,7 +17,7 @@ SLUGS = {
     "calculator": "calculator", "datetime_tool": "datetime", "fetch": "fetch", "web_search": "web-search",
     "http_api": "http-api", "webhook": "webhook", "python_exec": "python", "sql_query": "sql-query",
     "json_query": "json-query", "text": "text", "unit_convert": "unit-convert", "random_tool": "random",
-    "rss": "rss", "tool": "agent-invoke",
+    "rss": "rss", "knowledge": "knowledge", "tool": "agent-invoke",
 }
 
 
@@ -45,7 +45,7 @@ def test_type_is_complete(module: str) -> None:
 
 def test_slugs_are_unique() -> None:
     slugs = [tool_type(m).slug for m in MINE]
-    assert len(set(slugs)) == len(slugs) == 14
+    assert len(set(slugs)) == len(slugs) == 15
 
 
 @pytest.mark.parametrize("module", [m for m in MINE if tool_type(m).Input.model_json_schema().get("required")])

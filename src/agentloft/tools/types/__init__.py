@@ -22,6 +22,7 @@ BUILTIN_MODULES = (
     "random_tool",
     "rss",
     "document",
+    "knowledge",
 )
 
 

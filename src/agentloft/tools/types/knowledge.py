@@ -1,0 +1,88 @@
+"""Knowledge: the model searches the knowledge collections an admin gave the tool.
+
+Only an admin's collections are searched: a tool on an agent serves everyone who may use the agent, and a
+user's own collection is private to them. A configured id that is missing or not an admin's makes the
+tool unavailable (left out of runs, the reason shown to admins, ``unavailable``) rather than silently
+searching less; execution checks again, since the owner may have changed since the listing.
+
+The result holds the best chunks with their file name, page and chunk id, which the chat shows as the
+reply's sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.core.errors import AppError
+from agentloft.core.schemas import ApiModel
+from agentloft.knowledge import service as knowledge_service
+from agentloft.tools.base import ToolContext, ToolResult, ToolType
+
+MAX_TOP_K = 20
+
+
+class Config(ApiModel):
+    collection_ids: list[str] = Field(
+        default_factory=list, max_length=20,
+        description="Ids (kb_…) of the admins' knowledge collections this tool searches.")
+    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="How many chunks one search returns.")
+
+
+class Input(ApiModel):
+    query: str = Field(min_length=1, max_length=500,
+                       description="What to look for: a question or key words, in the documents' language.")
+
+
+def _unknown(config: Mapping[str, Any], found: set[str]) -> list[str]:
+    ids = config.get("collectionIds") or []
+    return [str(i) for i in ids if i not in found]
+
+
+class KnowledgeTool(ToolType[Config, Input]):
+    slug = "knowledge"
+    name = "Knowledge"
+    description = "Searches knowledge collections of files for passages relevant to a question."
+    Config = Config
+    Input = Input
+    needed_to_enable = ("collection_ids",)
+
+    def describe(self, config: Config) -> str:
+        return (
+            "Search the knowledge base (files the organisation provided) for passages relevant to a "
+            f"question; returns up to {config.top_k} passages, best first, each with its file name, page "
+            "and chunk id. Use it before answering questions the files may cover, and name the files you "
+            "used."
+        )
+
+    async def unavailable(self, *, db: AsyncSession, configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+        wanted = {str(i) for c in configs.values() for i in (c.get("collectionIds") or [])}
+        found = await knowledge_service.admin_collection_ids(db=db, collection_ids=sorted(wanted))
+        reasons: dict[str, str] = {}
+        for tool_id, config in configs.items():
+            if missing := _unknown(config, found):
+                reasons[tool_id] = (f"knowledge collection {', '.join(missing)} does not exist or is not an "
+                                    "admin's")
+        return reasons
+
+    async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
+        rt = ctx.runtime
+        async with rt.db.session() as db:
+            found = await knowledge_service.admin_collection_ids(db=db, collection_ids=config.collection_ids)
+        ids = [i for i in config.collection_ids if i in found]
+        if not ids:
+            return ToolResult.fail("this tool has no knowledge collection it can search", code="knowledge_not_found")
+        try:
+            result = await knowledge_service.search_collections(rt=rt, collection_ids=ids, q=input.query,
+                                                                top_k=config.top_k)
+        except AppError as err:
+            return ToolResult.fail(err.message, code=err.code)
+        return ToolResult.ok({"query": input.query, "mode": result.mode, "results": [
+            {"chunkId": h.chunk_id, "fileName": h.file_name, "page": h.page, "text": h.text,
+             "score": round(h.score, 4)} for h in result.items]})
+
+
+TOOL_TYPE = KnowledgeTool()
