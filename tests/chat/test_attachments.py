@@ -97,9 +97,27 @@ def test_too_many_attachments_are_refused(user: ApiClient, agent: dict[str, Any]
     assert res.status == 422 and "attachments" in res.json()["error"]["fields"]
 
 
-def test_regenerate_and_edit_send_the_files_again(
-    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+def vision(admin: ApiClient, model_id: int, on: bool) -> None:
+    assert admin.ok("PUT", f"/api/admin/models/{model_id}", json={"vision": on})["vision"] is on
+
+
+def test_an_image_for_a_model_without_vision_is_refused_but_text_goes(
+    app: LiveApp, admin: ApiClient, user: ApiClient, agent: dict[str, Any], model_id: int, fake_model: FakeModel
 ) -> None:
+    picture, notes = upload(user, "photo.png", PNG), upload(user, "n.txt", b"text is fine")
+    res = send(user, "What is this?", [notes["id"], picture["id"]])
+    assert res.status == 422 and res.json()["error"]["code"] == "model_without_vision"
+    assert app.sql("SELECT count(*) FROM agent_messages")[0][0] == 0 and fake_model.requests == []
+    assert send(user, "Read this", [notes["id"]]).status == 200
+    vision(admin, model_id, True)
+    assert send(user, "What is this?", [picture["id"]]).status == 200
+    assert len(images_of(user_content(fake_model))) == 1
+
+
+def test_regenerate_and_edit_send_the_files_again(
+    admin: ApiClient, user: ApiClient, agent: dict[str, Any], model_id: int, fake_model: FakeModel
+) -> None:
+    vision(admin, model_id, True)
     notes = upload(user, "notes.txt", b"The code word is heron.")
     picture = upload(user, "photo.png", PNG)
     res = send(user, "What is the code word?", [notes["id"], picture["id"]])
@@ -117,6 +135,11 @@ def test_regenerate_and_edit_send_the_files_again(
     assert texts_of(again)[0] == "Spell the code word." and again[1:] == sent[1:]
     first = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][0]
     assert [a["id"] for a in first["attachments"]] == [notes["id"], picture["id"]]
+
+    vision(admin, model_id, False)  # the model that would answer now reads no images
+    refused = post_stream(user, f"/api/agent-sessions/{res.session_id}/regenerate", {})
+    assert refused.status == 422 and refused.json()["error"]["code"] == "model_without_vision"
+    assert user.ok("GET", f"/api/agent-sessions/{res.session_id}")["status"] == "idle"
 
 
 def test_a_deleted_file_keeps_its_chip_and_the_model_is_told_it_is_gone(

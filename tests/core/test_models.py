@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy import text
+
+from agentloft.core import migrate
+from agentloft.core.db import Database
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step
 from tests.support import ApiClient, LiveApp, start_app
 
@@ -124,3 +130,47 @@ def test_presets_and_setup_status(admin: ApiClient, user: ApiClient) -> None:
     assert user.ok("GET", "/api/setup/status") == {"hasModel": False}
     _create(admin, name="On")
     assert user.ok("GET", "/api/setup/status") == {"hasModel": True}
+
+
+def test_vision_defaults_by_kind_and_is_editable(admin: ApiClient) -> None:
+    local = _create(admin)  # an OpenAI-compatible server of the admin's: unknown model, text only
+    assert local["vision"] is False
+    assert _create(admin, name="OpenAI", baseUrl="https://api.openai.com/v1", model="gpt-4o")["vision"] is True
+    assert _create(admin, name="Claude", provider="anthropic", baseUrl=None, model="claude-sonnet-4-5")["vision"]
+    assert _create(admin, name="Said", vision=True)["vision"] is True
+    updated = admin.ok("PUT", f"/api/admin/models/{local['id']}", json={"vision": True})
+    assert updated["vision"] is True and admin.ok("GET", f"/api/admin/models/{local['id']}")["vision"] is True
+    assert admin.post("/api/admin/models", json={"name": "x", "provider": "openai", "model": "m",
+                                                 "vision": "yes"}).status_code == 422
+    presets = {p["id"]: p["vision"] for p in admin.ok("GET", "/api/admin/models/presets")["items"]}
+    assert presets["openai"] and presets["anthropic"] and not presets["ollama"] and not presets["vllm"]
+
+
+async def _models_then_upgrade(url: str, rows: list[tuple[str, str, str, str | None]]) -> list[tuple[str, bool]]:
+    db = Database(url)
+    try:
+        async with db.session() as s:
+            for name, kind, provider, base_url in rows:
+                await s.execute(text(
+                    "INSERT INTO model_configs (name, kind, provider, base_url, model, enabled, is_default, "
+                    "created_at, updated_at) VALUES (:n, :k, :p, :b, 'm', true, false, :t, :t)"),
+                    {"n": name, "k": kind, "p": provider, "b": base_url, "t": datetime(2026, 1, 1, tzinfo=UTC)})
+    finally:
+        await db.dispose()
+    await asyncio.to_thread(migrate.upgrade, url)
+    db = Database(url)
+    try:
+        async with db.session() as s:
+            got = await s.execute(text("SELECT name, vision FROM model_configs ORDER BY name"))
+            return [(name, bool(vision)) for name, vision in got]
+    finally:
+        await db.dispose()
+
+
+def test_the_migration_gives_existing_models_their_kinds_vision(blank_database_url: str) -> None:
+    migrate.upgrade(blank_database_url, "0023_model_kind")
+    rows = [("a", "chat", "anthropic", None), ("b", "chat", "openai", "https://api.openai.com/v1"),
+            ("c", "chat", "openai", None), ("d", "chat", "openai", "http://127.0.0.1:11434/v1"),
+            ("e", "embedding", "openai", "https://api.openai.com/v1")]
+    assert asyncio.run(_models_then_upgrade(blank_database_url, rows)) == [
+        ("a", True), ("b", True), ("c", True), ("d", False), ("e", False)]

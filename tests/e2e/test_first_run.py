@@ -44,6 +44,7 @@ def test_empty_install_to_a_streamed_answer_through_onboarding(
     # none; a custom OpenAI-compatible server takes a URL and, if it wants one, a key.
     expect(page.get_by_label("OpenAI", exact=True)).to_be_checked()
     expect(page.get_by_label("API key")).to_be_visible()
+    expect(page.get_by_label("Reads images (vision)")).to_be_checked()
     page.get_by_label("Model name").fill("gpt-4o-mini")
     page.get_by_role("button", name="Save and test").click()
     expect(page.locator(".field-error")).to_have_text("OpenAI needs an API key.")
@@ -58,6 +59,7 @@ def test_empty_install_to_a_streamed_answer_through_onboarding(
     expect(page.get_by_label("API key")).to_be_hidden()
     expect(page.get_by_text("No API key is needed for this provider.")).to_be_visible()
     expect(page.get_by_label("Model name")).to_have_attribute("placeholder", "llama3.2")
+    expect(page.get_by_label("Reads images (vision)")).not_to_be_checked()
     page.screenshot(path="/tmp/agentloft-setup-en.png", full_page=True)
 
     # Our "Ollama" is the fake model server; the test request reaches it and the page says it works.
@@ -161,26 +163,32 @@ def test_presets_in_the_admin_model_form(
     expect(dialog.get_by_label("Model", exact=True)).to_have_attribute("placeholder", "llama3.2")
     expect(dialog.get_by_label("API key")).to_be_hidden()
     expect(dialog.get_by_text("This preset needs no API key.")).to_be_visible()
+    expect(dialog.get_by_label("Reads images (vision)")).not_to_be_checked()
 
     dialog.get_by_label("Preset").select_option(label="Anthropic")
     expect(dialog.get_by_label("Name")).to_have_value("Anthropic")  # an automatic name follows the preset
     expect(dialog.get_by_label("Provider")).to_have_value("anthropic")
     expect(dialog.get_by_label("Base URL")).to_have_value("")
     expect(dialog.get_by_label("API key")).to_be_visible()
+    expect(dialog.get_by_label("Reads images (vision)")).to_be_checked()  # the preset's default
 
     dialog.get_by_label("Preset").select_option(label="LM Studio")
+    expect(dialog.get_by_label("Reads images (vision)")).not_to_be_checked()
+    dialog.get_by_label("Reads images (vision)").check()  # the admin knows the model loaded there does
     dialog.get_by_label("Base URL").fill(fake_model_server.base_url)
     dialog.get_by_label("Model", exact=True).fill("fake-model")
     dialog.get_by_role("button", name="Save").click()
     expect(dialog).to_be_hidden()
     expect(page.locator("#models-table tr[data-name='LM Studio']")).to_contain_text("fake-model")
-    assert app.sql("SELECT provider, api_key_enc FROM model_configs") == [("openai", None)]
+    expect(page.locator("#models-table tr[data-name='LM Studio']")).to_contain_text("vision")
+    assert app.sql("SELECT provider, api_key_enc, vision FROM model_configs") == [("openai", None, 1)]
 
     # An embedding model: what it cannot be is not offered, its Test embeds, and only it is offered for
     # knowledge search in Settings.
     page.get_by_role("button", name="New model").click()
     dialog.get_by_label("Used for").select_option("embedding")
     expect(dialog.get_by_label("Default model")).to_be_hidden()
+    expect(dialog.get_by_label("Reads images (vision)")).to_be_hidden()
     expect(dialog.locator("#model-preset option", has_text="Anthropic")).to_be_disabled()
     expect(dialog.locator("[name=provider] option[value=anthropic]")).to_be_disabled()
     dialog.get_by_label("Preset").select_option(label="Ollama")

@@ -30,6 +30,7 @@ def _send(user: ApiClient, slug: str, ids: list[str]) -> None:
 def test_openai_gets_image_url_parts_with_data_urls(
     admin: ApiClient, user: ApiClient, model_id: int, fake_model: FakeModel
 ) -> None:
+    admin.ok("PUT", f"/api/admin/models/{model_id}", json={"vision": True})
     make_agent(admin, "looker", modelId=model_id)
     fake_model.push(text("Two images and a note."))
     _send(user, "looker", _attach(user))

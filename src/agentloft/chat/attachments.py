@@ -3,8 +3,10 @@
 A message names its files by id (``"attachments": ["fl_…"]``, at most ``MAX_ATTACHMENTS``, duplicates
 dropped, order kept). Each must be the sender's own and readable, as ``files.service`` says: another
 user's (or a missing) file is ``404 file_not_found``, one still being read ``409 file_processing``, one
-that could not be read ``422 file_unreadable`` with its reason. All of it is checked before anything is
-written, so a refused message leaves no trace.
+that could not be read ``422 file_unreadable`` with its reason. An image for a model whose row says it
+has no vision (``model_configs.vision``) is ``422 model_without_vision``; other files are text for every
+model. All of it is checked before anything is written, so a refused message leaves no trace; a
+regeneration or an edit is checked the same way against the model that will answer it.
 
 The message keeps ``{"id", "name", "mediaType", "size"}`` of each file (``agent_messages.attachments``),
 so its chips still say what was sent after a file is deleted; the session's page marks such a file
@@ -31,17 +33,28 @@ from typing import Any
 from pydantic_ai.messages import BinaryContent, UserContent
 
 from agentloft.chat import attachment_text
+from agentloft.core.errors import AppError
 from agentloft.core.runtime import Runtime
 from agentloft.core.textsearch import off_loop
 from agentloft.files import service as files_service
 from agentloft.files.errors import FileNotFound, FileProcessing, FileUnreadable
 from agentloft.files.models import File
 from agentloft.files.sniff import IMAGE_TYPES
+from agentloft.llm.models import ModelConfig
 
 MAX_ATTACHMENTS = 10
 """The most files one message may carry (the request is refused with 422 beyond it)."""
 
 Prompt = str | list[UserContent]
+
+
+class ModelWithoutVision(AppError):
+    status = 422
+    code = "model_without_vision"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"the model {model} does not read images (its settings say it has no vision); send the "
+                         "message without the image, or ask an administrator for a model that reads images")
 
 
 def kept(row: File) -> dict[str, Any]:
@@ -65,6 +78,13 @@ async def check(rt: Runtime, *, user_id: int, file_ids: Sequence[str]) -> list[F
             raise FileUnreadable(row.error or "unknown reason")
         rows.append(row)
     return rows
+
+
+def refuse_images_without_vision(model: ModelConfig, attached: Sequence[dict[str, Any]]) -> None:
+    """``422 model_without_vision`` when an image is attached for a model marked without vision; any other
+    file is text for every model."""
+    if not model.vision and any(is_image(a["mediaType"]) for a in attached):
+        raise ModelWithoutVision(model.name)
 
 
 async def model_input(rt: Runtime, *, user_id: int, text: str, attached: Sequence[dict[str, Any]]) -> Prompt:

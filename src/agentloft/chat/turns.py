@@ -17,6 +17,7 @@ from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
 from agentloft.files import service as files_service
+from agentloft.llm.models import ModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
     agent, inputs = await engine.chat_inputs(rt, agent_slug=agent_slug, user_id=user.id, user_role=user.role)
     rows = await attachments.check(rt, user_id=user.id, file_ids=file_ids or [])
     kept = [attachments.kept(r) for r in rows]
+    attachments.refuse_images_without_vision(inputs.model_row, kept)
     prompt = await attachments.model_input(rt, user_id=user.id, text=message, attached=kept)
     agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
     create = None  # an existing session: checked to be the user's below, and by the claim to be this chat's
@@ -78,7 +80,8 @@ async def rewind(rt: Runtime, *, user: User, session_id: str, message_id: str | 
             raise NotFound("the agent of this session no longer exists", code="agent_not_found")
         slug = names[row.agent_id][0]
     agent, inputs = await engine.chat_inputs(rt, agent_slug=slug, user_id=user.id, user_role=user.role)
-    prompt = await _resent_input(rt, user=user, session_id=session_id, message_id=message_id, text=text)
+    prompt = await _resent_input(rt, user=user, model=inputs.model_row, session_id=session_id,
+                                 message_id=message_id, text=text)
     turn = await engine.prepare_rewind(rt, user_id=user.id, user_role=user.role, agent=agent,
                                        session_id=session_id, message_id=message_id, new_text=text, inputs=inputs,
                                        running_limit=rt.settings.max_running_chats_per_user, prompt=prompt)
@@ -86,7 +89,7 @@ async def rewind(rt: Runtime, *, user: User, session_id: str, message_id: str | 
     return turn.buffer_key
 
 
-async def _resent_input(rt: Runtime, *, user: User, session_id: str, message_id: str | None,
+async def _resent_input(rt: Runtime, *, user: User, model: ModelConfig, session_id: str, message_id: str | None,
                         text: str | None) -> attachments.Prompt | None:
     """The model input of a message sent again (edited to ``text`` when given) with the files it keeps;
     None when it has none (the engine then sends its text). Read before the turn is claimed, so a file
@@ -95,6 +98,7 @@ async def _resent_input(rt: Runtime, *, user: User, session_id: str, message_id:
         message = await service.user_message(db=db, session_id=session_id, user_id=user.id, message_id=message_id)
     if not message.attachments:
         return None
+    attachments.refuse_images_without_vision(model, message.attachments)
     return await attachments.model_input(rt, user_id=user.id, text=message.content if text is None else text,
                                          attached=message.attachments)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sqlalchemy import Boolean, Index, Integer, String, Text
+from sqlalchemy import Boolean, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, TimestampMixin
@@ -26,7 +26,12 @@ class ModelConfig(TimestampMixin, Base):
     api_key_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     is_default: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    kind: Mapped[ModelKind] = mapped_column(String(16), nullable=False, default="chat", server_default="chat")
+    # a server default only (both rows the service creates name it): a Python one would put the column into
+    # every insert, also those of the migration tests that write rows at an older revision
+    kind: Mapped[ModelKind] = mapped_column(String(16), nullable=False, server_default="chat")
+    # added by 0024_model_vision: it reads images (chat attachments); the presets' default, editable. Set
+    # by whoever creates a row (``llm.service``); a server default only, as for ``agent_messages.attachments``
+    vision: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
 
     # Names are unique: the pickers show a model by its name (migration 0013, which says why an index).
     __table_args__ = (Index("uq_model_configs_name", "name", unique=True),)

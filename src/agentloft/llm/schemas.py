@@ -30,6 +30,9 @@ class ModelConfigCreate(ApiModel):
     api_key: str | None = Field(default=None, description="Stored encrypted; never returned.")
     enabled: StrictBool = True
     is_default: StrictBool = False
+    vision: StrictBool | None = Field(default=None, description=(
+        "It reads images attached to chat messages; omitted: on for Anthropic and OpenAI's own API, off for "
+        "other OpenAI-compatible servers (Ollama, vLLM, a custom one)."))
 
     _check_url = field_validator("base_url")(_url)
 
@@ -43,6 +46,7 @@ class ModelConfigUpdate(ApiModel):
     api_key: str | None = Field(default=None, description="A new key; an empty string removes the key.")
     enabled: StrictBool | None = None
     is_default: StrictBool | None = None
+    vision: StrictBool | None = None
 
     _check_url = field_validator("base_url")(_url)
 
@@ -57,6 +61,7 @@ class ModelConfigRead(ApiModel):
     has_api_key: bool
     enabled: bool
     is_default: bool
+    vision: bool = Field(description="It reads images attached to chat messages.")
     created_at: datetime
     updated_at: datetime
 
@@ -79,6 +84,7 @@ class ModelPreset(ApiModel):
     model_hint: str
     embedding_hint: str | None = Field(default=None, description=(
         "An embedding model this provider serves, as a placeholder; null: it serves none (no /v1/embeddings)."))
+    vision: bool = Field(default=False, description="A model of this preset reads images, unless the admin says not.")
 
 
 class ModelTestOptions(ApiModel):

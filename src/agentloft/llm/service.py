@@ -29,6 +29,7 @@ from agentloft.core.settings import Settings
 from agentloft.llm.clients import ModelClients
 from agentloft.llm.failures import describe_failure
 from agentloft.llm.models import ModelConfig, ModelKind
+from agentloft.llm.presets import default_vision
 from agentloft.llm.providers import ModelSpec
 from agentloft.llm.schemas import ModelConfigCreate, ModelConfigRead, ModelConfigUpdate, ModelTestResult
 
@@ -51,6 +52,7 @@ def to_read(row: ModelConfig) -> ModelConfigRead:
         has_api_key=bool(row.api_key_enc),
         enabled=row.enabled,
         is_default=row.is_default,
+        vision=row.vision,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
@@ -106,6 +108,7 @@ async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCre
         api_key_enc=box.encrypt(data.api_key) if data.api_key else None,
         enabled=data.enabled,
         is_default=data.is_default,
+        vision=default_vision(data.kind, data.provider, data.base_url) if data.vision is None else data.vision,
     )
     _check_kind(row)
     db.add(row)
@@ -203,7 +206,9 @@ async def ensure_bootstrap_model(*, db: AsyncSession, box: SecretBox, settings: 
     stmt = select(ModelConfig).where(ModelConfig.name == BOOTSTRAP_NAME)
     row = (await db.execute(stmt)).scalar_one_or_none()
     if row is None:
-        row = ModelConfig(name=BOOTSTRAP_NAME, kind="chat", provider="openai", model="", enabled=True)
+        base_url = settings.openai_base_url.rstrip("/")
+        row = ModelConfig(name=BOOTSTRAP_NAME, kind="chat", provider="openai", model="", enabled=True,
+                          vision=default_vision("chat", "openai", base_url))
         db.add(row)
     row.base_url = settings.openai_base_url.rstrip("/")
     row.model = settings.default_model or "gpt-4o-mini"

@@ -117,6 +117,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.models.keyUnsetHint": "Stored encrypted and never shown again.",
         "admin.models.removeKey": "Remove the stored key",
         "admin.models.isDefault": "Default model",
+        "admin.models.vision": "Reads images (vision)",
+        "admin.models.visionHint": "Images attached to a chat message are sent to it; without this, a message "
+        "with an image is refused. Other files reach every model as text.",
+        "admin.models.visionBadge": "vision",
         "admin.models.default": "default",
         "admin.models.test": "Test",
         "admin.models.testing": "Testing (at most 15 s)…",
@@ -264,6 +268,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.models.keyUnsetHint": "加密保存，之后不再显示。",
         "admin.models.removeKey": "移除已保存的密钥",
         "admin.models.isDefault": "默认模型",
+        "admin.models.vision": "可读取图片（视觉）",
+        "admin.models.visionHint": "聊天消息中附带的图片会发送给它；未勾选时，带图片的消息会被拒绝。"
+        "其他文件都以文本形式发送给任何模型。",
+        "admin.models.visionBadge": "视觉",
         "admin.models.default": "默认",
         "admin.models.test": "测试",
         "admin.models.testing": "测试中（最多 15 秒）…",

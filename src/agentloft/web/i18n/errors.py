@@ -144,6 +144,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "Excel and PNG, JPEG, GIF or WebP images can.",
         "apiError.file_processing": "The file is still being read. Try again in a moment.",
         "apiError.file_unreadable": "The file could not be read.",
+        "apiError.model_without_vision": "This model does not read images. Remove the image, or ask an "
+        "administrator for a model that reads images.",
         "apiError.knowledge_not_found": "The knowledge collection does not exist or you have no access to it.",
         "apiError.knowledge_file_not_found": "This file is not in the collection.",
         "apiError.file_extraction_unavailable": "This server cannot read documents right now (its sandbox is "
@@ -336,6 +338,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "PNG、JPEG、GIF、WebP 图片。",
         "apiError.file_processing": "文件仍在读取中，请稍后再试。",
         "apiError.file_unreadable": "无法读取该文件。",
+        "apiError.model_without_vision": "该模型无法读取图片。请移除图片，或请管理员提供能读取图片的模型。",
         "apiError.knowledge_not_found": "知识库不存在或无权访问。",
         "apiError.knowledge_file_not_found": "该文件不在这个知识库中。",
         "apiError.file_extraction_unavailable": "服务器目前无法读取文档（其沙箱不可用），文件未保存。"

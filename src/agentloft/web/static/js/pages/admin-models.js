@@ -44,7 +44,8 @@ async function runTest(button, result, model) {
 function row(model) {
   return h('tr', { dataset: { name: model.name } },
     h('td', {}, h('strong', { text: model.name }), model.isDefault ? [' ', badge(t('admin.models.default'), 'accent')] : null,
-      model.kind === 'embedding' ? [' ', badge(t('admin.models.embeddingBadge'))] : null),
+      model.kind === 'embedding' ? [' ', badge(t('admin.models.embeddingBadge'))] : null,
+      model.vision ? [' ', badge(t('admin.models.visionBadge'))] : null),
     h('td', { text: model.provider }),
     h('td', {}, h('div', { class: 'cell-stack' }, h('code', { text: model.model }),
       model.baseUrl ? h('div', { class: 'muted small-text', text: model.baseUrl }) : null)),
@@ -84,7 +85,9 @@ function applyKind() {
   form.provider.querySelector('option[value=anthropic]').disabled = embedding();
   if (embedding()) form.provider.value = 'openai';
   form.querySelector('.default-field').hidden = embedding();
+  form.querySelector('.vision-field').hidden = embedding();
   if (embedding()) form.isDefault.checked = false;
+  if (embedding()) form.vision.checked = false;
   applyPreset();
 }
 
@@ -96,6 +99,7 @@ function applyPreset() {
   if (!preset) return;
   form.provider.value = preset.provider;
   form.baseUrl.value = preset.baseUrl || '';
+  form.vision.checked = !embedding() && preset.vision; // the preset's suggested model; the admin may change it
   const autoNamed = presets.some((p) => p.label === form.name.value);
   if (!form.name.value.trim() || autoNamed) form.name.value = preset.label;
 }
@@ -123,7 +127,7 @@ function payload() {
   const data = readForm(form);
   const body = {
     name: data.name, provider: data.provider, model: data.model,
-    baseUrl: data.baseUrl.trim() || null, enabled: data.enabled, isDefault: data.isDefault,
+    baseUrl: data.baseUrl.trim() || null, enabled: data.enabled, isDefault: data.isDefault, vision: data.vision,
   };
   if (!editing) body.kind = data.kind;
   if (data.apiKey) body.apiKey = data.apiKey;

@@ -29,6 +29,7 @@ function selectedPreset() {
     baseUrl: input.dataset.baseUrl,
     needsKey: input.dataset.needsKey === 'true',
     offersKey: input.dataset.offersKey === 'true',
+    vision: input.dataset.vision === 'true',
     hint: input.dataset.hint,
   };
 }
@@ -44,6 +45,7 @@ function applyPreset() {
   presetNote.hidden = t(note) === note;
   presetNote.textContent = presetNote.hidden ? '' : t(note);
   form.model.placeholder = preset.hint;
+  form.vision.checked = preset.vision; // the preset's suggested model; the admin may change it
   modelHint.textContent = t('setup.modelHint', { hint: preset.hint });
   const showsKey = preset.needsKey || preset.offersKey;
   keyField.hidden = !showsKey;
@@ -71,7 +73,7 @@ function payload() {
   const data = readForm(form);
   const body = {
     name: preset.label, provider: preset.provider, model: data.model,
-    baseUrl: data.baseUrl.trim() || null, enabled: false, isDefault: false,
+    baseUrl: data.baseUrl.trim() || null, enabled: false, isDefault: false, vision: data.vision,
   };
   const showsKey = preset.needsKey || preset.offersKey;
   if (showsKey && data.apiKey) body.apiKey = data.apiKey;
