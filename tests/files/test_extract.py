@@ -11,6 +11,7 @@ import pytest
 
 from agentloft.core.settings import Settings, load_settings
 from agentloft.files import extract
+from agentloft.tools import sandbox
 from tests.files import samples
 
 
@@ -118,3 +119,23 @@ async def test_a_file_that_needs_too_much_memory_is_stopped(tmp_path: Path) -> N
     settings = settings_for(tmp_path, extract_memory_bytes=96 << 20)
     assert await unreadable(settings, "html", b"<p>" + b"x" * (48 << 20)) == (
         "too much memory: reading it needs more than 96 MiB")
+
+
+def finished(stdout: bytes, exit_code: int = 0) -> sandbox.Completed:
+    return sandbox.Completed(exit_code=exit_code, stdout=stdout, stderr=b"", stdout_cut=False, stderr_cut=False,
+                             timed_out=False)
+
+
+@pytest.mark.parametrize(("stdout", "says"), [
+    (b"not json", "damaged: the reader's answer was malformed"),
+    (b'{"pages": [{"number": "1", "text": "x"}]}', "damaged: the reader's answer was malformed"),
+    (b'{"pages": [{"number": null}]}', "damaged: the reader's answer was malformed"),
+    (b'{"pages": [' + b",".join([b'{"number": 1, "text": "x"}'] * 3) + b"]}", "too many pages"),
+    (b'{"pages": [{"number": null, "text": "' + b"x" * 1001 + b'"}]}', "too much text"),
+])
+def test_what_comes_out_of_the_sandbox_is_checked_too(tmp_path: Path, stdout: bytes, says: str) -> None:
+    """A parser the file took over could write anything: the answer is held to the shape and the limits."""
+    settings = settings_for(tmp_path, extract_max_pages=2, extract_max_chars=1000)
+    with pytest.raises(extract.Unreadable, match=f"^{says}"):
+        extract.outcome(finished(stdout), settings)
+    assert extract.outcome(finished(b'{"pages": [{"number": 1, "text": "fine"}]}'), settings) == [(1, "fine")]

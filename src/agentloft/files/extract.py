@@ -127,14 +127,31 @@ def _last_line(data: bytes) -> str:
     return lines[-1].strip()[:500] if lines else ""
 
 
+def checked(stdout: bytes, settings: Settings) -> Pages:
+    """The worker's pages, held to the shape and the limits again: what comes out of the sandbox is no more
+    trusted than what went in (a parser the file took over could write anything)."""
+    try:
+        pages = [(p["number"], p["text"]) for p in json.loads(stdout)["pages"]]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise Unreadable(f"damaged: the reader's answer was malformed ({type(exc).__name__})") from None
+    if not all((n is None or type(n) is int) and isinstance(t, str) for n, t in pages):
+        raise Unreadable("damaged: the reader's answer was malformed")
+    if len(pages) > settings.extract_max_pages:
+        raise Unreadable(f"too many pages: more than the {settings.extract_max_pages:,} this server reads from "
+                         "one file")
+    if sum(len(t) for _, t in pages) > settings.extract_max_chars:
+        raise Unreadable(f"too much text: more than the {settings.extract_max_chars:,} characters this server "
+                         "reads from one file")
+    return pages
+
+
 def outcome(done: sandbox.Completed, settings: Settings) -> Pages:
     """What a finished run means (see the module docstring)."""
     stderr = done.stderr.decode("utf-8", "replace")
     if done.timed_out:
         raise Unreadable(f"timed out: reading it took longer than {settings.extract_wall_seconds:g} s")
     if done.exit_code == 0 and not done.stdout_cut:
-        pages = json.loads(done.stdout)["pages"]
-        return [(p["number"], p["text"]) for p in pages]
+        return checked(done.stdout, settings)
     if done.exit_code == 0:
         raise Unreadable(f"too much text: more than the {settings.extract_max_chars:,} characters this server "
                          "reads from one file")
