@@ -4,6 +4,9 @@ understands, never an exception of the parser."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +142,31 @@ def test_what_comes_out_of_the_sandbox_is_checked_too(tmp_path: Path, stdout: by
     with pytest.raises(extract.Unreadable, match=f"^{says}"):
         extract.outcome(finished(stdout), settings)
     assert extract.outcome(finished(b'{"pages": [{"number": 1, "text": "fine"}]}'), settings) == [(1, "fine")]
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every user may enter (pytest's own temporary directories are closed to others)."""
+    path = Path(tempfile.mkdtemp(prefix="agentloft-open-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+async def test_packages_the_sandbox_user_cannot_reach_are_named(
+        open_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server installed under a directory closed to other users (a virtualenv in /root) cannot lend its
+    packages to the sandbox: said before bubblewrap fails with a bare "Permission denied"."""
+    closed = open_dir / "home"
+    (closed / "venv" / "site-packages").mkdir(parents=True)
+    closed.chmod(0o700)
+    real = extract.reader()
+    monkeypatch.setattr(extract, "reader", lambda: extract.Reader(real.head, [str(closed / "venv" / "site-packages")]))
+    with pytest.raises(sandbox.SandboxUnavailable) as caught:
+        await extract.available(settings)
+    assert str(caught.value) == (
+        f"the sandbox user 'agentloft-extract' cannot read the server's Python packages at "
+        f"{closed}/venv/site-packages: {closed} is closed to other users (as /root is); install the server where "
+        "other users may read it, such as /opt/agentloft")
+    closed.chmod(0o755)
+    assert extract.closed_to(sandbox.sandbox_user("agentloft-extract"), str(closed / "venv")) is None

@@ -31,6 +31,7 @@ import json
 import os
 import signal
 import site
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,11 +94,37 @@ def limits(settings: Settings) -> sandbox.Limits:
                           scratch_bytes=SCRATCH_BYTES)
 
 
+def closed_to(user: sandbox.SandboxUser, path: str) -> str | None:
+    """The directory on the way to ``path`` that ``user`` may not enter (bubblewrap runs as that user, so it
+    could not bind ``path``), or None."""
+    for directory in [*reversed(Path(path).parents), Path(path)]:
+        try:
+            st = directory.stat()
+        except OSError:
+            return str(directory)
+        if st.st_uid == user.uid:
+            allowed = st.st_mode & stat.S_IXUSR
+        elif st.st_gid == user.gid:
+            allowed = st.st_mode & stat.S_IXGRP
+        else:
+            allowed = st.st_mode & stat.S_IXOTH
+        if not allowed:
+            return str(directory)
+    return None
+
+
 async def available(settings: Settings) -> sandbox.SandboxUser:
     """The reader's sandbox user, once the libraries imported in the sandbox (remembered while it works);
     ``SandboxUnavailable`` saying why not."""
     run = reader()
-    return await sandbox.ensure_sandbox(settings.extract_sandbox_user, [*run.head, "probe"], run.read_only)
+    user = sandbox.sandbox_user(settings.extract_sandbox_user)
+    for path in run.read_only:
+        if (closed := closed_to(user, path)) is not None:
+            raise sandbox.SandboxUnavailable(
+                f"the sandbox user {user.name!r} cannot read the server's Python packages at {path}: {closed} is "
+                "closed to other users (as /root is); install the server where other users may read it, such as "
+                "/opt/agentloft")
+    return await sandbox.ensure_sandbox(user.name, [*run.head, "probe"], run.read_only)
 
 
 def _arguments(settings: Settings, family: str) -> list[str]:
