@@ -25,6 +25,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "chat",
     "setup",
     "documents",
+    "knowledge",
     "render",
     "language",
 )

@@ -85,3 +85,19 @@ export async function loadAll(url, pageSize = 100) {
   }
   return items;
 }
+
+/** Upload one file (`POST /api/files`, multipart field `file`); resolves to the stored file's row. */
+export async function upload(file) {
+  const form = new FormData();
+  form.append('file', file, file.name);
+  let response;
+  try {
+    response = await fetch('/api/files', {
+      method: 'POST', credentials: 'same-origin', headers: requestHeaders('POST', false), body: form,
+    });
+  } catch (error) {
+    throw new ApiError(0, 'network', error.message);
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response.json();
+}
