@@ -19,6 +19,11 @@ pytestmark = pytest.mark.e2e
 ENTER = ("e => e.dispatchEvent(new KeyboardEvent('keydown', "
          "{key: 'Enter', keyCode: 13, bubbles: true, cancelable: true}))")
 SAFARI_IME_ENTER = ENTER.replace("13", "229")
+# A file dropped on an element, and one pasted into it, as the browser delivers them.
+_FILE = "const t = new DataTransfer(); t.items.add(new File(['some words'], name, {type: 'text/plain'}));"
+_SEND = "bubbles: true, cancelable: true"
+DROP = f"(e, name) => {{ {_FILE} e.dispatchEvent(new DragEvent('drop', {{dataTransfer: t, {_SEND}}})); }}"
+PASTE = f"(e, name) => {{ {_FILE} e.dispatchEvent(new ClipboardEvent('paste', {{clipboardData: t, {_SEND}}})); }}"
 
 
 def height(box: Locator) -> float:
@@ -77,6 +82,36 @@ def test_the_box_grows_waits_for_an_input_method_and_breaks_lines_on_a_phone(
     expect(editor).to_have_value("你好世界\n！吗")
     page.keyboard.press("Enter")
     expect(sent.locator(".bubble")).to_have_text("你好世界\n！吗")
+
+    # Files: one the server cannot read says so on its chip and holds Send back until removed; a text
+    # file attached by the button uploads, goes with the message, shows as a chip that downloads it, and
+    # the model gets its text.
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Attach").click()
+    chooser.value.set_files([{"name": "blob.bin", "mimeType": "application/octet-stream", "buffer": bytes(range(256))},
+                             {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"The gate code is 4711."}])
+    bad = page.locator("#attach-tray .attach-chip[data-name='blob.bin']")
+    expect(bad.get_by_role("alert")).to_contain_text("This kind of file cannot be read here")
+    expect(page.locator("#attach-tray .attach-chip[data-name='notes.txt']")).to_have_attribute("data-state", "ready")
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    bad.get_by_role("button", name="Remove blob.bin").click()
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    box.fill("What is the gate code?")
+    page.keyboard.press("Enter")
+    asked = page.locator(".message.user").last
+    expect(asked.locator(".message-attachments a")).to_have_attribute("download", "notes.txt")
+    expect(page.locator("#attach-tray")).to_be_hidden()
+    expect(page.locator(".message.assistant").last).to_contain_text("echo: What is the gate code?")
+    sent_text = fake_model.requests[-1]["messages"][-1]["content"]
+    assert any("The gate code is 4711." in part.get("text", "") for part in sent_text)
+    page.reload()  # the saved message shows its file too
+    expect(page.locator(".message.user").last.locator(".message-attachments")).to_contain_text("notes.txt")
+
+    # Dropped on the chat, and pasted into the box (a screenshot is a file on the clipboard).
+    page.locator("#chat").evaluate(DROP, "dropped.md")
+    page.get_by_label("Message").evaluate(PASTE, "pasted.txt")
+    for name in ("dropped.md", "pasted.txt"):
+        expect(page.locator(f"#attach-tray .attach-chip[data-name='{name}']")).to_have_attribute("data-state", "ready")
 
     # A phone's keyboard has no Shift: Enter breaks the line, the Send button sends.
     phone = new_page(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)

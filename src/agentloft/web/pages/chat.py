@@ -10,6 +10,7 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.auth.models import User
 from agentloft.chat import service as chat_service
+from agentloft.chat.attachments import MAX_ATTACHMENTS
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
@@ -80,6 +81,8 @@ async def _chat(
         # ``?agent=`` (empty) picks the plain model chat; no parameter picks the Assistant (else the first).
         extension_scripts=extension_scripts(),
         selected_agent=agent if agent is not None else _first_agent(agents),
+        file_max_bytes=rt.settings.file_max_bytes,
+        max_attachments=MAX_ATTACHMENTS,
     )
 
 

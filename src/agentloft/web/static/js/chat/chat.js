@@ -4,6 +4,7 @@ import { api, ApiError, errorFrom, requestHeaders } from '../api.js';
 import { autoGrow, enterBreaksLines, h, onEnterKey, showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { notifyChunk } from './hooks.js';
+import { attachmentTray } from './attach.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
 import { sessionDrawer } from './drawer.js';
 import { followBottom } from './follow.js';
@@ -22,6 +23,24 @@ const stopButton = document.getElementById('stop');
 const agentSelect = document.getElementById('agent-select');
 const sessionList = document.getElementById('session-list');
 const sidePanel = document.getElementById('chat-side-panel');
+const files = attachmentTray({
+  tray: document.getElementById('attach-tray'),
+  button: document.getElementById('attach-button'),
+  picker: document.getElementById('attach-input'),
+  dropZone: root,
+  pasteTarget: input,
+  maxBytes: Number(form.dataset.maxBytes),
+  maxFiles: Number(form.dataset.maxFiles),
+  onChange: () => updateSend(),
+});
+
+/** Send waits for the files: none may be uploading, being read, or unable to be sent. */
+function updateSend() {
+  const waiting = files.blocking();
+  sendButton.disabled = Boolean(state.closed) || waiting || !started;
+  sendButton.title = waiting ? t('chat.attach.wait') : '';
+}
+let started = false;
 
 const currentUser = JSON.parse(document.getElementById('current-user')?.textContent || '{}');
 const agentIntros = JSON.parse(document.getElementById('chat-agents')?.textContent || '{}');
@@ -225,7 +244,8 @@ async function post(url, body) {
 async function send(text) {
   showError(errorBox, null);
   const url = state.kind === 'llm' ? '/api/llm/chat' : `/api/agents/${encodeURIComponent(state.agentSlug)}/chat`;
-  const body = { message: text };
+  const attached = files.ready();
+  const body = { message: text, attachments: attached.map((f) => f.id) };
   if (state.sessionId) body.sessionId = state.sessionId;
   setStreaming(true);
   let response;
@@ -243,7 +263,10 @@ async function send(text) {
   }
   input.value = '';
   fitInput();
-  addMessage(newMessage(`local-user-${Date.now()}`, 'user', [{ type: 'text', text }]));
+  files.clear();
+  const sent = newMessage(`local-user-${Date.now()}`, 'user', [{ type: 'text', text }]);
+  sent.attachments = attached;
+  addMessage(sent);
   follower.jump();
   const sessionId = response.headers.get('X-Session-Id');
   if (sessionId && sessionId !== state.sessionId) {
@@ -475,7 +498,7 @@ async function resume(id) {
 form.addEventListener('submit', (event) => {
   event.preventDefault();
   const text = input.value.trim();
-  if (!text || state.streaming) return;
+  if (!text || state.streaming || files.blocking()) return;
   if (state.kind === 'agent' && !state.agentSlug) { showError(errorBox, new Error(t('chat.pickAgent'))); return; }
   send(text);
 });
@@ -498,7 +521,8 @@ document.getElementById('new-chat').addEventListener('click', () => {
 window.addEventListener('popstate', () => window.location.reload());
 
 async function start() {
-  sendButton.disabled = false; // the form is handled from here on
+  started = true; // the form is handled from here on
+  updateSend();
   refreshSessions();
   showIntro();
   if (state.sessionId) {

@@ -12,8 +12,31 @@ export function newMessage(id, role, parts = [], status = 'complete', error = nu
 
 /** A message of the chat API (`MessageRead`) as the page keeps it. */
 export function fromApi(m) {
-  return newMessage(m.id, m.role, m.parts, m.status, m.error,
+  const message = newMessage(m.id, m.role, m.parts, m.status, m.error,
     { createdAt: m.createdAt, modelName: m.modelName, inputTokens: m.inputTokens, outputTokens: m.outputTokens });
+  message.attachments = m.attachments || [];
+  return message;
+}
+
+const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
+
+/** The files a user message was sent with: images as thumbnails, other files as chips; both download
+ * the file (`/api/files/{id}/content`). A file deleted since keeps its chip, which says so. */
+function attachmentList(files) {
+  if (!files || !files.length) return null;
+  return h('ul', { class: 'message-attachments', 'aria-label': t('chat.attach.sent') }, ...files.map((f) => {
+    if (f.deleted) {
+      return h('li', { class: 'attach-chip deleted', dataset: { name: f.name } },
+        h('span', { class: 'attach-name', text: f.name }), h('span', { class: 'muted', text: t('chat.attach.deleted') }));
+    }
+    const url = `/api/files/${encodeURIComponent(f.id)}/content`;
+    const label = t('chat.attach.download', { name: f.name });
+    const inner = IMAGE.test(f.mediaType)
+      ? [h('img', { class: 'attach-image', src: url, alt: f.name, loading: 'lazy' })]
+      : [h('span', { class: 'attach-name', text: f.name })];
+    return h('li', { class: 'attach-chip', dataset: { name: f.name } },
+      h('a', { href: url, download: f.name, title: label, 'aria-label': label }, ...inner));
+  }));
 }
 
 function toolPart(message, toolCallId, toolName) {
@@ -365,6 +388,8 @@ export class MessageView {
     if (m.role === 'assistant' && m.status === 'streaming' && !nodes.length) {
       nodes.push(h('span', { class: 'typing', role: 'status', 'aria-label': t('chat.writing'), text: '…' }));
     }
+    const files = attachmentList(m.attachments);
+    if (files) nodes.push(files);
     this.body.replaceChildren(...nodes);
     this.body.hidden = !nodes.length; // no empty bubble above a failed reply's error box
     this.footer.replaceChildren(...this.footerNodes());

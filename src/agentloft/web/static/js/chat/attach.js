@@ -1,0 +1,152 @@
+// The composer's files: attached by the button, by dropping them on the chat or by pasting them. Each one
+// uploads at once (POST /api/files, with its progress), a document is then read by the server (its chip
+// says so until it is ready), and a file that cannot be sent says why on its own chip: too large, a type
+// the server cannot read, or reading it failed. Sending waits until every upload is done and every chip
+// that cannot be sent is removed. A chip removed before sending deletes its upload: it was made for this
+// message only.
+import { api, ApiError, requestHeaders } from '../api.js';
+import { errorText, h } from '../dom.js';
+import { t } from '../i18n.js';
+
+const POLL_MS = 1000; // how often a document being read is asked about
+const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
+
+function mib(bytes) {
+  return Math.round((bytes / 1048576) * 10) / 10;
+}
+
+/** A tray of files for the next message; `onChange` is called whenever what can be sent changes. */
+export function attachmentTray({ tray, button, picker, dropZone, pasteTarget, maxBytes, maxFiles, onChange }) {
+  const items = [];
+
+  const changed = () => { render(); onChange(); };
+
+  function add(files) {
+    for (const file of files) {
+      const item = { file, state: 'uploading', progress: 0, id: null, error: null, xhr: null };
+      items.push(item);
+      if (items.length > maxFiles) fail(item, t('chat.attach.tooMany', { max: maxFiles }));
+      else if (file.size > maxBytes) fail(item, t('chat.attach.tooLarge', { max: mib(maxBytes) }));
+      else upload(item);
+    }
+    changed();
+  }
+
+  function fail(item, text) {
+    item.state = 'error';
+    item.error = text;
+  }
+
+  function upload(item) {
+    const xhr = new XMLHttpRequest(); // fetch() reports no upload progress
+    item.xhr = xhr;
+    xhr.open('POST', '/api/files');
+    for (const [name, value] of Object.entries(requestHeaders('POST', false))) xhr.setRequestHeader(name, value);
+    xhr.upload.addEventListener('progress', (event) => {
+      if (!event.lengthComputable) return;
+      item.progress = event.loaded / event.total;
+      render();
+    });
+    xhr.addEventListener('load', () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status === 201 && body) { settle(item, body); return; }
+      const err = (body && body.error) || {};
+      fail(item, errorText(new ApiError(xhr.status, err.code || 'http_error', err.message || `HTTP ${xhr.status}`)));
+      changed();
+    });
+    xhr.addEventListener('error', () => { fail(item, errorText(new ApiError(0, 'network', 'network error'))); changed(); });
+    const data = new FormData();
+    data.append('file', item.file, item.file.name);
+    xhr.send(data);
+  }
+
+  function settle(item, row) {
+    item.id = row.id;
+    item.row = row;
+    if (row.status === 'ready') item.state = 'ready';
+    else if (row.status === 'failed') fail(item, t('chat.attach.failed', { reason: row.error || '' }));
+    else { item.state = 'processing'; setTimeout(() => poll(item), POLL_MS); }
+    changed();
+  }
+
+  async function poll(item) {
+    if (!items.includes(item) || item.state !== 'processing') return;
+    try {
+      const row = await api('GET', `/api/files/${encodeURIComponent(item.id)}`);
+      if (row.status === 'processing') { setTimeout(() => poll(item), POLL_MS); return; }
+      settle(item, row);
+    } catch (error) {
+      fail(item, errorText(error));
+      changed();
+    }
+  }
+
+  function remove(item) {
+    items.splice(items.indexOf(item), 1);
+    if (item.xhr && item.state === 'uploading') item.xhr.abort();
+    if (item.id) api('DELETE', `/api/files/${encodeURIComponent(item.id)}`).catch(() => {});
+    if (item.preview) URL.revokeObjectURL(item.preview);
+    changed();
+    button.focus();
+  }
+
+  function chip(item) {
+    const name = item.file.name || t('chat.attach.pasted');
+    const status = {
+      uploading: t('chat.attach.uploading', { percent: Math.round(item.progress * 100) }),
+      processing: t('chat.attach.reading'),
+      ready: '',
+      error: item.error,
+    }[item.state];
+    if (!item.preview && IMAGE.test(item.file.type)) item.preview = URL.createObjectURL(item.file);
+    return h('li', { class: `attach-chip state-${item.state}`, dataset: { state: item.state, name } },
+      item.preview ? h('img', { class: 'attach-thumb', src: item.preview, alt: '' }) : null,
+      h('span', { class: 'attach-name', text: name }),
+      item.state === 'uploading' ? h('progress', { max: '1', value: String(item.progress), 'aria-label': status }) : null,
+      status ? h('span', { class: item.state === 'error' ? 'attach-error' : 'attach-status muted', role: item.state === 'error' ? 'alert' : null, text: status }) : null,
+      h('button', { type: 'button', class: 'linklike small attach-remove', text: '×',
+        'aria-label': t('chat.attach.remove', { name }), onclick: () => remove(item) }));
+  }
+
+  function render() {
+    tray.replaceChildren(...items.map(chip));
+    tray.hidden = !items.length;
+  }
+
+  button.addEventListener('click', () => picker.click());
+  picker.addEventListener('change', () => { add([...picker.files]); picker.value = ''; });
+  dropZone.addEventListener('dragover', (event) => {
+    if (![...(event.dataTransfer?.types || [])].includes('Files')) return;
+    event.preventDefault();
+    dropZone.classList.add('dropping');
+  });
+  dropZone.addEventListener('dragleave', (event) => {
+    if (!dropZone.contains(event.relatedTarget)) dropZone.classList.remove('dropping');
+  });
+  dropZone.addEventListener('drop', (event) => {
+    dropZone.classList.remove('dropping');
+    if (!event.dataTransfer?.files.length) return;
+    event.preventDefault();
+    add([...event.dataTransfer.files]);
+  });
+  pasteTarget.addEventListener('paste', (event) => {
+    const files = [...(event.clipboardData?.files || [])];
+    if (!files.length) return;
+    event.preventDefault(); // a pasted screenshot is a file, not text
+    add(files);
+  });
+
+  return {
+    /** An upload runs, a document is being read, or a chip cannot be sent: Send waits. */
+    blocking: () => items.some((i) => i.state !== 'ready'),
+    /** What the message sends and then shows: `{id, name, mediaType, size}` of each file. */
+    ready: () => items.map((i) => ({ id: i.id, name: i.row.name, mediaType: i.row.mediaType, size: i.row.size })),
+    /** Sent: the chips go (their files now belong to the message). */
+    clear: () => {
+      for (const item of items) if (item.preview) URL.revokeObjectURL(item.preview);
+      items.length = 0;
+      changed();
+    },
+  };
+}
