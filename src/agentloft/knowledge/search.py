@@ -15,32 +15,26 @@ Both are always limited to the collection ids the caller asked for; the caller h
 read them (``knowledge.service``, the knowledge tool).
 
 Hybrid: ``vector_ranking`` is where an embedding model's ranking comes from (``None`` while no embedding
-model is chosen); when there is one, both rankings are fused by reciprocal rank fusion (``fuse``,
+model is chosen); when there is one, both rankings are fused by reciprocal rank fusion (``knowledge.fusion``,
 k = 60) and the answer's ``mode`` is ``hybrid``, else ``lexical``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.knowledge.fusion import Ranked, fuse
+
 if TYPE_CHECKING:
     from agentloft.core.runtime import Runtime
 
-RRF_K = 60
 # How many of each ranking a fusion looks at, per result asked for.
 FUSION_DEPTH = 4
 Mode = Literal["lexical", "hybrid"]
-
-
-@dataclass(frozen=True)
-class Ranked:
-    chunk_id: int
-    score: float
 
 
 def fts5_or(tokens: Sequence[str]) -> str:
@@ -97,17 +91,6 @@ async def vector_ranking(rt: Runtime, *, collection_ids: Sequence[str], query: s
     (then retrieval is lexical and says so). The vector index answers here once it exists."""
     del rt, collection_ids, query, limit
     return None
-
-
-def fuse(rankings: Sequence[Sequence[Ranked]], *, k: int = RRF_K) -> list[Ranked]:
-    """Reciprocal rank fusion: each chunk scores the sum of ``1 / (k + rank)`` over the rankings that hold
-    it (rank from 1); ties keep the order of first appearance."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + rank)
-    ordered = sorted(scores.items(), key=lambda item: -item[1])
-    return [Ranked(chunk_id, score) for chunk_id, score in ordered]
 
 
 async def rank(rt: Runtime, db: AsyncSession, *, collection_ids: Sequence[str], query: str,
