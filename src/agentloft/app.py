@@ -35,6 +35,7 @@ from agentloft.core.settings import Settings, load_settings
 from agentloft.files import jobs as files_jobs
 from agentloft.files.errors import FileTooLarge
 from agentloft.files.store import build_store
+from agentloft.knowledge import embedding as knowledge_embedding
 from agentloft.knowledge import jobs as knowledge_jobs
 from agentloft.llm.clients import ModelClients
 from agentloft.tools.registry import ToolRegistry
@@ -147,6 +148,7 @@ def register_jobs(rt: Runtime) -> None:
     what runs in the background is listed in one place."""
     knowledge_jobs.register(rt.jobs)
     files_jobs.register(rt.jobs)
+    knowledge_embedding.register(rt.jobs)
 
 
 def quiet_request_logs() -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0024_model_vision"
+HEAD = "0025_knowledge_vectors"
 
 T = TypeVar("T")
 

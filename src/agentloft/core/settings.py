@@ -297,6 +297,13 @@ class Settings(BaseSettings):
     job_concurrency: int = Field(
         default=2, ge=1, description="Background jobs one server process runs at the same time."
     )
+    knowledge_vector_cache_mb: int = Field(
+        default=512, ge=0,
+        description="Memory each server process may keep knowledge collections' vectors in for search "
+        "(the least recently searched are dropped beyond it); a collection larger than this is read from "
+        "the database on every search. 100,000 chunks take about 100 MB with 256-value vectors, 600 MB "
+        "with 1,536.",
+    )
     allow_remote_images: bool = Field(
         default=False,
         description="Let chats and documents show images from other sites. Off, the pages load images only "

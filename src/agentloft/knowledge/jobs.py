@@ -3,7 +3,8 @@
 It reads the text the files domain kept (``files_service.extracted``), cuts it (``knowledge.chunking``)
 and builds each chunk's tokens (``knowledge.terms``) on a worker thread, then replaces the file's chunks
 in one transaction: the old ones deleted, the new ones written (the index follows by trigger or generated
-column), the file's state set ``ready`` with its chunk count. Running it again gives the same result, so a
+column), the file's state set ``ready`` with its chunk count, and, when an embedding model is chosen,
+the ``knowledge.embed`` job queued (``knowledge.embedding``). Running it again gives the same result, so a
 worker killed half-way leaves nothing half-written, and the job's next run (on any worker, once the lease
 runs out) does the whole of it.
 
@@ -27,6 +28,7 @@ from agentloft.core import jobs
 from agentloft.core.db import utcnow
 from agentloft.files import service as files_service
 from agentloft.files.errors import FileNotFound, FileProcessing, FileUnreadable
+from agentloft.knowledge import embedding
 from agentloft.knowledge.chunking import ExtractedLike, chunk
 from agentloft.knowledge.models import KnowledgeChunk, KnowledgeCollection, KnowledgeFile
 from agentloft.knowledge.service import INDEX_JOB
@@ -88,6 +90,7 @@ async def _replace_chunks(rt: Runtime, collection_id: str, file_id: str, rows: l
         for start in range(0, len(rows), INSERT_BATCH):
             await db.execute(insert(KnowledgeChunk), rows[start:start + INSERT_BATCH])
         entry.status, entry.error, entry.chunks = "ready", None, len(rows)
+        await embedding.after_indexed(db, collection_id=collection_id, file_id=file_id)  # vectors, if a model
 
 
 async def _wait(rt: Runtime, payload: dict[str, Any], added: Any) -> None:

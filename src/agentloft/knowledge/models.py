@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, Integer, String, Text
+from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, StorableText, TimestampMixin
@@ -68,4 +68,26 @@ class KnowledgeChunk(Base):
         ForeignKeyConstraint(["collection_id", "file_id"], ["knowledge_files.collection_id", "knowledge_files.file_id"],
                              ondelete="CASCADE"),
         Index("idx_knowledge_chunks_file", "collection_id", "file_id", "ord"),
+    )
+
+
+class KnowledgeVector(Base):
+    """A chunk's embedding by one model: ``dim`` float32 values, L2-normalised (``knowledge.vectors``).
+    Replaced by a new row (a new ``id``), never updated, so a collection's newest id changes with every
+    write (migration 0025)."""
+
+    __tablename__ = "knowledge_vectors"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    chunk_id: Mapped[int] = mapped_column(ForeignKey("knowledge_chunks.id", ondelete="CASCADE"), nullable=False)
+    collection_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    model_id: Mapped[int] = mapped_column(ForeignKey("model_configs.id", ondelete="CASCADE"), nullable=False)
+    dim: Mapped[int] = mapped_column(Integer, nullable=False)
+    vector: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+    __table_args__ = (
+        Index("uq_knowledge_vectors_chunk", "chunk_id", unique=True),
+        Index("idx_knowledge_vectors_collection", "collection_id", "id"),
+        Index("idx_knowledge_vectors_model", "model_id"),
+        {"sqlite_autoincrement": True},
     )

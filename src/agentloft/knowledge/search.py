@@ -14,9 +14,10 @@ of a question comes first even when it lacks some of them:
 Both are always limited to the collection ids the caller asked for; the caller has checked the user may
 read them (``knowledge.service``, the knowledge tool).
 
-Hybrid: ``vector_ranking`` is where an embedding model's ranking comes from (``None`` while no embedding
-model is chosen); when there is one, both rankings are fused by reciprocal rank fusion (``knowledge.fusion``,
-k = 60) and the answer's ``mode`` is ``hybrid``, else ``lexical``.
+Hybrid: ``vector_ranking`` is where an embedding model's ranking comes from (``knowledge.embedding``;
+``None`` while no embedding model is chosen, or when it failed); when there is one, both rankings are
+fused by reciprocal rank fusion (``knowledge.fusion``, k = 60) and the answer's ``mode`` is ``hybrid``,
+else ``lexical``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.knowledge import embedding
 from agentloft.knowledge.fusion import Ranked, fuse
 
 if TYPE_CHECKING:
@@ -85,19 +87,11 @@ async def lexical_ranking(db: AsyncSession, *, collection_ids: Sequence[str], to
     return await search(db, collection_ids, tokens, limit)
 
 
-async def vector_ranking(rt: Runtime, *, collection_ids: Sequence[str], query: str,
-                         limit: int) -> list[Ranked] | None:
-    """The chunks nearest to the query by embedding, best first; None while no embedding model is chosen
-    (then retrieval is lexical and says so). The vector index answers here once it exists."""
-    del rt, collection_ids, query, limit
-    return None
-
-
 async def rank(rt: Runtime, db: AsyncSession, *, collection_ids: Sequence[str], query: str,
                tokens: Sequence[str], top_k: int) -> tuple[list[Ranked], Mode]:
     """The best ``top_k`` chunks and how they were found."""
     depth = top_k * FUSION_DEPTH
-    vector = await vector_ranking(rt, collection_ids=collection_ids, query=query, limit=depth)
+    vector = await embedding.vector_ranking(rt, db, collection_ids=collection_ids, query=query, limit=depth)
     if vector is None:
         return await lexical_ranking(db, collection_ids=collection_ids, tokens=tokens, limit=top_k), "lexical"
     lexical = await lexical_ranking(db, collection_ids=collection_ids, tokens=tokens, limit=depth)

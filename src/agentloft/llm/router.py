@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.schemas import DbInt, Page
+from agentloft.knowledge import embedding as knowledge_embedding
 from agentloft.llm import service
 from agentloft.llm.models import ModelKind
 from agentloft.llm.presets import PRESETS
@@ -61,7 +62,14 @@ async def read_model(model_id: DbInt, _: AdminUser, db: DbSession) -> ModelConfi
 async def update_model(
     model_id: DbInt, body: ModelConfigUpdate, _: AdminUser, rt: Rt, db: DbSession
 ) -> ModelConfigRead:
-    return service.to_read(await service.update_model(db=db, box=rt.box, model_id=model_id, data=body))
+    """An embedding model that now answers at another endpoint or by another model name makes other
+    vectors: knowledge drops the old ones and embeds again (``knowledge.embedding.model_changed``)."""
+    before = await service.get_model(db=db, model_id=model_id)
+    endpoint = (before.base_url, before.model)
+    row = await service.update_model(db=db, box=rt.box, model_id=model_id, data=body)
+    if row.kind == "embedding" and (row.base_url, row.model) != endpoint:
+        await knowledge_embedding.model_changed(db, model_id=row.id)
+    return service.to_read(row)
 
 
 @admin_router.delete("/{model_id}", status_code=204)

@@ -1,8 +1,10 @@
 """Read and write instance settings. The environment gives defaults; a stored value overrides it.
 
 ``embeddingModelId`` has no environment default (none: knowledge search is lexical). Only an embedding
-model can be chosen (a chat model or an unknown id is a 422); ``null`` clears it. A model deleted or
-switched off later leaves the setting pointing at nothing usable, which knowledge reads as no model.
+model can be chosen (a chat model or an unknown id is a 422); ``null`` clears it. Choosing another model
+queues the job that embeds every knowledge chunk with it (``knowledge.reembed``, ``knowledge.embedding``)
+in the same transaction. A model deleted or switched off later leaves the setting pointing at nothing
+usable, which knowledge reads as no model.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.core import jobs
 from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_field, problem
 from agentloft.core.settings import Settings
 from agentloft.llm import service as llm_service
@@ -23,6 +26,7 @@ from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
 _DEFAULTS = {"signup_open": "signup_open", "allowed_internal_hosts": "allowed_internal_hosts",
              "generate_titles": "generate_titles"}
 EMBEDDING_MODEL = "embedding_model_id"
+REEMBED_JOB = "knowledge.reembed"
 
 
 async def _stored(db: AsyncSession) -> dict[str, Any]:
@@ -72,6 +76,8 @@ async def update_settings(
     if EMBEDDING_MODEL in data.model_fields_set:  # null is a value here: it clears the choice
         await _check_embedding_model(db, data.embedding_model_id)
         values[EMBEDDING_MODEL] = data.embedding_model_id
+        if data.embedding_model_id is not None and data.embedding_model_id != await embedding_model_id(db=db):
+            await jobs.enqueue(db, REEMBED_JOB, {"modelId": data.embedding_model_id})
     try:  # reading the next key flushes the row added for the one before
         for key, value in values.items():
             row = await db.get(AppSetting, key)

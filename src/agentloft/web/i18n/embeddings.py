@@ -15,7 +15,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.settings.embeddingModel": "Embedding model for knowledge search",
         "admin.settings.embeddingModelNone": "None: text search only",
         "admin.settings.embeddingModelHint": "With an embedding model, knowledge search adds vector similarity "
-        "to text search.",
+        "to text search. Choosing another one embeds every collection again in the background; meanwhile a "
+        "passage without its new vector is found by text search only.",
     },
     "zh-CN": {
         "admin.models.kind": "用途",
@@ -27,6 +28,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.models.testOkEmbedding": "成功 · {ms} 毫秒 · {dimensions} 维",
         "admin.settings.embeddingModel": "知识库检索所用的嵌入模型",
         "admin.settings.embeddingModelNone": "无：仅文本检索",
-        "admin.settings.embeddingModelHint": "选择嵌入模型后，知识库检索会在文本检索之外加入向量相似度。",
+        "admin.settings.embeddingModelHint": "选择嵌入模型后，知识库检索会在文本检索之外加入向量相似度。"
+        "换成另一个模型时，所有知识库会在后台重新嵌入；在此期间，还没有新向量的段落只能通过文本检索找到。",
     },
 }
