@@ -11,7 +11,9 @@ import pytest
 from agentloft.chat.attachments import MAX_ATTACHMENTS
 from tests.chat.helpers import chat, post_stream
 from tests.fakes.openai_server import FakeModel
+from tests.files import samples
 from tests.files.samples import PNG
+from tests.files.test_documents import settled
 from tests.support import ApiClient, LiveApp
 
 
@@ -186,3 +188,17 @@ def test_a_file_over_the_budget_sends_only_the_chunks_relevant_to_the_message(
     assert sent == ('<attachment name="inventory.md" type="text/markdown" note="too long to include whole; '
                     'the parts most relevant to the message follow">\n'
                     "Keys\n\nThe spare key to the boathouse hangs behind the blue door.\n</attachment>")
+
+
+def test_a_pdf_is_refused_while_being_read_then_reaches_the_model_by_page(
+    user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    report = upload(user, "report.pdf", samples.pdf("alpha beta", "gamma"))
+    assert report["status"] == "processing"
+    early = send(user, "Summarise the report", [report["id"]])
+    assert early.status == 409 and early.json()["error"]["code"] == "file_processing"
+    assert settled(user, report["id"])["status"] == "ready"
+    assert send(user, "Summarise the report", [report["id"]]).status == 200
+    (_, sent) = texts_of(user_content(fake_model))
+    assert sent.startswith('<attachment name="report.pdf" type="application/pdf">\n[page 1]\nalpha beta')
+    assert "\n\n[page 2]\ngamma" in sent
