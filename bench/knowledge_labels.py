@@ -4,7 +4,9 @@ Every service has several passages, one per aspect (who owns it, its backups, de
 so a question must find the right aspect of the right service: its name alone matches all of that
 service's passages, more than a top 5 holds. Questions are worded as people ask, not as the passages
 say it ("Who owns Atlas?" for "Atlas is owned and maintained by…", "backup retained" for "Backups … kept"),
-so word forms differ and a purely lexical match is not enough, while the facts stay findable.
+so word forms differ and a purely lexical match is not enough, while the facts stay findable. The
+Chinese questions use other words than their passages too (归…管 for 负责, 存档 for 备份, 值守 for 值班),
+and one aspect shares almost nothing with its question (服务器…城市 for 机房), as real questions sometimes do.
 
 English: 20 services × 8 aspects = 160 passages and questions. Chinese: 20 services named by two
 characters (two-character terms are what a whitespace tokenizer cannot find) × 6 aspects = 120. Generated
@@ -39,12 +41,12 @@ ZH_TEAMS = ("支付", "账号", "搜索", "计费", "平台")
 ZH_DAYS = ("周一", "周二", "周三", "周四", "周五")
 ZH_CITIES = ("北京", "上海", "深圳", "杭州", "成都")
 ZH_ASPECTS: tuple[tuple[str, str], ...] = (
-    ("{e}系统由{team}团队负责维护和升级。", "谁负责{e}？"),
-    ("{e}的数据每天夜里备份一次，保留{n}天。", "{e}的备份保留多久？"),
-    ("{e}在每个{day}上午评审之后发布上线。", "{e}哪天发布？"),
-    ("{e}的值班人员每个{day}轮换一次。", "{e}多久换一次值班？"),
-    ("{e}运行在{city}机房，备用机房在{city2}。", "{e}在哪个机房运行？"),
-    ("{e}的告警消息会发送到{chan}群里。", "{e}的告警发到哪里？"),
+    ("{e}系统由{team}团队负责维护和升级。", "{e}归哪个团队管？"),
+    ("{e}的数据每天夜里备份一次，保留{n}天。", "{e}的数据存档能留几天？"),
+    ("{e}在每个{day}上午评审之后发布上线。", "{e}一般星期几上线新版本？"),
+    ("{e}的值班人员每个{day}轮换一次。", "{e}的值守人员多久换一次？"),
+    ("{e}运行在{city}机房，备用机房在{city2}。", "{e}的服务器放在哪座城市？"),
+    ("{e}的告警消息会发送到{chan}群里。", "{e}出故障时通知发到哪个群？"),
 )
 
 

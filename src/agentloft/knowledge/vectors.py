@@ -19,12 +19,13 @@ matrix-vector product over its vectors and a partial sort (``np.argpartition``).
   same numpy product. It is what a collection larger than the whole cache gets, and the baseline the
   cached path is measured against.
 
-Measured (``bench/knowledge_vectors.py``, docs/benchmarks.md; 256 values per vector): at 10,000 vectors
-on SQLite, reading them and building the matrix made a vector search ~215 ms, against ~32 ms cached
-(6.7x; embedding the query over HTTP, ~7 ms, included in both); the read grows with the collection
-while the cached product stays a few milliseconds, for ~100 MB of memory per 100,000 vectors (~600 MB
-at 1,536 values), hence the cache's bound. A product over more than ``THREAD_FROM`` values runs in a
-worker thread (numpy releases the GIL), so one large search does not stall the event loop.
+Measured (``bench/knowledge_vectors.py``, docs/benchmarks.md; 256 values per vector, medians): reading a
+collection's vectors per query made a vector search 214 ms at 10,000 vectors and 2.6 s at 100,000 on
+SQLite (1.7 s on PostgreSQL), against 32 ms and 44 ms cached (72 ms on PostgreSQL), embedding the query
+over HTTP included in both: 7x at 10,000, 23-60x at 100,000. The cache costs ~100 MB of memory per
+100,000 vectors of 256 values (~600 MB at 1,536), hence its bound. A product over more than
+``THREAD_FROM`` values runs in a worker thread (numpy releases the GIL), so one large search does not
+stall the event loop.
 
 numpy is imported here only: ``knowledge.embedding`` imports this module once an embedding model is
 chosen, so an instance without one never loads it (~16 MB resident, ~150 ms).
