@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from agentloft.core.db import utcnow
+from agentloft.files import reasons
+from agentloft.web import i18n
 from tests.files import samples
 from tests.files.test_api import BASE, error_code, upload
 from tests.files.test_extract import SLOW_HTML
@@ -68,16 +70,19 @@ def test_a_document_is_processing_then_ready_with_its_text(
     assert job_of(app, body["id"])[1:3] == ("done", 1)
 
 
-@pytest.mark.parametrize(("name", "data", "error"), [
-    ("secret.pdf", samples.encrypted_pdf(), "encrypted with a password; upload a copy without the password"),
-    ("broken.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8, "damaged or not a PDF"),
-    ("bomb.docx", samples.zip_bomb(samples.docx(), "word/media/bomb.bin", 64 << 20), "expands too much"),
+@pytest.mark.parametrize(("name", "data", "error", "code"), [
+    ("secret.pdf", samples.encrypted_pdf(), "encrypted with a password; upload a copy without the password",
+     "encrypted"),
+    ("broken.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8, "damaged or not a PDF", "damaged"),
+    ("bomb.docx", samples.zip_bomb(samples.docx(), "word/media/bomb.bin", 64 << 20), "expands too much",
+     "expands_too_much"),
 ])
 def test_a_file_that_cannot_be_read_ends_failed_with_the_reason(
-        app: LiveApp, user: ApiClient, name: str, data: bytes, error: str) -> None:
+        app: LiveApp, user: ApiClient, name: str, data: bytes, error: str, code: str) -> None:
     body = upload(user, name, data)
+    assert body["errorCode"] is None
     done = settled(user, body["id"])
-    assert done["status"] == "failed" and done["error"].startswith(error)
+    assert done["status"] == "failed" and done["error"].startswith(error) and done["errorCode"] == code
     assert (done["chars"], done["pages"]) == (None, None)
     assert not text_object(app, user, body["id"]).exists()
     assert job_of(app, body["id"])[1:3] == ("done", 1)  # not retried: it would end the same way
@@ -129,3 +134,11 @@ def test_without_a_sandbox_documents_are_refused_and_text_still_works(tmp_path: 
                 "'agentloft-nobody' does not exist")
             assert client.ok("GET", BASE)["total"] == 0  # nothing kept
             assert upload(client, "notes.txt", b"plain words")["status"] == "ready"
+
+
+def test_every_reason_code_has_words_in_both_languages() -> None:
+    for lang in ("en", "zh-CN"):
+        strings = i18n.catalog(lang)
+        assert {c for c in reasons.CODES if f"fileError.{c}" not in strings} == set(), lang
+    assert reasons.error_code("reading it kept failing: RuntimeError") == reasons.UNREADABLE
+    assert reasons.error_code(None) is None

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agentloft.core.settings import Settings, load_settings
-from agentloft.files import extract
+from agentloft.files import extract, reasons
 from agentloft.tools import sandbox
 from tests.files import samples
 
@@ -28,8 +28,10 @@ def settings(tmp_path: Path) -> Settings:
 
 
 async def unreadable(settings: Settings, family: str, data: bytes) -> str:
+    """Why the file cannot be read; every reason is of a kind pages can word (``files.reasons``)."""
     with pytest.raises(extract.Unreadable) as caught:
         await extract.read(settings, family, data)
+    assert reasons.error_code(str(caught.value)) != reasons.UNREADABLE, caught.value
     return str(caught.value)
 
 

@@ -7,6 +7,7 @@ pydantic's error types, and every code a check of ours may name, ``core.errors.P
 values as ``{max_length}`` and the like), the field named by ``fieldName.<path>`` where a page shows it
 away from its input (the chat's composer); a problem without words here (a rarer pydantic type) is shown
 as the API gave it.
+A file that could not be read is worded by its ``errorCode`` (``fileError.<code>``, ``files.reasons``).
 A tool's failure shown in the chat is worded by its code (``toolError.<code>``, from the ``data-tool-error``
 part); what the model reads stays as the tool wrote it. Tool types (``toolType.<slug>``) and the texts
 of the tools a fresh install creates (``toolDefault.<type>.name|description``, shown while an admin has
@@ -150,6 +151,16 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.knowledge_file_not_found": "This file is not in the collection.",
         "apiError.file_extraction_unavailable": "This server cannot read documents right now (its sandbox is "
         "unavailable), so the file was not kept. Text files and images still work; ask an administrator.",
+        "fileError.damaged": "The file is damaged or is not what its type says.",
+        "fileError.encrypted": "The file is protected by a password. Upload a copy without the password.",
+        "fileError.too_many_pages": "The file has more pages, slides or sheets than this server reads.",
+        "fileError.too_much_text": "The file holds more text than this server reads from one file.",
+        "fileError.expands_too_much": "The file would unpack to far more than its size, as a zip bomb does.",
+        "fileError.timed_out": "Reading the file took too long.",
+        "fileError.too_much_memory": "Reading the file needed more memory than this server allows.",
+        "fileError.too_much_cpu": "Reading the file took more processing time than this server allows.",
+        "fileError.sandbox_unavailable": "This server cannot read documents right now (its sandbox is unavailable).",
+        "fileError.unreadable": "The file could not be read.",
         "apiError.login_required": "Sign in first.",
         "toolError.document_not_found": "The document does not exist or you have no access to it.",
         "toolError.document_version_not_found": "That version of the document does not exist.",
@@ -343,6 +354,16 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.knowledge_file_not_found": "该文件不在这个知识库中。",
         "apiError.file_extraction_unavailable": "服务器目前无法读取文档（其沙箱不可用），文件未保存。"
         "文本文件和图片仍可上传，请联系管理员。",
+        "fileError.damaged": "文件已损坏，或与其类型不符。",
+        "fileError.encrypted": "文件受密码保护，请上传没有密码的副本。",
+        "fileError.too_many_pages": "文件的页数、幻灯片或工作表超过了服务器可读取的数量。",
+        "fileError.too_much_text": "文件包含的文字超过了服务器对单个文件的读取上限。",
+        "fileError.expands_too_much": "文件解压后会远大于其本身（类似 zip 炸弹）。",
+        "fileError.timed_out": "读取文件超时。",
+        "fileError.too_much_memory": "读取文件所需的内存超过了服务器的限制。",
+        "fileError.too_much_cpu": "读取文件所需的处理时间超过了服务器的限制。",
+        "fileError.sandbox_unavailable": "服务器目前无法读取文档（其沙箱不可用）。",
+        "fileError.unreadable": "无法读取该文件。",
         "apiError.login_required": "请先登录。",
         "toolError.document_not_found": "文档不存在或无权访问",
         "toolError.document_version_not_found": "该文档版本不存在",
