@@ -65,6 +65,11 @@ async def test_html_loses_its_scripts_and_keeps_its_structure(settings: Settings
         (None, "# The page\n\n## Part one\n\nSome bold words.\n\n- first\n- second")]
 
 
+async def test_html_whose_head_is_left_open_keeps_its_body(settings: Settings) -> None:
+    page = b"<html><head><title>Open</title><meta charset=utf-8><body><p>the body text</p></body></html>"
+    assert await extract.read(settings, "html", page) == [(None, "# Open\n\nthe body text")]
+
+
 async def test_a_damaged_pdf_says_so(settings: Settings) -> None:
     assert (await unreadable(settings, "pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8)).startswith(
         "damaged or not a PDF")

@@ -22,8 +22,9 @@ What is read:
 - **XLSX** (``openpyxl``, read-only mode, cached values rather than formulas): one page per sheet, its
   name as a ``#`` line, then each row that has a value, cells separated by tabs.
 - **HTML** (the standard library's parser; the caller sends it decoded, as UTF-8): the text, without
-  ``script``, ``style``, ``template``, ``svg`` and the ``head`` (its ``title`` is kept as the first
-  ``#`` line), headings as ``#`` lines, list items as ``- `` lines; one page.
+  ``script``, ``style``, ``template``, ``svg``, ``noscript`` and the ``head`` (its ``title`` is kept as
+  the first ``#`` line, and a ``body`` ends a ``head`` left open), headings as ``#`` lines, list items as
+  ``- `` lines, table cells separated by tabs; one page.
 
 Office files are zip archives: before a library opens one, the sizes its directory declares are checked
 (:func:`check_zip`), since the zip reader these libraries use never inflates an entry past its declared
@@ -255,8 +256,6 @@ class _HtmlText(HTMLParser):
     BLOCKS = frozenset({"p", "div", "br", "tr", "section", "article", "header", "footer", "main", "nav",
                         "aside", "blockquote", "pre", "table", "ul", "ol", "dl", "dt", "dd", "figure",
                         "figcaption", "hr", "form", "fieldset", "address", "details", "summary"})
-    VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-                      "track", "wbr"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -268,7 +267,9 @@ class _HtmlText(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
             self.in_title = True
-        if tag in self.SKIPPED and tag not in self.VOID:
+        if tag == "body" and "head" in self.skipping:  # ``</head>`` may be left out
+            self.skipping.clear()
+        if tag in self.SKIPPED:
             self.skipping.append(tag)
         if self.skipping:
             return
