@@ -6,10 +6,12 @@ instead of failing it."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pytest
 
+from agentloft.knowledge import embedding
 from tests.chat.helpers import wait_for
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step
 from tests.knowledge.helpers import BASE, add, indexed, search, settled, upload
@@ -109,6 +111,23 @@ def test_a_failing_embedding_server_makes_search_lexical(app: LiveApp, admin: Ap
     asked = len(fake_model.embedding_requests)  # the first try and the SDK's two retries
     assert search(user, kb, "office")["mode"] == "lexical"  # not asked again for a while
     assert len(fake_model.embedding_requests) == asked
+
+
+def test_a_silent_embedding_server_costs_a_search_its_query_timeout_only(
+    app: LiveApp, admin: ApiClient, user: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(embedding, "QUERY_TIMEOUT_S", 0.5)  # the app runs in this process (tests.support)
+    monkeypatch.setattr(embedding, "DOWN_S", 0.5)
+    emb = _embedding_model(admin, fake_model_server)
+    _choose(admin, emb)
+    kb = indexed(user, ("ops.md", OPS))
+    _embedded(app, emb)
+    fake_model.push_embedding(Step(hang=True))
+    started = time.monotonic()
+    found = search(user, kb, "backups")
+    assert found["mode"] == "lexical" and found["items"] and time.monotonic() - started < 5
+    assert wait_for(lambda: search(user, kb, "backups")["mode"] == "hybrid")  # asked again after a while
 
 
 def test_a_file_indexed_while_the_embedding_server_fails_is_still_found(
