@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import HeldRequests, api
+from tests.e2e.conftest import HeldRequests, add_fake_model, api
+from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
 
 pytestmark = pytest.mark.e2e
 
@@ -76,9 +77,11 @@ def test_edit_and_delete_wait_for_the_page_script(admin_page: Page) -> None:
         expect(button).to_be_enabled()
 
 
-def test_a_knowledge_collection_from_upload_to_search(admin_page: Page) -> None:
+def test_a_knowledge_collection_from_upload_to_search_and_sources(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
     """The knowledge pages share this browser: make a collection, upload a text file, see it indexed,
-    find it by a two-character Chinese word."""
+    find it by a two-character Chinese word; then an agent's reply that searched it lists its sources."""
     page = admin_page
     page.goto("/knowledge")
     expect(page.get_by_test_id("kb-empty")).to_be_visible()
@@ -87,9 +90,9 @@ def test_a_knowledge_collection_from_upload_to_search(admin_page: Page) -> None:
     page.get_by_test_id("kb-create").click()
     expect(page.get_by_test_id("kb-title")).to_have_text("手册")
 
-    text = "# 备份\n\n数据库每天凌晨备份一次。\n\n# Keys\n\nRotate the signing key every ninety days."
+    content = "# 备份\n\n数据库每天凌晨备份一次。\n\n# Keys\n\nRotate the signing key every ninety days."
     page.get_by_test_id("kb-file").set_input_files(
-        files=[{"name": "运维.md", "mimeType": "text/markdown", "buffer": text.encode()}])
+        files=[{"name": "运维.md", "mimeType": "text/markdown", "buffer": content.encode()}])
     row = page.get_by_test_id("kb-files").locator("tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_have_attribute("data-status", "ready")  # polled until indexed
@@ -102,3 +105,23 @@ def test_a_knowledge_collection_from_upload_to_search(admin_page: Page) -> None:
     expect(results).to_have_count(1)
     expect(results.first.locator(".kb-source")).to_have_text("运维.md")
     expect(results.first.locator(".kb-text")).to_contain_text("数据库每天凌晨备份一次")
+
+    kb_id = page.get_by_test_id("kb-title").evaluate("() => document.getElementById('kb-view').dataset.id")
+    add_fake_model(page, fake_model_server)
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "ops", "name": "Ops"})
+    tool = api(page, "POST", "/api/agent-tools", {"slug": "handbook", "name": "Handbook", "type": "knowledge",
+                                                   "config": {"collectionIds": [kb_id]}})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
+    fake_model.push(call("handbook", {"query": "数据库备份"}), text("每天凌晨备份。"))
+    page.goto("/chat")
+    page.get_by_label("Message").fill("数据库多久备份？")
+    page.get_by_role("button", name="Send").click()
+    reply = page.locator(".message.assistant").last
+    expect(reply.locator(".md")).to_have_text("每天凌晨备份。")
+    sources = reply.get_by_test_id("sources")
+    expect(sources.locator("summary")).to_have_text(["运维.md"])
+    below = sources.bounding_box()
+    text_box = reply.locator(".md").bounding_box()
+    assert below and text_box and below["y"] > text_box["y"]  # under the reply's text
+    sources.locator("summary").first.click()
+    expect(sources.locator(".kb-chunk").first).to_contain_text("数据库每天凌晨备份一次")

@@ -35,6 +35,12 @@ def test_the_model_searches_the_admins_collection_for_a_user(
     top = out["results"][0]
     assert (top["fileName"], top["page"], top["text"]) == ("备份.md", None, "备份\n\n数据库每天凌晨备份一次。")
     assert isinstance(top["chunkId"], int) and len(out["results"]) <= 3
+    # the reply's sources: streamed and kept with the message
+    expected = {"toolCallId": "c1", "sources": [{k: r[k] for k in ("chunkId", "fileName", "page", "text")}
+                                                for r in out["results"]]}
+    assert [c["data"] for c in res.of("data-knowledge-sources")] == [expected]
+    parts = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][1]["parts"]
+    assert {"type": "data-knowledge-sources", "data": expected} in parts
     # what the model was sent: the tool, described, and its result
     tools = fake_model.requests[0]["tools"]
     assert [t["function"]["name"] for t in tools] == ["handbook"]

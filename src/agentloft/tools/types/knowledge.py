@@ -5,8 +5,10 @@ user's own collection is private to them. A configured id that is missing or not
 tool unavailable (left out of runs, the reason shown to admins, ``unavailable``) rather than silently
 searching less; execution checks again, since the owner may have changed since the listing.
 
-The result holds the best chunks with their file name, page and chunk id, which the chat shows as the
-reply's sources.
+The result holds the best chunks with their file name, page and chunk id. The same chunks go into the
+caller's stream as a ``data-knowledge-sources`` part, which the chat keeps with the reply and shows under
+it as its "Sources" (file, page, the chunk's text on click): no second request, so a user sees the
+chunks the model read even from an admin's collection they cannot open themselves.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from agentloft.knowledge import service as knowledge_service
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 MAX_TOP_K = 20
+# The ``data-knowledge-sources`` chunk the chat shows as a reply's sources (``chat/extensions/knowledge-sources.js``).
+SOURCES_EVENT = "knowledge-sources"
 
 
 class Config(ApiModel):
@@ -80,9 +84,12 @@ class KnowledgeTool(ToolType[Config, Input]):
                                                                 top_k=config.top_k)
         except AppError as err:
             return ToolResult.fail(err.message, code=err.code)
-        return ToolResult.ok({"query": input.query, "mode": result.mode, "results": [
-            {"chunkId": h.chunk_id, "fileName": h.file_name, "page": h.page, "text": h.text,
-             "score": round(h.score, 4)} for h in result.items]})
+        results = [{"chunkId": h.chunk_id, "fileName": h.file_name, "page": h.page, "text": h.text,
+                    "score": round(h.score, 4)} for h in result.items]
+        if results:  # the reply's "Sources" list: kept with the message, shown under it
+            await ctx.emit(SOURCES_EVENT, {"toolCallId": ctx.tool_call_id, "sources": [
+                {k: r[k] for k in ("chunkId", "fileName", "page", "text")} for r in results]})
+        return ToolResult.ok({"query": input.query, "mode": result.mode, "results": results})
 
 
 TOOL_TYPE = KnowledgeTool()
