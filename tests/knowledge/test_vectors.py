@@ -4,14 +4,17 @@ a deleted chunk never returned, only the asked model's vectors compared, the cac
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 from sqlalchemy import delete, insert
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.db import Database, utcnow
 from agentloft.files.models import File
@@ -148,3 +151,22 @@ async def test_the_least_recently_searched_collection_leaves_a_full_cache(db: Da
         for kb in ("kb_a", "kb_b", "kb_b", "kb_a"):
             await index.nearest(s, collection_ids=[kb], model_id=1, query=query, limit=1)
     assert index.loads == 3 and index.nbytes == one  # kb_a was dropped for kb_b, then read again
+
+
+async def test_searches_arriving_together_read_a_collection_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[str] = []
+
+    async def newest(_db: AsyncSession, _collection_id: str) -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    async def slow_load(_db: AsyncSession, collection_id: str, _model_id: int, dim: int) -> vectors.Matrix:
+        loads.append(collection_id)
+        await asyncio.sleep(0.01)  # the others arrive meanwhile
+        return vectors.Matrix(newest=1, ids=np.array([1], dtype=np.int64), values=np.ones((1, dim), np.float32))
+
+    monkeypatch.setattr(vectors, "newest_id", newest)
+    monkeypatch.setattr(vectors, "load", slow_load)
+    index = vectors.VectorIndex(max_bytes=10**8)
+    got = await asyncio.gather(*(index.matrix(cast(AsyncSession, None), "kb_a", 1, 2) for _ in range(4)))
+    assert loads == ["kb_a"] and all(m is got[0] for m in got)

@@ -157,6 +157,7 @@ class VectorIndex:
     def __init__(self, *, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._sets: OrderedDict[tuple[str, int, int], Matrix] = OrderedDict()
+        self._locks: dict[tuple[str, int, int], asyncio.Lock] = {}
         self.loads = 0
         """How often a matrix was read from the database (tests and the benchmark watch it)."""
         self.down_until: dict[int, float] = {}
@@ -169,16 +170,17 @@ class VectorIndex:
     async def matrix(self, db: AsyncSession, collection_id: str, model_id: int, dim: int) -> Matrix:
         """The collection's current matrix: the kept one if no vector was written since, else read now."""
         key = (collection_id, model_id, dim)
-        newest = await newest_id(db, collection_id)
-        kept = self._sets.get(key)
-        if kept is not None and kept.newest == newest:
-            self._sets.move_to_end(key)
-            return kept
-        self._sets.pop(key, None)
-        fresh = await load(db, collection_id, model_id, dim)
-        self.loads += 1
-        self._keep(key, fresh)
-        return fresh
+        async with self._locks.setdefault(key, asyncio.Lock()):  # searches arriving together read it once
+            newest = await newest_id(db, collection_id)
+            kept = self._sets.get(key)
+            if kept is not None and kept.newest == newest:
+                self._sets.move_to_end(key)
+                return kept
+            self._sets.pop(key, None)
+            fresh = await load(db, collection_id, model_id, dim)
+            self.loads += 1
+            self._keep(key, fresh)
+            return fresh
 
     def _keep(self, key: tuple[str, int, int], matrix: Matrix) -> None:
         if matrix.nbytes > self.max_bytes:
@@ -190,6 +192,7 @@ class VectorIndex:
     def drop(self, collection_id: str) -> None:
         for key in [k for k in self._sets if k[0] == collection_id]:
             del self._sets[key]
+            self._locks.pop(key, None)
 
     async def nearest(self, db: AsyncSession, *, collection_ids: Sequence[str], model_id: int, query: Floats,
                       limit: int) -> list[Ranked]:
