@@ -78,11 +78,15 @@ def test_doctor_reports_database_redis_processes_and_models(
     redis_line = next(line for line in lines if line.startswith("ok    redis:"))
     assert ("Redis 7" in redis_line) if redis_db.current else ("not configured" in redis_line)
     assert any(line.startswith("ok    model 'Fake':") and "answered in" in line for line in lines), lines
+    assert "ok    document sandbox: documents are read in bubblewrap as 'agentloft-extract'" in lines, lines
 
-    r = _cli("doctor", data_dir=app.data_dir, AGENTLOFT_REDIS_URL="redis://:secret@127.0.0.1:1/0")
+    r = _cli("doctor", data_dir=app.data_dir, AGENTLOFT_REDIS_URL="redis://:secret@127.0.0.1:1/0",
+             AGENTLOFT_EXTRACT_SANDBOX_USER="agentloft-nobody")
     assert r.returncode == 1
     failed = next(line for line in r.stdout.splitlines() if line.startswith("FAIL  redis:"))
     assert "127.0.0.1:1" in failed and "secret" not in failed
+    refused = next(line for line in r.stdout.splitlines() if line.startswith("FAIL  document sandbox:"))
+    assert "documents (PDF, DOCX, PPTX, XLSX, HTML) are refused: the sandbox user 'agentloft-nobody'" in refused
 
 
 def test_doctor_says_what_it_waits_for_and_gives_a_silent_model_its_limit(

@@ -1,6 +1,7 @@
 """``agentloft doctor``: can this configuration reach what it needs? The database (and whether its schema
-is current), Redis when one is set, the server processes serving the database now, and every enabled
-model (one tiny request each, as the admin page's "Save and test" does).
+is current), Redis when one is set, the server processes serving the database now, the sandbox uploaded
+documents are read in (started once, its libraries imported: without it documents are refused), and
+every enabled model (one tiny request each, as the admin page's "Save and test" does).
 
 A command, not an endpoint: what it prints (hosts, versions, processes) is for whoever runs the
 instance. Each check that goes over the network is announced as it starts (``Waiting``) and waits at most
@@ -24,10 +25,12 @@ from agentloft.core import migrate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.settings import Settings
+from agentloft.files import extract
 from agentloft.llm import service as llm_service
 from agentloft.llm.clients import ModelClients
 from agentloft.llm.models import ModelConfig
 from agentloft.system import workers
+from agentloft.tools.sandbox import SandboxUnavailable
 
 CHECK_LIMIT_S = llm_service.TEST_LIMIT_S
 
@@ -109,6 +112,14 @@ async def _redis(settings: Settings) -> Check:
         await shared.aclose()
 
 
+async def _documents(settings: Settings) -> Check:
+    try:
+        user = await extract.available(settings)
+    except SandboxUnavailable as exc:
+        return Check("document sandbox", False, f"documents (PDF, DOCX, PPTX, XLSX, HTML) are refused: {exc}")
+    return Check("document sandbox", True, f"documents are read in bubblewrap as {user.name!r}")
+
+
 async def _models(db: Database, settings: Settings) -> AsyncIterator[Check | Waiting]:
     box = SecretBox(settings.ensure_secret_key())
     try:
@@ -145,6 +156,8 @@ async def run(settings: Settings) -> AsyncIterator[Check | Waiting]:
         if settings.redis_url:
             yield Waiting("redis", "connecting")
         yield await _redis(settings)
+        yield Waiting("document sandbox", "starting one")
+        yield await _documents(settings)
         if checks[0].ok:
             async for item in _models(db, settings):
                 yield item
