@@ -4,6 +4,7 @@ understands, never an exception of the parser."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -160,20 +161,19 @@ def open_dir() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
-async def test_packages_the_sandbox_user_cannot_reach_are_named(
-        open_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A server installed under a directory closed to other users (a virtualenv in /root) cannot lend its
-    packages to the sandbox: said before bubblewrap fails with a bare "Permission denied"."""
+async def test_packages_under_a_directory_closed_to_others_are_read(open_dir: Path, settings: Settings) -> None:
+    """A server installed under a directory closed to other users (a virtualenv in /root) still lends its
+    packages to the reader: bubblewrap binds them as root, and the reader runs as the sandbox user, which
+    could not have bound them itself."""
     closed = open_dir / "home"
-    (closed / "venv" / "site-packages").mkdir(parents=True)
+    packages = closed / "venv" / "site-packages"
+    packages.mkdir(parents=True)
+    (packages / "mark.py").write_text("kept\n")
     closed.chmod(0o700)
-    real = extract.reader()
-    monkeypatch.setattr(extract, "reader", lambda: extract.Reader(real.head, [str(closed / "venv" / "site-packages")]))
-    with pytest.raises(sandbox.SandboxUnavailable) as caught:
-        await extract.available(settings)
-    assert str(caught.value) == (
-        f"the sandbox user 'agentloft-extract' cannot read the server's Python packages at "
-        f"{closed}/venv/site-packages: {closed} is closed to other users (as /root is); install the server where "
-        "other users may read it, such as /opt/agentloft")
-    closed.chmod(0o755)
-    assert extract.closed_to(sandbox.sandbox_user("agentloft-extract"), str(closed / "venv")) is None
+    user = sandbox.sandbox_user(settings.extract_sandbox_user)
+    command = ["/bin/sh", "-c", f'cat {packages}/mark.py; id -u; echo > /scratch/w && echo written']
+    run = functools.partial(sandbox.run_confined, command, user=user, limits=extract.limits(settings),
+                            wall_seconds=30, output_cap=4096, read_only=[str(packages)])
+    done = await run(as_root=True)
+    assert (done.exit_code, done.stdout.decode().split()) == (0, ["kept", str(user.uid), "written"]), done
+    assert (await run()).exit_code != 0  # bubblewrap as the sandbox user: "Permission denied"

@@ -8,7 +8,9 @@ space, and the pages, characters and zip expansion the worker checks itself. Its
 tool's: the process limit counts per user, and snippets must not use up the readers' budget.
 
 The reader needs the parsing libraries, so the sandbox binds the server's installed packages read-only
-(its ``site-packages`` and the directory the ``agentloft`` package is in) and runs the sandbox's
+(its ``site-packages`` and the directory the ``agentloft`` package is in; bubblewrap starts as root for
+that, ``as_root``, since a server installed under ``/root`` keeps them where the sandbox user could not
+reach them itself) and runs the sandbox's
 interpreter (``tools.sandbox.interpreter``) with them added as site directories. Those packages may hold
 compiled extensions, so the interpreter must be the server's Python version: the bootstrap checks that
 and says so, and the first run of each process (``available``) imports every library in the sandbox
@@ -31,7 +33,6 @@ import json
 import os
 import signal
 import site
-import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,37 +95,12 @@ def limits(settings: Settings) -> sandbox.Limits:
                           scratch_bytes=SCRATCH_BYTES)
 
 
-def closed_to(user: sandbox.SandboxUser, path: str) -> str | None:
-    """The directory on the way to ``path`` that ``user`` may not enter (bubblewrap runs as that user, so it
-    could not bind ``path``), or None."""
-    for directory in [*reversed(Path(path).parents), Path(path)]:
-        try:
-            st = directory.stat()
-        except OSError:
-            return str(directory)
-        if st.st_uid == user.uid:
-            allowed = st.st_mode & stat.S_IXUSR
-        elif st.st_gid == user.gid:
-            allowed = st.st_mode & stat.S_IXGRP
-        else:
-            allowed = st.st_mode & stat.S_IXOTH
-        if not allowed:
-            return str(directory)
-    return None
-
-
 async def available(settings: Settings) -> sandbox.SandboxUser:
     """The reader's sandbox user, once the libraries imported in the sandbox (remembered while it works);
     ``SandboxUnavailable`` saying why not."""
     run = reader()
-    user = sandbox.sandbox_user(settings.extract_sandbox_user)
-    for path in run.read_only:
-        if (closed := closed_to(user, path)) is not None:
-            raise sandbox.SandboxUnavailable(
-                f"the sandbox user {user.name!r} cannot read the server's Python packages at {path}: {closed} is "
-                "closed to other users (as /root is); install the server where other users may read it, such as "
-                "/opt/agentloft")
-    return await sandbox.ensure_sandbox(user.name, [*run.head, "probe"], run.read_only)
+    return await sandbox.ensure_sandbox(settings.extract_sandbox_user, [*run.head, "probe"], run.read_only,
+                                        as_root=True)
 
 
 def _arguments(settings: Settings, family: str) -> list[str]:
@@ -145,7 +121,7 @@ async def read(settings: Settings, family: str, data: bytes) -> Pages:
     done = await sandbox.run_confined(
         [*run.head, *_arguments(settings, family)], user=user, limits=limits(settings),
         wall_seconds=settings.extract_wall_seconds, output_cap=cap, stdin=data, read_only=run.read_only,
-        private=[str(p) for p in settings.private_paths()])
+        private=[str(p) for p in settings.private_paths()], as_root=True)
     return outcome(done, settings)
 
 

@@ -186,19 +186,21 @@ def interpreter() -> tuple[str, list[str]]:
 _working: set[tuple[SandboxUser, tuple[str, ...]]] = set()
 
 
-async def ensure_sandbox(name: str, probe: Sequence[str], read_only: Sequence[str] = ()) -> SandboxUser:
+async def ensure_sandbox(name: str, probe: Sequence[str], read_only: Sequence[str] = (),
+                         as_root: bool = False) -> SandboxUser:
     """The sandbox user once ``probe`` (a command that should exit 0) ran inside the sandbox.
 
     Success is remembered for the process's life; a failure is checked again on the next call, so fixing
     the host (installing bwrap, creating the user) needs no restart."""
     user = sandbox_user(name)
     seccomp_filter()  # its library is missing: said before anything runs
-    key = (user, (*probe, "\0", *read_only))
+    key = (user, (*probe, "\0", *read_only, "\0", str(as_root)))
     if key in _working:
         return user
     limits = Limits(cpu_seconds=5, memory_bytes=512 << 20, processes=16, file_bytes=1 << 20, open_files=64,
                     scratch_bytes=1 << 20)
-    done = await run_confined(probe, user=user, limits=limits, wall_seconds=10, output_cap=4096, read_only=read_only)
+    done = await run_confined(probe, user=user, limits=limits, wall_seconds=10, output_cap=4096, read_only=read_only,
+                              as_root=as_root)
     if done.exit_code != 0:
         why = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.exit_code}"
         raise SandboxUnavailable(
@@ -282,44 +284,77 @@ def system_mounts() -> tuple[list[str], list[str]]:
     return options, binds
 
 
+def _parent_dirs(paths: Iterable[str]) -> list[str]:
+    """bwrap options making every directory above ``paths`` (outside ``/usr``) traversable: bubblewrap started
+    as root makes the missing parents of a bind target root's own, mode 0700."""
+    parents = {str(p) for path in paths for p in Path(path).parents if str(p) != "/" and not inside(str(p), "/usr")}
+    out: list[str] = []
+    for parent in sorted(parents, key=lambda p: (p.count("/"), p)):
+        out += ["--perms", "0755", "--dir", parent]
+    return out
+
+
 def bwrap_argv(command: Sequence[str], user: SandboxUser, limits: Limits, read_only: Sequence[str],
-               info_fd: int, private: Sequence[str] = (), seccomp_fd: int | None = None) -> list[str]:
-    """``setpriv ... -- prlimit ... -- bwrap ... -- command``: the whole confinement as one command line."""
+               info_fd: int, private: Sequence[str] = (), seccomp_fd: int | None = None,
+               as_root: bool = False) -> list[str]:
+    """``setpriv ... -- prlimit ... -- bwrap ... -- command``: the whole confinement as one command line.
+
+    ``as_root``: ``bwrap ... -- setpriv ... -- prlimit ... -- command`` instead, for a run that must read
+    paths the sandbox user cannot reach by itself (a server installed under ``/root``, whose packages the
+    document reader needs): bubblewrap binds them as root, without a user namespace (a uid switched to
+    inside one would be unmapped), and the switch to the sandbox user and its limits are the last steps,
+    so the user's process limit holds as before. The sandbox user could then create a user namespace of
+    its own (``--disable-userns`` needs bubblewrap's); in it, it still sees only this sandbox's mounts and
+    no network."""
     roots, binds = system_mounts()
     mounts = ["--ro-bind", "/usr", "/usr", *roots]
     binds.append("/usr")
-    for path in visible(read_only, private):
-        if not inside(path, "/usr"):
-            mounts += ["--ro-bind", path, path]
-            binds.append(path)
+    extra = [path for path in visible(read_only, private) if not inside(path, "/usr")]
+    if as_root:
+        mounts += _parent_dirs(extra)
+    for path in extra:
+        mounts += ["--ro-bind", path, path]
+        binds.append(path)
     mounts += hiding(binds, private)
     size = str(limits.scratch_bytes)
     seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
+    # as root, a tmpfs would be root's own: open to all and sticky, as /tmp is, so the user can write in it
+    tmpfs = ["--perms", "1777", "--size", size, "--tmpfs"] if as_root else ["--size", size, "--tmpfs"]
+    if as_root:
+        head: list[str] = []
+        namespaces = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
+        tail = [*setpriv_argv(user)[:-1], "--no-new-privs", "--", *prlimit_argv(limits)]
+    else:
+        head = [*setpriv_argv(user), *prlimit_argv(limits)]
+        namespaces = ["--unshare-all", "--unshare-user", "--disable-userns"]
+        tail = []
     return [
-        *setpriv_argv(user), *prlimit_argv(limits),
-        "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
+        *head,
+        "bwrap", *namespaces, "--as-pid-1", "--die-with-parent",
         "--new-session", "--info-fd", str(info_fd), "--hostname", "sandbox", *seccomp,
-        "--size", size, "--tmpfs", "/tmp",  # before the binds, so one under the host's /tmp stays visible
-        *mounts, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
+        *tmpfs, "/tmp",  # before the binds, so one under the host's /tmp stays visible
+        *mounts, "--proc", "/proc", "--dev", "/dev", *tmpfs, "/dev/shm",
         "--remount-ro", "/dev",  # not recursive: /dev/shm and /dev/pts stay as they are
-        "--size", size, "--tmpfs", SCRATCH,
+        *tmpfs, SCRATCH,
         "--remount-ro", "/",  # last: every mount point above is made in the root tmpfs
         "--chdir", SCRATCH,
         "--clearenv", "--setenv", "PATH", PATH_ENV, "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", "/tmp",
-        "--setenv", "LANG", "C.UTF-8", "--", *command,
+        "--setenv", "LANG", "C.UTF-8", "--", *tail, *command,
     ]
 
 
 async def run_confined(command: Sequence[str], *, user: SandboxUser, limits: Limits, wall_seconds: float,
                        output_cap: int, stdin: bytes = b"", pass_fds: Sequence[int] = (),
-                       read_only: Sequence[str] = (), private: Sequence[str] = ()) -> Completed:
+                       read_only: Sequence[str] = (), private: Sequence[str] = (), as_root: bool = False) -> Completed:
     """Run ``command`` in the sandbox as ``user``; ``pass_fds`` stay open for it (e.g. a memfd with input);
-    ``private`` paths stay hidden even where ``read_only`` (or ``/usr``) holds them."""
+    ``private`` paths stay hidden even where ``read_only`` (or ``/usr``) holds them; ``as_root``: see
+    :func:`bwrap_argv`."""
     info_read, info_write = os.pipe()  # bwrap reports the host pid of the sandbox's first process here
     os.set_blocking(info_read, False)
     rules = _readable(seccomp_filter())
     try:
-        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write, private=private, seccomp_fd=rules)
+        argv = bwrap_argv(command, user, limits, read_only, info_fd=info_write, private=private, seccomp_fd=rules,
+                          as_root=as_root)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
