@@ -12,6 +12,7 @@ search p95 < 20 ms on SQLite and < 50 ms on PostgreSQL, writes < 5 ms p95, index
 
     python -m bench.documents [--total 500000] [--mine 100000] [--runs 40] [--db PATH]
     python -m bench.documents --postgres postgresql+asyncpg://user:pw@127.0.0.1/postgres [--keep]
+    python -m bench.documents --postgres URL --fresh --total 20000 [--runs 10]   # a fresh import, unanalysed
 
 ``--db PATH`` keeps the SQLite file and reuses it; ``--postgres`` loads the same documents into a
 database ``agentloft_bench_documents`` on that server (the role needs CREATEDB), dropped afterwards
@@ -41,7 +42,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Select, func, or_, select, text
 from sqlalchemy.engine import make_url
 
-from agentloft.core import migrate
+from agentloft.core import migrate, textsearch
 from agentloft.core.db import Database
 from agentloft.core.metadata import import_all_models
 from agentloft.documents import search, service
@@ -547,6 +548,55 @@ async def _first_search(db: Database, q: str) -> int:
     return await _service(db, q)
 
 
+async def build_fresh(server: str, total: int) -> None:
+    """A new database at head holding ``total`` documents of one user, created one by one through
+    ``documents.service`` (500 to a transaction), as an import through the API leaves them: autovacuum
+    kept off on the table and nothing analysed."""
+    await _pg_admin(server, f'CREATE DATABASE "{PG_DATABASE}"')
+    url = pg_url(server)
+    await asyncio.to_thread(migrate.upgrade, url)
+    await _pg_admin(url, "ALTER TABLE agent_documents SET (autovacuum_enabled = false)",
+                    "INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) "
+                    "VALUES (1, 'bench1', 'x', 'user', false, now(), now())")
+    started = time.perf_counter()
+    db = Database(url)
+    try:
+        async with db.session() as s:
+            for i, (_id, _owner, kind, title, content, *_rest) in enumerate(_rows(total, total, random.Random(SEED))):
+                await service.create_document(db=s, user_id=1, title=title, content=content, type=kind)
+                if i % 500 == 499:
+                    await s.commit()
+            await s.commit()
+    finally:
+        await db.dispose()
+    print(f"PostgreSQL: created {total} documents through the service in {time.perf_counter() - started:.1f} s")
+
+
+async def fresh_states(url: str, runs: int, only: str | None) -> None:
+    """The searches on a table never analysed, without and with the search's own ANALYZE of the plain
+    columns (``textsearch.pg_plan_statistics``), then after a full ``ANALYZE`` (the baseline): what a team
+    sees right after an import, and each state's ratio to the analysed one, in the same run."""
+    states: dict[str, list[Row]] = {}
+    least = textsearch.PG_ANALYZE_FROM_CHANGES
+    textsearch.PG_ANALYZE_FROM_CHANGES = 2**62
+    print("\nnever analysed, no search ANALYZE (before):")
+    states["before"] = await run(url, runs, only)
+    textsearch.PG_ANALYZE_FROM_CHANGES = least
+    textsearch._statistics_checked.clear()  # pyright: ignore[reportPrivateUsage]
+    print("\nnever analysed, the first search analyses the plain columns:")
+    states["search ANALYZE"] = await run(url, runs, only)
+    started = time.perf_counter()
+    await _pg_admin(url, "ANALYZE agent_documents")
+    print(f"\nfull ANALYZE agent_documents took {time.perf_counter() - started:.1f} s; analysed:")
+    states["analysed"] = await run(url, runs, only)
+    base = {name: p50 for name, p50, _, _ in states["analysed"]}
+    print(f"\n{'query (p50 ms; x = / analysed)':48} " + " ".join(f"{k:>22}" for k in states))
+    for name, *_ in states["analysed"]:
+        cells = [f"{next(r[1] for r in rows if r[0] == name):10.1f} "
+                 f"({next(r[1] for r in rows if r[0] == name) / base[name]:6.1f}x)" for rows in states.values()]
+        print(f"{name:48} " + " ".join(f"{c:>22}" for c in cells))
+
+
 def report(results: list[Row]) -> None:
     print(f"\n{'query (user with 100k of 500k documents)':52} {'p50 ms':>8} {'p95 ms':>8} {'hits':>8}")
     for name, p50, p95, hits in results:
@@ -618,6 +668,9 @@ def main() -> None:
     ap.add_argument("--db", type=Path, help="keep the generated SQLite file here and reuse it when it exists")
     ap.add_argument("--postgres", help="an admin URL of a PostgreSQL server: benchmark there instead")
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL database (reused next time)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="PostgreSQL, a new database: --total documents of one user created through the "
+                         "service, searched never analysed without and with the search's ANALYZE, then analysed")
     ap.add_argument("--at-head", action="store_true",
                     help="load a new database at the current schema directly (no before/after "
                          "comparison, no backfill)")
@@ -629,6 +682,10 @@ def main() -> None:
         fresh = not asyncio.run(_pg_exists(admin))
         build = (lambda: build_postgres(admin, args.total, args.mine)) if fresh else None
         try:
+            if fresh and args.fresh:
+                asyncio.run(build_fresh(admin, args.total))
+                asyncio.run(fresh_states(url, args.runs, args.only))
+                return
             if fresh and args.at_head:
                 asyncio.run(build_postgres(admin, args.total, args.mine, at_head=True))
                 asyncio.run(head_writes(url, args.writes))

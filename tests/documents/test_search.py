@@ -3,10 +3,15 @@ step with updates and deletes, scoped to the user."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import pytest
 
+from agentloft.core import textsearch
 from agentloft.documents import search
-from tests.documents.conftest import create_doc
+from tests.documents.conftest import create_doc, user_id
+from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, executed_statements, folded_characters
 
 BASE = "/api/agent-documents"
@@ -325,3 +330,60 @@ def test_a_search_folds_no_document_text_in_python(user: ApiClient) -> None:
     with folded_characters() as folded:
         assert _titles(user, "咖啡") == ["Long 2", "Long 1", "Long 0"]
     assert folded[0] < 100
+
+
+def _fill(app: LiveApp, owner: int, n: int) -> None:
+    """``n`` documents of ``owner`` written straight into the table (their index triggers fire), as an
+    import leaves them: no ANALYZE after. Every third holds 咖啡, every 500th 茶叶 too."""
+    now = app.stamp(datetime.now(UTC))
+    app.sql(
+        "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?) "
+        "INSERT INTO agent_documents (id, user_id, type, title, content, summary, created_at, updated_at) "
+        "SELECT 'ad_fill_' || n, ?, 'memory', 'note ' || n, "
+        "CASE WHEN n % 500 = 0 THEN '咖啡 茶叶 tea' WHEN n % 3 = 0 THEN '咖啡 latte' ELSE 'plain words here' END "
+        "|| ' and some more text to make the row longer than a word or two', 'summary', ?, ? FROM g",
+        (n, owner, now, now))
+
+
+def test_a_search_analyses_a_table_filled_since_its_last_analyze(app: LiveApp, user: ApiClient,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # PostgreSQL, a table never analysed: it assumes a user holds 0.5 % of the rows, read all of the
+    # user's documents through the (user, date) index and filtered each through the gram function or
+    # the LIKE (seconds for 20,000 documents). The first search analyses the plain columns; its plans
+    # then use the text indexes. Autovacuum is kept off, as before its naptime. The first search of each
+    # term keeps its total, the second looks for the window among the newest documents.
+    monkeypatch.setattr(search, "PG_KEEP_COUNT_FROM", 5)
+    monkeypatch.setattr(textsearch, "_statistics_checked", {})
+    if app.database_url:
+        app.sql("ALTER TABLE agent_documents SET (autovacuum_enabled = false)")
+    _fill(app, user_id(user), 3_000)
+    for q, total in (("茶叶", 6), ("咖", 1_004), ("茶叶 tea", 6)):
+        assert user.ok("GET", BASE, params={"q": q})["total"] == total  # keeps the total
+        if app.database_url:
+            _assert_text_index_plans(app, user, q)
+    if app.database_url:
+        assert app.sql("SELECT last_analyze IS NOT NULL, last_autoanalyze FROM pg_stat_user_tables "
+                       "WHERE relname = 'agent_documents'") == [(True, None)]
+
+
+TEXT_INDEXES = {"idx_agent_doc_search_user_grams", "idx_agent_doc_search_trgm"}
+
+
+def _filters_rows_unindexed(node: dict[str, Any]) -> bool:
+    """The node filters rows through the gram function or a LIKE, and read them through no text index
+    (a scan, or a bitmap of the user's or date's b-tree)."""
+    text_filter = any(op in node.get("Filter", "") for op in ("agentloft_grams", "~~"))
+    read = {n.get("Index Name") for n in pg.plan_nodes(node)}
+    return text_filter and not read & TEXT_INDEXES
+
+
+def _assert_text_index_plans(app: LiveApp, user: ApiClient, q: str) -> None:
+    """Every window statement a search of ``q`` runs finds its rows through a text index: none filters
+    rows it read without one through the gram function or a LIKE."""
+    with executed_statements() as executed:
+        user.ok("GET", BASE, params={"q": q})
+    windows = [(s, p) for s, p in executed if "WITH w AS" in s]
+    assert windows
+    for sql, params in windows:
+        plan = pg.explain(app.database_url or "", sql, params, textsearch.PG_PLAN_SETTINGS)
+        assert not [n["Node Type"] for n in pg.plan_nodes(plan) if _filters_rows_unindexed(n)], q

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterator
@@ -74,6 +75,32 @@ def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, .
             await conn.close()
 
     return _run(main)
+
+
+def explain(url: str, sql: str, params: tuple[Any, ...], settings: dict[str, str]) -> dict[str, Any]:
+    """The plan PostgreSQL makes for one statement as the app ran it (asyncpg's ``$n`` placeholders and
+    its parameters, e.g. from ``tests.support.executed_statements``), in a transaction with ``settings``
+    set as the app sets them: ``EXPLAIN (FORMAT JSON)``'s top plan node, not run."""
+
+    async def main() -> dict[str, Any]:
+        conn = await asyncpg.connect(**_connect_kwargs(url))
+        try:
+            async with conn.transaction():
+                for key, value in settings.items():
+                    await conn.execute("SELECT set_config($1, $2, true)", key, value)
+                plan = await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *params)
+        finally:
+            await conn.close()
+        return json.loads(plan)[0]["Plan"]
+
+    return _run(main)
+
+
+def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of an ``explain`` plan, the top one first."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
 
 
 # An autovacuum worker may be visiting the template (CREATE fails) or a test database (DROP … FORCE may not

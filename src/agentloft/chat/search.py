@@ -54,6 +54,8 @@ from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.core import textsearch
 from agentloft.core.textsearch import Query, Snippet
 
+# The plain columns a search's plan depends on (``textsearch.pg_plan_statistics``).
+PG_PLAN_COLUMNS = {"agent_messages": ("user_id", "session_id", "source"), "agent_sessions": ("user_id",)}
 TITLES = textsearch.FtsIndex(trigrams="agent_sessions_fts", grams="agent_sessions_grams")
 MESSAGES = textsearch.FtsIndex(trigrams="agent_messages_fts", grams="agent_messages_grams")
 TITLE_WEIGHT = 8
@@ -272,6 +274,7 @@ async def search_sessions(
         return None
     pg = db.get_bind().dialect.name == "postgresql"
     if pg:
+        await textsearch.pg_plan_statistics(db, PG_PLAN_COLUMNS)
         await textsearch.pg_custom_plans(db)
     hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
     agg = _per_session(hits, len(query.terms))

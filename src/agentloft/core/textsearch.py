@@ -38,15 +38,20 @@ walks two to three times faster than descending.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+import time
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, String, bindparam, func, literal_column, or_, text
 from sqlalchemy.dialects.postgresql import array
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+log = logging.getLogger(__name__)
 
 MIN_TRIGRAM_TERM = 3
 MAX_TERMS = 10
@@ -291,6 +296,11 @@ def pg_rank_holds(column: ColumnElement[Any], term: Term, name: str) -> ColumnEl
                                                  escape="\\") for i, form in enumerate(forms)))
 
 
+# What ``pg_custom_plans`` sets for a search's transaction.
+PG_PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan", "random_page_cost": "1.1", "jit": "off",
+                    "max_parallel_workers_per_gather": "0"}
+
+
 async def pg_custom_plans(db: AsyncSession) -> None:
     """Plan this transaction's statements for their actual parameters, pricing rows read at random like
     an SSD or cached data (``random_page_cost`` 1.1), without JIT or parallel workers.
@@ -302,9 +312,61 @@ async def pg_custom_plans(db: AsyncSession) -> None:
     user's documents (~15 ms) than read those rows (~1 ms). And the gram function's high cost (which
     keeps it out of per-row filters) would make every search look worth compiling (~30 ms) and worth
     starting workers for (more than the scan they share)."""
-    settings = {"plan_cache_mode": "force_custom_plan", "random_page_cost": "1.1", "jit": "off",
-                "max_parallel_workers_per_gather": "0"}
-    await db.execute(text("SELECT " + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in settings.items())))
+    await db.execute(text("SELECT " + ", ".join(f"set_config('{k}', '{v}', true)"
+                                                for k, v in PG_PLAN_SETTINGS.items())))
+
+
+# A searched table that no ANALYZE has seen once this many rows changed (``pg_plan_statistics``), or
+# whose changes since the last one reach half its rows, gets its plain columns analysed; looked at no
+# more often than every PG_STATISTICS_CHECK_SECONDS per table and process (the look costs ~0.3 ms).
+PG_ANALYZE_FROM_CHANGES = 100
+PG_STATISTICS_CHECK_SECONDS = 5.0
+_statistics_checked: dict[str, float] = {}
+_STALE_SQL = (
+    "SELECT n_mod_since_analyze >= GREATEST(:least, CASE WHEN last_analyze IS NULL AND last_autoanalyze IS NULL "
+    "THEN 0 ELSE n_live_tup / 2 END) FROM pg_stat_user_tables WHERE relid = CAST(:table AS regclass)"
+)
+
+
+async def pg_plan_statistics(db: AsyncSession, tables: Mapping[str, Sequence[str]]) -> None:
+    """Give PostgreSQL the statistics a search's plan depends on: ``ANALYZE table (columns)`` for each
+    table that has none yet (or changed by more than half since it had them), before the search plans.
+
+    Without statistics PostgreSQL assumes that one user holds 0.5 % of a table's rows, and a search on a
+    freshly filled table read all of a user's rows through the (user, date) index and filtered each one
+    through the trigram LIKE or the gram function, instead of reading the text indexes' entries: 20,000
+    documents of one user created through the service, searched at once, took 2.2 s for a common
+    character, 211 ms for a common word, 149 ms for a rare one, against 26 / 37 / 7 ms after an ANALYZE
+    (docs/benchmarks.md); autovacuum analyses a table only after its naptime, and then for as long as
+    the gram index's statistics (1,000 per column, migration 0007) take: 20 s for those 20,000 rows.
+    The plain columns alone (the user, the date, the type) take 126 ms and were all the plans needed:
+    18 / 42 / 7 ms. Candidates measured and left (same data): the gram function at a higher ``COST``
+    fixed the short terms only where PostgreSQL expected more of the user's rows than of the matches;
+    where it expected one of each it still filtered (3,000 documents), and at ``COST 1000000`` an
+    analysed search of a common pair with a type took 14.5 s. The gram terms added to long terms' LIKEs
+    made an analysed search recheck every match through the gram function (4.7 s). Per-table
+    autovacuum settings still wait for the naptime and pay the full 20 s each time.
+
+    Runs in a transaction of its own that gives up after ``lock_timeout`` rather than wait behind
+    autovacuum's own ANALYZE; later changes are left to autovacuum, whose full ANALYZE also gathers the
+    index statistics."""
+    engine = db.bind
+    if not isinstance(engine, AsyncEngine):  # a session on one connection: no second transaction
+        return
+    now = time.monotonic()
+    for table, columns in tables.items():
+        if now - _statistics_checked.get(table, float("-inf")) < PG_STATISTICS_CHECK_SECONDS:
+            continue
+        _statistics_checked[table] = now
+        stale = (await db.execute(text(_STALE_SQL), {"least": PG_ANALYZE_FROM_CHANGES, "table": table})).scalar()
+        if not stale:
+            continue
+        try:
+            async with AsyncSession(engine) as own, own.begin():
+                await own.execute(text("SET LOCAL lock_timeout = '200ms'"))
+                await own.execute(text(f"ANALYZE {table} ({', '.join(columns)})"))
+        except DBAPIError as exc:  # autovacuum holds the table: it is analysing it already
+            log.info("ANALYZE %s skipped: %s", table, str(exc.orig).strip().splitlines()[0])
 
 
 def pg_has_grams(text_sql: str, terms: Sequence[Term], name: str) -> ColumnElement[bool]:

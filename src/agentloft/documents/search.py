@@ -82,6 +82,8 @@ PG_SEARCH_EXPR = (
 )
 PG_SEARCH_FOLDED = f"coalesce(search_text, lower({PG_SEARCH_EXPR}))"
 INDEXED_COLUMNS = ("title", "summary", "tags", "content")
+# The plain columns a search's plan depends on (``textsearch.pg_plan_statistics``).
+PG_PLAN_COLUMNS = {"agent_documents": ("user_id", "type", "created_at")}
 TYPE_TOKEN = "type:"  # the gram rows also hold "type:<type>" (migration 0007)
 
 __all__ = ["Found", "Query", "parse_query", "rebuild_index", "search_documents"]
@@ -236,6 +238,7 @@ async def _postgres(db: AsyncSession, user_id: int, type: str | None, query: Que
     held, until the window is full or every match was looked at (``_pg_depth``). PostgreSQL cannot read a
     GIN index in date order, and reading every match's row for its date cost ~230 ms for a two-character
     word held by 16,888 documents."""
+    await textsearch.pg_plan_statistics(db, PG_PLAN_COLUMNS)
     await textsearch.pg_custom_plans(db)
     conds = textsearch.pg_match(PG_SEARCH_EXPR, PG_SEARCH_FOLDED, query, "q")
     key = _count_key(user_id, type, query)
