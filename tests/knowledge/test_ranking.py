@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.knowledge.helpers import indexed, search
-from tests.support import ApiClient
+from tests.support import ApiClient, LiveApp
 
 ENGLISH = [
     ("keys.md", "# Keys\n\nRotate the signing key every ninety days; the old key stays valid for a week."),
@@ -56,3 +56,12 @@ def test_a_search_stays_in_its_collection(user: ApiClient) -> None:
     second = indexed(user, *CHINESE, name="Chinese")
     assert search(user, second, "signing key")["items"] == []
     assert search(user, first, "索引")["items"] == []
+
+
+def test_a_token_most_chunks_hold_is_left_out_unless_it_is_all_there_is(user: ApiClient, app: LiveApp) -> None:
+    kb = indexed(user, *[(f"{i}.md", f"Handbook page {i}: " + ("key rotation" if i == 2 else "lunch"))
+                         for i in range(4)])
+    app.sql("ANALYZE knowledge_chunks")  # PostgreSQL's statistics say how common a token is
+    # "handbook" is in every chunk: left out, so only the chunk with the other word is a match
+    assert names(search(user, kb, "handbook rotation")) == ["2.md"]
+    assert len(search(user, kb, "handbook")["items"]) == 4  # the rarest token is kept

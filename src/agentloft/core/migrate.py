@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0025_knowledge_vectors"
+HEAD = "0026_knowledge_vocab"
 
 T = TypeVar("T")
 

@@ -28,7 +28,9 @@ from typing import Protocol
 
 from agentloft.knowledge.terms import is_cjk
 
-# Measured with bench/knowledge.py's labelled set (recall@5, lexical); see docs/benchmarks.md.
+# Not yet tuned by measurement: the labelled set (bench/knowledge_labels.py) holds one passage per chunk,
+# so it cannot tell sizes apart. ~200 tokens keeps a chunk to one topic for ranking and ten of them within
+# a model's tool-result budget; the limit lets a paragraph stay whole.
 TARGET_TOKENS = 200
 MAX_TOKENS = 320
 HEADING_SEPARATOR = " › "

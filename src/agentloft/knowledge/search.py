@@ -11,6 +11,12 @@ of a question comes first even when it lacks some of them:
   is weighted by BM25's inverse document frequency, counted over the matching chunks of the asked
   collections in the same statement.
 
+Tokens that more than half of all chunks hold (``COMMON_SHARE``; SQLite counts them in the index's
+``fts5vocab`` table, PostgreSQL in its column statistics of ``terms_vector``) are left out of the OR, the
+rarest of them kept when nothing else is left: they weigh little in the ranking and made nearly every chunk
+a candidate to score. The shares are the instance's, not the asked collections' (reading those would cost
+what the search saves).
+
 Both are always limited to the collection ids the caller asked for; the caller has checked the user may
 read them (``knowledge.service``, the knowledge tool).
 
@@ -34,6 +40,10 @@ from agentloft.knowledge.fusion import Ranked, fuse
 if TYPE_CHECKING:
     from agentloft.core.runtime import Runtime
 
+# A token more than this share of all chunks hold is left out of a search's ranked OR: its weight in the
+# ranking is small (BM25's inverse document frequency below ln 2) and it made nearly every chunk a candidate
+# to score (a search over 100,000 chunks 3x slower at the median, bench/knowledge.py).
+COMMON_SHARE = 0.5
 # How many of each ranking a fusion looks at, per result asked for.
 FUSION_DEPTH = 4
 Mode = Literal["lexical", "hybrid"]
@@ -77,14 +87,42 @@ async def _pg_lexical(db: AsyncSession, collection_ids: Sequence[str], tokens: S
     return [Ranked(r.id, float(r.score)) for r in await db.execute(stmt, params)]
 
 
+async def _sqlite_shares(db: AsyncSession, tokens: Sequence[str]) -> dict[str, float]:
+    total = (await db.execute(text("SELECT coalesce(sum(chunks), 0) FROM knowledge_files"))).scalar_one()
+    if not total:
+        return {}
+    stmt = text("SELECT term, doc FROM knowledge_chunks_vocab WHERE term IN :t").bindparams(
+        bindparam("t", expanding=True))
+    return {term: doc / total for term, doc in (await db.execute(stmt, {"t": list(tokens)})).all()}
+
+
+async def _pg_shares(db: AsyncSession, tokens: Sequence[str]) -> dict[str, float]:
+    stmt = text("SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats "
+                "WHERE schemaname = current_schema() AND tablename = 'knowledge_chunks' AND attname = 'terms_vector'")
+    row = (await db.execute(stmt)).first()
+    if row is None or row.elems is None:  # not analysed yet: every token counts
+        return {}
+    wanted = set(tokens)
+    return {e: float(f) for e, f in zip(row.elems, row.freqs, strict=False) if e in wanted}
+
+
+def selective(tokens: Sequence[str], shares: dict[str, float]) -> list[str]:
+    """The tokens worth an OR: those at most ``COMMON_SHARE`` of the chunks hold; the rarest alone when
+    every one is more common than that."""
+    keep = [t for t in tokens if shares.get(t, 0.0) <= COMMON_SHARE]
+    return keep or [min(tokens, key=lambda t: shares.get(t, 0.0))]
+
+
 async def lexical_ranking(db: AsyncSession, *, collection_ids: Sequence[str], tokens: Sequence[str],
-                          limit: int) -> list[Ranked]:
-    """The best ``limit`` chunks of the collections for the query tokens, best first."""
+                          limit: int, prune: bool = True) -> list[Ranked]:
+    """The best ``limit`` chunks of the collections for the query tokens, best first. ``prune=False``
+    keeps the tokens most chunks hold (the benchmark's baseline)."""
     if not tokens or not collection_ids:
         return []
-    dialect = db.get_bind().dialect.name
-    search = _pg_lexical if dialect == "postgresql" else _sqlite_lexical
-    return await search(db, collection_ids, tokens, limit)
+    postgres = db.get_bind().dialect.name == "postgresql"
+    if prune:
+        tokens = selective(tokens, await (_pg_shares if postgres else _sqlite_shares)(db, tokens))
+    return await (_pg_lexical if postgres else _sqlite_lexical)(db, collection_ids, tokens, limit)
 
 
 async def rank(rt: Runtime, db: AsyncSession, *, collection_ids: Sequence[str], query: str,
