@@ -142,7 +142,9 @@ def test_invoke_a_non_streaming_remote_agent(
     admin: ApiClient, user: ApiClient, blocking_peer: Peer, allow_local: None, caller: dict[str, Any],
     fake_model: FakeModel,
 ) -> None:
-    agent = register(admin, blocking_peer)
+    # Registered without "Callable over A2A" (which serves a local agent to A2A clients): a remote agent
+    # is registered to be called, and agent-invoke calls it all the same.
+    agent = register(admin, blocking_peer, a2aCallable=False)
     assert agent["card"]["capabilities"].get("streaming", False) is False
     fake_model.push(ask("one two"), caller_step(text("ok")))
     reply = chat(user, "general", "ask")

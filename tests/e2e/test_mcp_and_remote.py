@@ -156,9 +156,10 @@ def test_an_agent_invokes_a_remote_agent_and_the_panel_streams_it(
     expect(form.get_by_label("System prompt")).to_be_hidden()
     form.get_by_label("Agent card URL").fill(peer.card_url)
     form.get_by_label("Bearer token").fill(PEER_TOKEN)
-    form.get_by_label("Callable over A2A").check()
+    expect(form.get_by_label("Callable over A2A")).to_be_hidden()  # a remote agent is always callable
     form.get_by_role("button", name="Save").click()
     expect(page.locator("#agents-table tr[data-slug=echo]")).to_contain_text("Remote")
+    expect(page.get_by_test_id("card-warning")).to_be_hidden()
     page.locator("#agents-table tr[data-slug=echo]").get_by_role("button", name="Edit").click()
     refresh_card = form.get_by_role("button", name="Fetch the card again")
     expect(refresh_card).to_be_visible()
@@ -168,6 +169,19 @@ def test_an_agent_invokes_a_remote_agent_and_the_panel_streams_it(
     expect(form.get_by_test_id("card-preview")).to_contain_text("JSONRPC")
     page.screenshot(path="/tmp/agentloft-remote-agent-form.png")
     form.get_by_role("button", name="Cancel").click()
+
+    # a card at a private address, refused by the network guard: saved, and said so, then marked in the list
+    page.get_by_role("button", name="New agent").click()
+    form.get_by_label("Name").fill("Far")
+    form.get_by_label("Slug").fill("far")
+    form.get_by_label("Kind").select_option("remote")
+    form.get_by_label("Agent card URL").fill("http://10.9.8.7/.well-known/agent-card.json")
+    form.get_by_role("button", name="Save").click()
+    warning = page.get_by_test_id("card-warning")
+    expect(warning).to_contain_text("“Far” was saved, but its agent card could not be fetched")
+    expect(warning).to_contain_text("10.9.8.7 is a private address")
+    expect(page.locator("#agents-table tr[data-slug=far]")).to_contain_text("Card not fetched")
+    expect(page.locator("#agents-table tr[data-slug=echo]")).not_to_contain_text("Card not fetched")
 
     fake_model.push(caller_step(call("ask-agent", {"agentSlug": "echo", "input": "the quick brown fox jumps"})),
                     caller_step(text("The echo agent has answered.")))

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.a2a import remote
@@ -82,11 +82,16 @@ class TaskOutcome:
 
 
 async def get_callable_agent(*, db: AsyncSession, slug: str, local_only: bool = False) -> Agent:
-    """An agent other agents and A2A clients may call: enabled and marked A2A-callable. Remote agents are
-    callable by agent-invoke; the A2A server serves local ones only (``local_only``)."""
-    stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True), Agent.a2a_callable.is_(True))
+    """An agent other agents and A2A clients may call: enabled, and a local one marked "Callable over A2A"
+    (served to A2A clients and callable by agent-invoke). A remote agent is registered to be called, so
+    agent-invoke calls every enabled one, the box aside (it would only hide the agent behind a second
+    switch: the README promises it is called like a local agent); the A2A server serves local agents
+    only (``local_only``)."""
+    stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True))
     if local_only:
-        stmt = stmt.where(Agent.kind == LOCAL)
+        stmt = stmt.where(Agent.kind == LOCAL, Agent.a2a_callable.is_(True))
+    else:
+        stmt = stmt.where(or_(Agent.a2a_callable.is_(True), Agent.kind == REMOTE))
     return await one_or_404(db, stmt, NotFound(f"agent '{slug}' is not available over A2A", code="a2a_agent_not_found"))
 
 

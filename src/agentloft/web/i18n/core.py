@@ -143,6 +143,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.agents.maxSteps": "Max steps",
         "admin.agents.maxOutputTokens": "Max output tokens",
         "admin.agents.a2aCallable": "Callable over A2A",
+        "admin.agents.a2aCallableHint": "Serves this agent to A2A clients (with a personal API token) and lets "
+        "agents with the agent-invoke tool call it. Remote agents need no such switch: agent-invoke calls "
+        "every enabled one.",
         "admin.agents.empty": "No agents yet.",
         "admin.agents.confirmDelete": "Delete the agent “{name}”?",
         "admin.settings.title": "Settings",
@@ -292,6 +295,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.agents.maxSteps": "最大步数",
         "admin.agents.maxOutputTokens": "最大输出令牌数",
         "admin.agents.a2aCallable": "可通过 A2A 调用",
+        "admin.agents.a2aCallableHint": "向 A2A 客户端（使用个人 API 令牌）提供此智能体，并允许带有 agent-invoke "
+        "工具的智能体调用它。远程智能体无需此开关：agent-invoke 可调用每个已启用的远程智能体。",
         "admin.agents.empty": "还没有智能体。",
         "admin.agents.confirmDelete": "删除智能体“{name}”？",
         "admin.settings.title": "设置",

@@ -58,6 +58,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "single caller, whoever asked.",
         "agents.card": "Agent card",
         "agents.cardRefresh": "Fetch the card again",
+        "agents.cardUnfetched": "Card not fetched",
+        "agents.cardSavedUnfetched": "“{name}” was saved, but its agent card could not be fetched: {error}. "
+        "Calls to it fail until the card can be fetched (Edit → Fetch the card again).",
         "agents.cardNone": "No card fetched yet.",
         "agents.skills": "Skills",
         "agents.transports": "Transports",
@@ -116,6 +119,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "远程智能体都只看到同一个调用者。",
         "agents.card": "智能体卡片",
         "agents.cardRefresh": "重新获取卡片",
+        "agents.cardUnfetched": "未获取到卡片",
+        "agents.cardSavedUnfetched": "“{name}”已保存，但无法获取其智能体卡片：{error}。"
+        "在能获取卡片之前，对它的调用都会失败（编辑 → 重新获取卡片）。",
         "agents.cardNone": "尚未获取卡片。",
         "agents.skills": "技能",
         "agents.transports": "传输方式",

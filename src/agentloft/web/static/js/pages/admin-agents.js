@@ -8,6 +8,7 @@ import { editorHooks } from './agent-editor-hooks.js';
 const tbody = document.querySelector('#agents-table tbody');
 const empty = document.querySelector('.empty');
 const pageError = document.querySelector('.page-error');
+const cardWarning = document.querySelector('.card-warning');
 const dlg = document.getElementById('agent-dialog');
 const form = document.getElementById('agent-form');
 const modal = dialog(dlg);
@@ -43,13 +44,32 @@ function modelName(id) {
   return model ? model.name : `#${id}`;
 }
 
+/** A remote agent whose card could not be fetched: calls to it fail until it can be. */
+function cardUnfetched(agent) {
+  return agent.kind === 'remote' && Boolean(agent.cardError);
+}
+
+function cardMark(agent) {
+  if (!cardUnfetched(agent)) return null;
+  const mark = badge(t('agents.cardUnfetched'), 'warn');
+  mark.title = agent.cardError;
+  return mark;
+}
+
+/** Say on the page, once the dialog has closed, that a saved remote agent has no card. */
+function warnOfCard(agent) {
+  cardWarning.hidden = !cardUnfetched(agent);
+  cardWarning.textContent = cardUnfetched(agent)
+    ? t('agents.cardSavedUnfetched', { name: agent.name, error: agent.cardError }) : '';
+}
+
 function row(agent) {
   return h('tr', { dataset: { slug: agent.slug } },
     h('td', {}, h('strong', { text: agent.name }), agent.description ? h('div', { class: 'muted small-text', text: agent.description }) : null),
     h('td', {}, h('code', { text: agent.slug })),
     h('td', {}, agent.kind === 'remote' ? badge(t('agents.remote'), 'accent') : modelName(agent.modelId)),
-    h('td', {}, agent.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled'))),
-    h('td', {}, agent.a2aCallable ? badge(t('status.yes'), 'accent') : h('span', { class: 'muted', text: '—' })),
+    h('td', {}, agent.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled')), cardMark(agent)),
+    h('td', {}, agent.a2aCallable || agent.kind === 'remote' ? badge(t('status.yes'), 'accent') : h('span', { class: 'muted', text: '—' })),
     h('td', { class: 'actions' },
       h('button', { type: 'button', class: 'small', text: t('action.edit'), onclick: () => openEditor(agent) }),
       h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, agent) })));
@@ -105,6 +125,7 @@ onSave(form, async () => {
     : await api('POST', '/api/admin/agents', body);
   editing = saved;
   for (const hook of editorHooks) await hook.save(saved);
+  warnOfCard(saved);
 }, { modal, refresh });
 
 function remove(button, agent) {
