@@ -324,9 +324,10 @@ class WriteTimes:
     delete: list[float] = field(default_factory=list)
 
 
-async def write_times(db: Database, n: int) -> WriteTimes:
+async def write_times(db: Database, n: int, storage_limit: int = 0) -> WriteTimes:
     """Create, update (new content) and delete ``n`` generated documents of the big user, each in its own
-    transaction through the service, as the API does; milliseconds."""
+    transaction through the service, as the API does (``storage_limit``: checked as the API checks
+    ``AGENTLOFT_USER_STORAGE_BYTES``, 0 not at all); milliseconds."""
     import_all_models()  # the ORM resolves the documents' foreign keys on the first flush
     docs = list(_rows(n, n, random.Random(99), prefix="ad_w"))
     times = WriteTimes()
@@ -334,13 +335,15 @@ async def write_times(db: Database, n: int) -> WriteTimes:
     for doc in docs:
         t = time.perf_counter()
         async with db.session() as s:
-            row = await service.create_document(db=s, user_id=1, title=doc[3], content=doc[4], type=doc[2])
+            row = await service.create_document(db=s, user_id=1, title=doc[3], content=doc[4], type=doc[2],
+                                                storage_limit=storage_limit)
         times.create.append((time.perf_counter() - t) * 1000)
         ids.append(row.id)
     for doc_id, doc in zip(ids, reversed(docs), strict=True):
         t = time.perf_counter()
         async with db.session() as s:
-            await service.update_document(db=s, user_id=1, document_id=doc_id, changes={"content": doc[4]})
+            await service.update_document(db=s, user_id=1, document_id=doc_id, changes={"content": doc[4]},
+                                          storage_limit=storage_limit)
         times.update.append((time.perf_counter() - t) * 1000)
     for doc_id in ids:
         t = time.perf_counter()

@@ -53,7 +53,7 @@ ProblemCode = Literal[
     "unknown_tool_type", "tool_type_not_creatable", "slug_taken", "no_such_tool", "tool_listed_twice",
     "not_http_url", "required_for_transport", "not_a_cidr", "not_editable", "duplicate_names",
     "unknown_time_zone", "not_valid_json", "required_to_enable", "openai_compatible_only", "chat_model_only",
-    "embedding_model_only",
+    "embedding_model_only", "storage_quota_exceeded",
 ]
 
 

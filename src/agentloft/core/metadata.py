@@ -6,8 +6,8 @@ import importlib
 
 DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a",
                        "files", "knowledge")
-# Tables that belong to no domain: the background jobs' queue.
-CORE_TABLE_MODULES = ("agentloft.core.jobs",)
+# Tables that belong to no domain: the background jobs' queue, and what each user stores.
+CORE_TABLE_MODULES = ("agentloft.core.jobs", "agentloft.core.storage_quota")
 
 
 def import_all_models() -> None:

@@ -53,8 +53,9 @@ GROUPS: dict[str, frozenset[str]] = {
 # indexes (migration 0007) and their deletes cascade to chat rows. A write to one of them that changed more
 # rows than its own is not taken for a write to an unknown table, so a chat turn (which writes messages and
 # sessions on every step) keeps the entries. tests/core/test_readcache_schema.py checks this against the
-# migrated schema: a trigger or cascade from these tables that reaches a watched table fails it.
-QUIET_SIDE_EFFECTS = frozenset({"agent_sessions", "agent_messages", "agent_documents"})
+# migrated schema: a trigger or cascade from these tables that reaches a watched table fails it. Files (and
+# documents) also count their owner's stored bytes in ``user_storage`` (migration 0027), which no group reads.
+QUIET_SIDE_EFFECTS = frozenset({"agent_sessions", "agent_messages", "agent_documents", "files"})
 
 _TOUCHED = "readcache_touched"  # key in the pooled connection's info: groups written in this checkout
 _CHANGES = "readcache_changes"  # key in the pooled connection's info: SQLite's change count before a statement

@@ -109,6 +109,14 @@ class Settings(BaseSettings):
         "do not count. 0: no limit. The default 5 lets a person keep a few replies going in several tabs "
         "while a runaway script cannot take the models for everyone.",
     )
+    user_storage_bytes: int = Field(
+        default=2**30, ge=0,
+        description="How many bytes one user may keep: their documents with every kept version (UTF-8 text), "
+        "and their uploaded files' original bytes (core.storage_quota). A write that would go past it is "
+        "refused with 413 storage_quota_exceeded, saying what is in use and the limit, and nothing of it is "
+        "kept. 0: no limit. The default 1 GiB is thousands of long documents with their histories and dozens "
+        "of full-size files, while one account cannot fill the server's disk or database.",
+    )
     login_max_failures: int = Field(
         default=5, ge=1,
         description="Sign-in attempts an account gets at once, from any address; after that each further "

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import CurrentUser
-from agentloft.core.dependencies import DbSession, Paging
+from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.schemas import DbInt, Page
 from agentloft.documents import service
 from agentloft.documents.schemas import (
@@ -44,9 +44,10 @@ async def list_documents(
 
 
 @router.post("", response_model=DocumentRead, status_code=201)
-async def create_document(body: DocumentCreate, user: CurrentUser, db: DbSession) -> DocumentRead:
+async def create_document(body: DocumentCreate, user: CurrentUser, db: DbSession, rt: Rt) -> DocumentRead:
     row = await service.create_document(
-        db=db, user_id=user.id, **body.model_dump(), max_content_length=service.HARD_MAX_CONTENT_LENGTH
+        db=db, user_id=user.id, **body.model_dump(), max_content_length=service.HARD_MAX_CONTENT_LENGTH,
+        storage_limit=rt.settings.user_storage_bytes,
     )
     return DocumentRead.model_validate(row)
 
@@ -59,10 +60,11 @@ async def read_document(document_id: str, user: CurrentUser, db: DbSession) -> D
 
 @router.put("/{document_id}", response_model=DocumentRead)
 async def update_document(
-    document_id: str, body: DocumentUpdate, user: CurrentUser, db: DbSession
+    document_id: str, body: DocumentUpdate, user: CurrentUser, db: DbSession, rt: Rt
 ) -> DocumentRead:
     row = await service.update_document(
-        db=db, user_id=user.id, document_id=document_id, changes=body.model_dump(exclude_unset=True)
+        db=db, user_id=user.id, document_id=document_id, changes=body.model_dump(exclude_unset=True),
+        storage_limit=rt.settings.user_storage_bytes,
     )
     return DocumentRead.model_validate(row)
 
@@ -94,6 +96,8 @@ async def read_version(document_id: str, version: DbInt, user: CurrentUser, db: 
 
 
 @router.post("/{document_id}/versions/{version}/restore", response_model=DocumentRead)
-async def restore_version(document_id: str, version: DbInt, user: CurrentUser, db: DbSession) -> DocumentRead:
-    row = await service.restore_version(db=db, user_id=user.id, document_id=document_id, version=version)
+async def restore_version(document_id: str, version: DbInt, user: CurrentUser, db: DbSession,
+                          rt: Rt) -> DocumentRead:
+    row = await service.restore_version(db=db, user_id=user.id, document_id=document_id, version=version,
+                                        storage_limit=rt.settings.user_storage_bytes)
     return DocumentRead.model_validate(row)

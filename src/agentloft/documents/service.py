@@ -3,6 +3,11 @@
 Every function takes the owner's ``user_id`` and every query filters by it, so isolation is decided here
 and nowhere else: another user's document is indistinguishable from a missing one, and there is no
 admin path across users. Every update first keeps the previous state as a version.
+
+A write that would take the user past their stored-bytes limit (``storage_limit``: the caller passes
+``AGENTLOFT_USER_STORAGE_BYTES``) is refused with ``413 storage_quota_exceeded`` and rolled back: the
+database counts what it adds, its version included (``core.storage_quota``), and the count is read right
+after the write's statement, in its transaction.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import Conflict, invalid_field
+from agentloft.core.storage_quota import refuse_over_limit
 from agentloft.documents import search
 from agentloft.documents.errors import ContentTooLong, DocumentNotFound, VersionNotFound
 from agentloft.documents.models import DOCUMENT_TYPES, AgentDocument, AgentDocumentVersion
@@ -120,7 +126,9 @@ async def create_document(
     session_id: str | None = None,
     max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH,
     summary_length: int = DEFAULT_SUMMARY_LENGTH,
+    storage_limit: int = 0,
 ) -> AgentDocument:
+    """``storage_limit``: the user's stored-bytes limit (0: none; see the module docstring)."""
     content = _check_content(content, max_content_length)
     row = AgentDocument(
         user_id=user_id,
@@ -133,6 +141,7 @@ async def create_document(
     )
     db.add(row)
     await db.flush()
+    await refuse_over_limit(db=db, user_id=user_id, limit=storage_limit)
     return row
 
 
@@ -205,6 +214,7 @@ async def update_document(
     changes: dict[str, Any],
     max_content_length: int = HARD_MAX_CONTENT_LENGTH,
     summary_length: int = DEFAULT_SUMMARY_LENGTH,
+    storage_limit: int = 0,
 ) -> AgentDocument:
     """Apply ``changes`` (any of title, content, type, summary, tags); a new content without a new summary
     gets a freshly cut summary (seed: update), an empty summary is cut from the content.
@@ -213,7 +223,8 @@ async def update_document(
     cost an update a round trip and the ORM's loading, ~0.5 ms of a ~3.4 ms update on PostgreSQL at
     500,000 documents (docs/benchmarks.md). The state it replaces becomes the next version, written by the
     database in the same UPDATE (migration 0015). A change that changes nothing matches no row: it writes
-    nothing, stores no version and keeps ``updated_at``; the row is then read to tell it from a miss."""
+    nothing, stores no version and keeps ``updated_at``; the row is then read to tell it from a miss.
+    ``storage_limit``: the user's stored-bytes limit, checked after the UPDATE (0: none)."""
     new = _checked_changes(changes, max_content_length)
     doc = AgentDocument
     values: dict[str, Any] = dict(new)
@@ -240,7 +251,10 @@ async def update_document(
         row = (await db.execute(stmt)).scalar_one_or_none()
     except IntegrityError as exc:  # two writers numbered the same version (only under stricter isolation)
         raise Conflict("the document changed at the same time; try again", code="document_conflict") from exc
-    return row if row is not None else await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
+    if row is None:
+        return await get_document_by_id(db=db, user_id=user_id, document_id=document_id)
+    await refuse_over_limit(db=db, user_id=user_id, limit=storage_limit)
+    return row
 
 
 async def delete_document(*, db: AsyncSession, user_id: int, document_id: str) -> None:
@@ -291,11 +305,12 @@ async def get_version(
 
 
 async def restore_version(
-    *, db: AsyncSession, user_id: int, document_id: str, version: int
+    *, db: AsyncSession, user_id: int, document_id: str, version: int, storage_limit: int = 0
 ) -> AgentDocument:
     """Make ``version`` current again; the state it replaces becomes a new version, so a restore can
     itself be undone."""
     old = await get_version(db=db, user_id=user_id, document_id=document_id, version=version)
     changes = {"title": old.title, "content": old.content, "type": old.type,
                "summary": old.summary, "tags": old.tags}
-    return await update_document(db=db, user_id=user_id, document_id=document_id, changes=changes)
+    return await update_document(db=db, user_id=user_id, document_id=document_id, changes=changes,
+                                 storage_limit=storage_limit)

@@ -5,7 +5,9 @@ one that never existed (``404 file_not_found``), on every route and for every ca
 knowledge collections).
 
 An upload is checked before anything is kept: its size (``AGENTLOFT_FILE_MAX_BYTES``, ``413
-file_too_large``) and its type from its content (``files.sniff``, ``415 file_type_unsupported``). Then its
+file_too_large``), its type from its content (``files.sniff``, ``415 file_type_unsupported``) and the
+user's stored-bytes limit (``core.storage_quota``, ``413 storage_quota_exceeded``, checked again as the
+row is written, so that concurrent uploads cannot pass it together). Then its
 bytes go to the store and its row to the database. Text is decoded at once, so a text file is ``ready``
 in the upload's answer; an image has nothing to read and is ``ready`` too; documents (PDF, DOCX, PPTX,
 XLSX, HTML) answer ``processing`` and are read by the ``file.extract`` job (``files.jobs``), queued in
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.core import jobs
+from agentloft.core import jobs, storage_quota
 from agentloft.core.db import one_or_404
 from agentloft.core.ids import new_id
 from agentloft.files import extract
@@ -131,6 +133,9 @@ async def create(*, rt: Runtime, user: User, name: str | None, data: bytes) -> F
     row = File(id=new_id("fl"), user_id=user.id, name=name, media_type=kind.media_type, size=len(data),
                sha256=digest, status=_status_of(kind))
     text = None if kind.text is None or kind.family != "text" else Extracted(pages=[Page(None, kind.text)])
+    limit = rt.settings.user_storage_bytes
+    async with rt.db.read_session() as db:  # before the store: a refused upload stores nothing
+        await storage_quota.refuse_over_limit(db=db, user_id=user.id, limit=limit, adding=row.size, field="file")
     store = rt.file_store
     await store.put(bytes_key(row), data)
     try:
@@ -139,6 +144,8 @@ async def create(*, rt: Runtime, user: User, name: str | None, data: bytes) -> F
             row.chars = text.chars
         async with rt.db.session() as db:
             db.add(row)
+            await db.flush()  # counted by the database: checked again, with concurrent uploads counted
+            await storage_quota.refuse_over_limit(db=db, user_id=user.id, limit=limit, field="file")
             if row.status == "processing":
                 await jobs.enqueue(db, EXTRACT_JOB, {"fileId": row.id, "userId": row.user_id})
     except BaseException:

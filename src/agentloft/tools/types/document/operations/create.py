@@ -21,6 +21,7 @@ async def run(input: Input, config: Config, ctx: ToolContext) -> ToolResult:
             session_id=ctx.session_id,
             max_content_length=config.max_content_length,
             summary_length=config.default_summary_length,
+            storage_limit=ctx.runtime.settings.user_storage_bytes,
         )
         data = {"id": row.id, "title": row.title, "type": row.type, "createdAt": iso(row.created_at)}
     return ToolResult.ok(data, link=page_link(data["id"]))
