@@ -78,12 +78,17 @@ def test_two_calls_stack_and_a_failure_shows(
         callee_step(text("first answer")),
         caller_step(call("ask-agent", {"agentSlug": "coder", "input": "second"})),
         callee_step(Step(error_status=400, error_message="coder model broke")),
+        caller_step(call("ask-agent", {"agentSlug": "nobody", "input": "third"})),  # never starts
         caller_step(text("Both calls are done.")),
     )
     page.goto("/chat?agent=general")
     send(page, "ask twice")
     panels = page.locator("#chat-side-panel .a2a-panel")
+    expect(page.locator(".message.assistant").last).to_contain_text("Both calls are done.")
+    # the call to a missing agent opened no panel (seed 003): its failure is on its tool card alone
     expect(panels).to_have_count(2)
+    expect(page.locator(".message.assistant").last).to_contain_text("'nobody' is not available over A2A")
+    expect(panels.nth(0).locator(".a2a-panel-header svg.a2a-panel-icon")).to_be_visible()
     expect(panels.nth(0)).to_have_attribute("data-state", "done")
     expect(panels.nth(0).locator(".a2a-panel-body")).to_contain_text("first answer")
     expect(panels.nth(1)).to_have_attribute("data-state", "error")

@@ -7,7 +7,9 @@
 // - `data-a2a-task-started` gives that panel its task id; it subscribes to
 //   GET /api/agents/a2a/stream?taskId=… and renders the reply (markdown) as it arrives;
 // - the panel shows generating / done / error, or "connection lost" with a button to follow again
-//   (the stream replays from the start), and closes on request. Several calls stack.
+//   (the stream replays from the start), and closes on request. Several calls stack;
+// - a call's output before its task started (no such agent, not callable, past the depth limit) closes
+//   its panel: seed 003 opens none for such a call, whose failure shows on its tool card.
 
 import { t } from '../i18n.js';
 import { MarkdownView } from './message.js';
@@ -49,6 +51,24 @@ function splitFrames(buffer) {
 }
 
 const SPINNER_CLASS = 'a2a-spinner';
+const SVG = 'http://www.w3.org/2000/svg';
+// Lucide's "bot" (ISC licence), the icon seed 003's panel header shows before the agent's name.
+const BOT_SHAPES = [['path', { d: 'M12 8V4H8' }], ['rect', { width: 16, height: 12, x: 4, y: 8, rx: 2 }],
+  ['path', { d: 'M2 14h2' }], ['path', { d: 'M20 14h2' }], ['path', { d: 'M15 13v2' }], ['path', { d: 'M9 13v2' }]];
+
+function botIcon() {
+  const svg = document.createElementNS(SVG, 'svg');
+  const attrs = { class: 'a2a-panel-icon', viewBox: '0 0 24 24', width: 16, height: 16, fill: 'none',
+    stroke: 'currentColor', 'stroke-width': 2, 'stroke-linecap': 'round', 'stroke-linejoin': 'round',
+    'aria-hidden': 'true', focusable: 'false' };
+  for (const [k, v] of Object.entries(attrs)) svg.setAttribute(k, String(v));
+  for (const [tag, shape] of BOT_SHAPES) {
+    const part = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(shape)) part.setAttribute(k, String(v));
+    svg.append(part);
+  }
+  return svg;
+}
 
 class InvokePanel {
   constructor(host, { toolCallId, agentSlug, onClose }) {
@@ -71,7 +91,7 @@ class InvokePanel {
     close.title = t('a2a.panel.close');
     close.setAttribute('aria-label', t('a2a.panel.close'));
     close.addEventListener('click', () => this.close());
-    header.append(this.nameEl, this.statusEl, close);
+    header.append(botIcon(), this.nameEl, this.statusEl, close);
     // Until the called agent's first words: a spinner and "Waiting for reply…" (seed 003, 3.3.1).
     this.waitingEl = el('p', 'a2a-panel-waiting');
     this.waitingEl.append(el('span', SPINNER_CLASS), el('span', '', t('a2a.panel.waitingForReply')));
@@ -222,11 +242,11 @@ export function attachA2APanels(host) {
       const panel = panels.find((p) => p.toolCallId === chunk.toolCallId && !p.taskId);
       if (panel) panel.close(); // it waits for the user's approval; the panel opens when the task starts
     } else if (chunk.type === 'tool-output-available' || chunk.type === 'tool-output-error') {
+      // A call that ended before its task started (no such agent, not callable, past the depth limit)
+      // never had a panel's worth of reply: its panel goes, and its failure shows on its tool card
+      // (seed 003: "面板不打开").
       const panel = panels.find((p) => p.toolCallId === chunk.toolCallId);
-      if (panel && panel.state === 'waiting') {
-        const error = chunk.errorText || chunk.output?.error;
-        if (error) panel.fail(error); else panel.finish();
-      }
+      if (panel && panel.state === 'waiting' && !panel.taskId) panel.close();
     }
   }
 
