@@ -2,7 +2,7 @@
 // and a change made in place (a toggle, a select). Each page keeps only what is its own: its rows, its
 // form's body, its extra controls.
 import { api, loadAll } from '../api.js';
-import { busy, resetFormErrors, showError, showFormError } from '../dom.js';
+import { busy, confirmDialog, resetFormErrors, showError, showFormError } from '../dom.js';
 
 /** The function that reloads a table: every item of `url` as `row(item)`; `empty` shows when none. */
 export function tableRefresher({ url, tbody, row, empty = null }) {
@@ -32,9 +32,10 @@ export function onSave(form, save, { modal, refresh }) {
   });
 }
 
-/** Delete `url` once the user confirms `question`; a refusal shows in `errorBox`. */
+/** Delete `url` once the user confirms `question` in the page's own dialog (``confirmDialog``, as a chat's
+ * delete asks); a refusal shows in `errorBox`. */
 export async function removeItem({ button, question, url, errorBox, refresh }) {
-  if (!window.confirm(question)) return;
+  if (!(await confirmDialog(question))) return;
   showError(errorBox, null);
   await busy(button, async () => {
     try {
