@@ -7,6 +7,7 @@ the fake servers' silent (``hang``) and stalling (``stall_after``) modes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,22 @@ def test_a_silent_model_gets_one_attempt_within_the_timeout(
     assert res.of("data-error")[0]["data"] == {"code": "model_timeout"}
     assert len(requests) == 1, "no retry was stacked on the timeout"
     assert _reply(quick, res.session_id)[:2] == ("failed", "")
+
+
+def test_a_silent_model_holds_a_title_no_longer_than_the_timeout(
+    quick: LiveApp, boss: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    # The title call is bounded in all (every SDK retry with it) by the model's timeout, as a reply is:
+    # a per-attempt timeout let a silent model keep it ~60 s. The first words stay the title.
+    boss.ok("PUT", "/api/admin/settings", json={"generateTitles": True})
+    _openai_agent(boss, fake_model_server)
+    fake_model.push(text("hello"), Step(hang=True))
+    sid = chat(boss, "quiet", "What is the weather like?").session_id
+    started = time.monotonic()
+    named = boss.ok("POST", f"/api/agent-sessions/{sid}/title")
+    assert time.monotonic() - started < TIMEOUT_S + 1.5
+    assert named["title"] == "What is the weather like?"
+    assert len(fake_model.requests) == 2, "one chat request, one title attempt: no retry after the timeout"
 
 
 def test_a_model_that_stalls_between_chunks_keeps_the_text_so_far(

@@ -20,11 +20,15 @@ from agentloft.chat.models import TITLE_AUTO, AgentSession
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.runtime import Runtime
 from agentloft.llm import service as llm_service
+from agentloft.llm.clients import wait_settings
 from agentloft.system import service as system_service
 
 log = logging.getLogger(__name__)
 
 MAX_TITLE_TOKENS = 20
+# The longest a title call may take in all, every retry of the provider's SDK included, and never more
+# than the model's own timeout (``model_timeout_seconds``, as a chat reply's wait for its first words):
+# a per-attempt timeout alone let three attempts and their backoff keep a silent model's call ~60 s.
 TIMEOUT_S = 20.0
 # How much of the exchange the model reads: enough to know what it is about.
 EXCERPT = 1500
@@ -62,10 +66,10 @@ async def name_session(rt: Runtime, *, user: User, session_id: str) -> AgentSess
 async def ask_for_title(rt: Runtime, model: Model, question: str, answer: str) -> str | None:
     """The model's title for one exchange, cleaned to one plain line; None when it gave none."""
     prompt = f"User: {question[:EXCERPT]}\n\nAssistant: {answer[:EXCERPT]}"
+    bound = min(TIMEOUT_S, rt.models.timeout_seconds)
+    settings = wait_settings(bound) | ModelSettings(max_tokens=MAX_TITLE_TOKENS, request_timeout=bound)
     try:
-        result = await rt.models.agent(model, INSTRUCTIONS).run(
-            prompt, model_settings=ModelSettings(max_tokens=MAX_TITLE_TOKENS, timeout=TIMEOUT_S)
-        )
+        result = await rt.models.agent(model, INSTRUCTIONS).run(prompt, model_settings=settings)
     except Exception as exc:
         log.info("title call failed: %r", exc)
         return None
