@@ -19,11 +19,11 @@ matrix-vector product over its vectors and a partial sort (``np.argpartition``).
   same numpy product. It is what a collection larger than the whole cache gets, and the baseline the
   cached path is measured against.
 
-Measured (``bench/knowledge_vectors.py``, docs/benchmarks.md; 256 values per vector, medians): reading a
-collection's vectors per query made a vector search 214 ms at 10,000 vectors and 2.6 s at 100,000 on
-SQLite (1.7 s on PostgreSQL), against 32 ms and 44 ms cached (72 ms on PostgreSQL), embedding the query
-over HTTP included in both: 7x at 10,000, 23-60x at 100,000. The cache costs ~100 MB of memory per
-100,000 vectors of 256 values (~600 MB at 1,536), hence its bound. The product is
+Measured (``bench/knowledge_vectors.py``, docs/benchmarks.md; 256 values per vector, medians, second
+run): reading a collection's vectors per query made a vector search 147 ms at 10,000 vectors and 2.4 s
+at 100,000 on SQLite (1.9 s on PostgreSQL), against 29 ms and 37 ms cached (51 ms on PostgreSQL),
+embedding the query over HTTP included in both: 5x at 10,000, 38-65x at 100,000. The cache costs ~100 MB
+of memory per 100,000 vectors of 256 values (~600 MB at 1,536), hence its bound. The product is
 ``np.einsum``, not ``@``: ``@`` hands a matrix-vector product to OpenBLAS, which starts a thread per core
 and, on this shared 2-core machine, took 12-18 ms for 10,000 × 256 where ``einsum``'s loop in the calling
 thread takes 1.2 ms (and leaves the other core to the other requests). A product over more than
