@@ -115,7 +115,7 @@ async def _post(c: httpx.AsyncClient, url: str, body: Any, status: int = 201) ->
     return r.json()
 
 
-async def _setup(base: str, fake_url: str, peer_url: str) -> tuple[httpx.Cookies, str, str, httpx.Cookies]:
+async def setup_agents(base: str, fake_url: str, peer_url: str) -> tuple[httpx.Cookies, str, str, httpx.Cookies]:
     """The admin (fake model, agents, a token), and another user for ``/me``. Returns the admin's cookies
     and CSRF token, the admin's A2A token, and the other user's cookies."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as c:
@@ -148,12 +148,12 @@ async def _setup(base: str, fake_url: str, peer_url: str) -> tuple[httpx.Cookies
         return admin, csrf, token, other.cookies
 
 
-def _parts_body(parts: int) -> bytes:
+def parts_body(parts: int) -> bytes:
     params = {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "a"}] * parts}}
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}).encode()
 
 
-async def _parts_load(base: str, token: str, body: bytes) -> str:
+async def parts_load(base: str, token: str, body: bytes) -> str:
     """One SendMessage of one-letter parts (``body``, built beforehand); what came back."""
     headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0", "Content-Type": "application/json"}
     async with httpx.AsyncClient(timeout=600) as c:
@@ -164,7 +164,7 @@ async def _parts_load(base: str, token: str, body: bytes) -> str:
     return f"HTTP {r.status_code}, task {data['result']['task']['status']['state']}"
 
 
-async def _event_load(base: str, admin: httpx.Cookies, csrf: str) -> str:
+async def event_load(base: str, admin: httpx.Cookies, csrf: str) -> str:
     """A chat whose agent calls the remote agent; the tool's outcome and the size of the chat's stream.
     The stream is scanned as bytes, so that reading a tool result of hundreds of MB costs this process
     little."""
@@ -185,29 +185,29 @@ async def _event_load(base: str, admin: httpx.Cookies, csrf: str) -> str:
     return f"{outcome[:120]}; chat stream {size / 1e6:.1f} MB"
 
 
-def _in_thread(load: Callable[[], Coroutine[Any, Any, str]]) -> Awaitable[str]:
+def in_thread(load: Callable[[], Coroutine[Any, Any, str]]) -> Awaitable[str]:
     """Run ``load`` on a loop of its own, in a thread: its work must not delay the probe's requests."""
     return asyncio.to_thread(lambda: asyncio.run(load()))
 
 
 async def _measure(base: str, pid: int, fake_url: str, peer_url: str, args: argparse.Namespace) -> None:
     await wait_up(f"{base}/api/health")
-    admin, csrf, token, other = await _setup(base, fake_url, peer_url)
+    admin, csrf, token, other = await setup_agents(base, fake_url, peer_url)
     async with httpx.AsyncClient(base_url=base, cookies=other, timeout=600) as me_client:
         async def me() -> None:
             (await me_client.get("/api/auth/me")).raise_for_status()
 
         quiet = await probe_times(me, until=lambda: True, least=args.baseline)
         print(quiet.line("/me alone"))
-        body = _parts_body(args.parts)
-        loads = {"parts": (f"{args.parts:,}-part SendMessage", lambda: _parts_load(base, token, body)),
-                 "event": (f"{args.event_mb} MB remote event", lambda: _event_load(base, admin, csrf))}
+        body = parts_body(args.parts)
+        loads = {"parts": (f"{args.parts:,}-part SendMessage", lambda: parts_load(base, token, body)),
+                 "event": (f"{args.event_mb} MB remote event", lambda: event_load(base, admin, csrf))}
         for key, (name, load) in loads.items():
             if args.only and args.only != key:
                 continue
             rss_before = _peak_rss_mb(pid)
             started = time.perf_counter()
-            task = asyncio.ensure_future(_in_thread(load))
+            task = asyncio.ensure_future(in_thread(load))
             loud: Latency = await probe_times(me, until=task.done, least=5)
             outcome = await task
             print(loud.line(f"/me during the {name}", quiet))

@@ -31,13 +31,15 @@ def serve_app(port: int, data_dir: str) -> None:
 
 
 def spawn(
-    module: str, *args: str, src: str | None = None, env: dict[str, str] | None = None
+    module: str, *args: str, src: str | None = None, env: dict[str, str] | None = None,
+    python: str = sys.executable,
 ) -> subprocess.Popen[bytes]:
     """Start ``python -m <module> <args>`` from the repository root; with ``src``, a directory whose
     ``agentloft`` package it imports instead of the installed one (another version, to compare with);
-    ``env``: variables to add (a setting of the app's own)."""
+    ``env``: variables to add (a setting of the app's own); ``python``: another interpreter (another
+    tree's virtualenv, with the dependencies of that version)."""
     path = os.pathsep.join([*([src] if src else []), str(ROOT)])
-    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT,
+    return subprocess.Popen([python, "-m", module, *args], cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": path, **(env or {})})
 
 

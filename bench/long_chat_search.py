@@ -47,7 +47,7 @@ def _content(chars: int) -> str:
     return text
 
 
-async def _insert_chats(url: str, user_id: int, chats: int, chars: int) -> None:
+async def insert_chats(url: str, user_id: int, chats: int, chars: int) -> None:
     """The user's chats, written as the app writes them (the index triggers fold and gram them)."""
     from agentloft.chat.models import AgentMessage, AgentSession
     from agentloft.core.db import Database
@@ -90,7 +90,7 @@ async def _signed_in(base: str, username: str, admin: httpx.AsyncClient | None) 
     return client
 
 
-async def _during(probe: Callable[[], Awaitable[object]], work: Callable[[], Awaitable[list[float]]]
+async def during(probe: Callable[[], Awaitable[object]], work: Callable[[], Awaitable[list[float]]]
                   ) -> tuple[Latency, list[float]]:
     """``probe``'s latencies while ``work()`` runs once, and what it returned."""
     task = asyncio.create_task(work())
@@ -106,7 +106,7 @@ async def _measure(base: str, url: str, args: argparse.Namespace) -> dict[str, A
     try:
         me = (await searcher.get("/api/auth/me")).json()
         started = time.perf_counter()
-        await _insert_chats(url, int(me["id"]), args.chats, args.chars)
+        await insert_chats(url, int(me["id"]), args.chats, args.chars)
         print(f"  wrote {args.chats} chats of {args.chars:,} characters in {time.perf_counter() - started:.1f} s",
               flush=True)
         async def me() -> None:
@@ -127,7 +127,7 @@ async def _measure(base: str, url: str, args: argparse.Namespace) -> dict[str, A
                         any(p["hit"] for p in item["match"]["parts"]) for item in page["items"]), page
                 return times
 
-            out[name] = await _during(me, searches)
+            out[name] = await during(me, searches)
         return out
     finally:
         for client in (admin, searcher, other):
