@@ -43,6 +43,10 @@ def test_empty_install_to_a_streamed_answer_through_onboarding(
     # The OpenAI preset asks for a key, and saves nothing without one; Ollama fills its local URL and needs
     # none; a custom OpenAI-compatible server takes a URL and, if it wants one, a key.
     expect(page.get_by_label("OpenAI", exact=True)).to_be_checked()
+    # every preset's label on one line of its tile, the long custom one too
+    tiles = page.locator(".preset span")
+    heights = [tiles.nth(i).bounding_box()["height"] for i in range(tiles.count())]  # type: ignore[index]
+    assert max(heights) < 1.5 * min(heights), heights
     expect(page.get_by_label("API key")).to_be_visible()
     expect(page.get_by_label("Reads images (vision)")).to_be_checked()
     page.get_by_label("Model name").fill("gpt-4o-mini")
