@@ -1,20 +1,35 @@
 """The files API over real HTTP: upload, read back, list and delete one's own files; types from content;
-the size limit and its own body limit; another user's file is 404 on every route."""
+the size limit and its own body limit; another user's file is 404 on every route. Each test runs on both
+stores, the data dir and an S3 bucket (moto's server, ``tests.files.conftest``); those that look into the
+data dir itself run on it alone."""
 
 from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.files.conftest import BUCKET
 from tests.files.samples import GIF, JPEG, PNG, WEBP
 from tests.support import ApiClient, LiveApp, start_app
 
 BASE = "/api/files"
+DATA_DIR_ONLY = pytest.mark.parametrize("app", ["data dir"], indirect=True)
+
+
+@pytest.fixture(params=["data dir", "s3"])
+def app(request: pytest.FixtureRequest, tmp_path: Path, template_db: Path) -> Iterator[LiveApp]:
+    settings: dict[str, Any] = {}
+    if request.param == "s3":
+        request.getfixturevalue("s3_env")
+        settings["file_store"] = f"s3://{BUCKET}/{tmp_path.name}"
+    live = start_app(tmp_path / "data", template_db, **settings)
+    yield live
+    live.stop()
 
 
 def upload(client: ApiClient, name: str, data: bytes, status: int = 201, content_type: str | None = None) -> Any:
@@ -28,6 +43,7 @@ def error_code(resp: Any) -> str:
     return resp.json()["error"]["code"]
 
 
+@DATA_DIR_ONLY
 def test_a_text_file_is_ready_at_once_and_reads_back(app: LiveApp, user: ApiClient) -> None:
     body = upload(user, "notes.md", "# 标题\n\nsome words\n".encode())
     assert body["id"].startswith("fl_")
@@ -46,6 +62,7 @@ def test_a_text_file_is_ready_at_once_and_reads_back(app: LiveApp, user: ApiClie
     assert json.loads(text_object.read_text()) == {"pages": [{"number": None, "text": "# 标题\n\nsome words\n"}]}
 
 
+@DATA_DIR_ONLY
 def test_the_store_keeps_files_private_to_the_server(app: LiveApp, user: ApiClient) -> None:
     body = upload(user, "a.txt", b"secret")
     user_dir = app.data_dir / "files" / str(user.ok("GET", "/api/auth/me")["id"])
@@ -115,6 +132,7 @@ def test_listing_pages_newest_first(user: ApiClient, make_user: Callable[..., Ap
     assert [f["id"] for f in last["items"]] == [ids[0]] and last["hasMore"] is False
 
 
+@DATA_DIR_ONLY
 def test_delete_removes_the_row_and_the_bytes(app: LiveApp, user: ApiClient) -> None:
     body = upload(user, "a.txt", b"gone soon")
     user_dir = app.data_dir / "files" / str(user.ok("GET", "/api/auth/me")["id"])

@@ -230,6 +230,13 @@ class Settings(BaseSettings):
         "rendered again without highlighting and math (and shown as plain text if that is too slow too). "
         "Highlighting and math have their own small CPU budget inside it.",
     )
+    file_store: str = Field(
+        default="", pattern=r"^(s3://[^/]+(/.*)?)?$",
+        description="Where uploaded files live: empty for the data dir's files directory, or "
+        "s3://bucket/prefix for an S3-compatible bucket, with the usual AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL variables (several machines then share the "
+        "files).",
+    )
     file_max_bytes: int = Field(
         default=25 * 1024 * 1024, ge=1024,
         description="Largest file a user may upload, in bytes (25 MiB). Uploads have this body limit of their "

@@ -19,6 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+import obstore
+from obstore.store import S3Store as ObjectStore
+
 if TYPE_CHECKING:
     from agentloft.core.settings import Settings
 
@@ -102,6 +105,35 @@ class LocalStore:
             raise ObjectMissing(str(path.name)) from None
 
 
+class S3Store:
+    """Objects in an S3-compatible bucket (``AGENTLOFT_FILE_STORE=s3://bucket/prefix``), through ``obstore``
+    (Rust's ``object_store``: async, no thread per call). Credentials, region and endpoint come from the
+    usual ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` and ``AWS_ENDPOINT_URL``
+    variables (``obstore`` reads them), so several machines share the files without a service of ours.
+    A plain ``http://`` endpoint (a local MinIO or moto) is allowed: the operator chose it."""
+
+    def __init__(self, url: str) -> None:
+        self._store = ObjectStore.from_url(url, client_options={"allow_http": True})
+
+    async def put(self, key: str, data: bytes) -> None:
+        await obstore.put_async(self._store, check_key(key), data)
+
+    async def get(self, key: str) -> bytes:
+        try:
+            found = await obstore.get_async(self._store, check_key(key))
+        except FileNotFoundError:
+            raise ObjectMissing(key) from None
+        return bytes(await found.bytes_async())
+
+    async def delete(self, key: str) -> None:
+        try:
+            await obstore.delete_async(self._store, check_key(key))
+        except FileNotFoundError:  # S3 answers a missing key's delete with success; other stores may not
+            return
+
+
 def build_store(settings: Settings) -> FileStore:
-    """The store the settings name: the data dir's ``files`` directory."""
+    """The store the settings name: an S3 bucket for ``s3://…``, else the data dir's ``files`` directory."""
+    if settings.file_store.startswith("s3://"):
+        return S3Store(settings.file_store)
     return LocalStore(settings.data_dir.resolve() / "files")
