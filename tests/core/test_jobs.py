@@ -1,7 +1,7 @@
 """The background job queue (``core.jobs``) on a real database (SQLite, or PostgreSQL in its pass): runners
 claim due jobs with leases, renew them, retry with a pause, give up with the reason, take over the jobs of
 a worker that died, and never run one job twice at once. A real server process killed during a job is in
-``tests/files/test_killed_worker.py``."""
+``tests/knowledge/test_killed_worker.py``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,34 @@
-"""A real ``agentloft serve`` process killed (SIGKILL) while a collection's file is still being read: the
-next process on the database takes the reading over, and the file's ``knowledge.index`` job, waiting for
-it, indexes the file there once it is read."""
+"""A real ``agentloft serve`` process killed (SIGKILL) while a collection's file is still being read: its
+sandboxed reader dies with it, the next process on the database takes the ``file.extract`` job over once
+its lease runs out (the job counts the two attempts) and reads the file again, and the file's
+``knowledge.index`` job, waiting for it, indexes the file there once it is read. One test for both jobs:
+each start of real processes costs seconds."""
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.files.test_api import upload
 from tests.files.test_extract import SLOW_HTML
-from tests.files.test_killed_worker import sql
 from tests.pg import database as pg
 from tests.scale.processes import Worker
 from tests.support import ApiClient
 
 BASE = "/api/knowledge"
+
+
+def sql(data_dir: Path, database_url: str | None, query: str) -> list[tuple[Any, ...]]:
+    if database_url:
+        return pg.query(database_url, query)
+    con = sqlite3.connect(data_dir / "agentloft.db")
+    try:
+        return con.execute(query).fetchall()
+    finally:
+        con.close()
 
 
 def test_a_file_whose_server_was_killed_is_indexed_by_the_next_one(tmp_path: Path, template_db: Path) -> None:
@@ -44,6 +57,7 @@ def test_a_file_whose_server_was_killed_is_indexed_by_the_next_one(tmp_path: Pat
     finally:
         first.stop()
     assert sql(data_dir, database_url, "SELECT status FROM knowledge_files") == [("processing",)]
+    assert sql(data_dir, database_url, "SELECT status FROM files") == [("processing",)]
 
     second = Worker(data_dir, env).start().wait()
     try:
@@ -54,6 +68,10 @@ def test_a_file_whose_server_was_killed_is_indexed_by_the_next_one(tmp_path: Pat
             while (body := client.ok("GET", f"{BASE}/{kb}"))["status"] == "processing":
                 assert time.monotonic() < deadline, second.log()
                 time.sleep(0.05)
+            read = client.ok("GET", f"/api/files/{file_id}")
+        assert (read["status"], read["error"]) == ("ready", None) and read["chars"] > 100_000
+        extract_jobs = "SELECT status, attempts FROM jobs WHERE kind = 'file.extract'"
+        assert sql(data_dir, database_url, extract_jobs) == [("done", 2)]
         (entry,) = body["files"]
         assert (entry["status"], entry["error"]) == ("ready", None) and entry["chunks"] > 10
         assert body["chunkCount"] == entry["chunks"]
