@@ -86,18 +86,32 @@ export async function loadAll(url, pageSize = 100) {
   return items;
 }
 
-/** Upload one file (`POST /api/files`, multipart field `file`); resolves to the stored file's row. */
-export async function upload(file) {
-  const form = new FormData();
-  form.append('file', file, file.name);
-  let response;
-  try {
-    response = await fetch('/api/files', {
-      method: 'POST', credentials: 'same-origin', headers: requestHeaders('POST', false), body: form,
+/** Upload one file (`POST /api/files`, multipart field `file`); resolves to the stored file's row, rejects
+ * with an ApiError (or an AbortError once `signal` aborts it). `onProgress(fraction)` follows the upload:
+ * XMLHttpRequest, since fetch() reports no upload progress. */
+export function upload(file, { onProgress, signal } = {}) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', '/api/files');
+    for (const [name, value] of Object.entries(requestHeaders('POST', false))) xhr.setRequestHeader(name, value);
+    if (onProgress) {
+      xhr.upload.addEventListener('progress', (event) => {
+        if (event.lengthComputable) onProgress(event.loaded / event.total);
+      });
+    }
+    xhr.addEventListener('load', () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status >= 200 && xhr.status < 300 && body) { resolve(body); return; }
+      const err = (body && body.error) || {};
+      reject(new ApiError(xhr.status, err.code || 'http_error', err.message || `HTTP ${xhr.status}`, err.fields,
+        err.fieldCodes));
     });
-  } catch (error) {
-    throw new ApiError(0, 'network', error.message);
-  }
-  if (!response.ok) throw await errorFrom(response);
-  return response.json();
+    xhr.addEventListener('error', () => reject(new ApiError(0, 'network', 'network error')));
+    xhr.addEventListener('abort', () => reject(new DOMException('upload aborted', 'AbortError')));
+    if (signal) signal.addEventListener('abort', () => xhr.abort(), { once: true });
+    const data = new FormData();
+    data.append('file', file, file.name);
+    xhr.send(data);
+  });
 }

@@ -4,7 +4,7 @@
 // the server cannot read, or reading it failed. Sending waits until every upload is done and every chip
 // that cannot be sent is removed. A chip removed before sending deletes its upload: it was made for this
 // message only.
-import { api, ApiError, requestHeaders } from '../api.js';
+import { api, upload as uploadFile } from '../api.js';
 import { errorText, h } from '../dom.js';
 import { t } from '../i18n.js';
 
@@ -23,7 +23,7 @@ export function attachmentTray({ tray, button, picker, dropZone, pasteTarget, ma
 
   function add(files) {
     for (const file of files) {
-      const item = { file, state: 'uploading', progress: 0, id: null, error: null, xhr: null };
+      const item = { file, state: 'uploading', progress: 0, id: null, error: null, abort: null };
       items.push(item);
       if (items.length > maxFiles) fail(item, t('chat.attach.tooMany', { max: maxFiles }));
       else if (file.size > maxBytes) fail(item, t('chat.attach.tooLarge', { max: mib(maxBytes) }));
@@ -38,27 +38,19 @@ export function attachmentTray({ tray, button, picker, dropZone, pasteTarget, ma
   }
 
   function upload(item) {
-    const xhr = new XMLHttpRequest(); // fetch() reports no upload progress
-    item.xhr = xhr;
-    xhr.open('POST', '/api/files');
-    for (const [name, value] of Object.entries(requestHeaders('POST', false))) xhr.setRequestHeader(name, value);
-    xhr.upload.addEventListener('progress', (event) => {
-      if (!event.lengthComputable) return;
-      item.progress = event.loaded / event.total;
+    const controller = new AbortController();
+    item.abort = () => controller.abort();
+    const onProgress = (fraction) => {
+      item.progress = fraction;
       render();
-    });
-    xhr.addEventListener('load', () => {
-      let body = null;
-      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
-      if (xhr.status === 201 && body) { settle(item, body); return; }
-      const err = (body && body.error) || {};
-      fail(item, errorText(new ApiError(xhr.status, err.code || 'http_error', err.message || `HTTP ${xhr.status}`)));
-      changed();
-    });
-    xhr.addEventListener('error', () => { fail(item, errorText(new ApiError(0, 'network', 'network error'))); changed(); });
-    const data = new FormData();
-    data.append('file', item.file, item.file.name);
-    xhr.send(data);
+    };
+    uploadFile(item.file, { onProgress, signal: controller.signal })
+      .then((row) => settle(item, row))
+      .catch((error) => {
+        if (error.name === 'AbortError') return; // removed by the user
+        fail(item, errorText(error));
+        changed();
+      });
   }
 
   function settle(item, row) {
@@ -84,7 +76,7 @@ export function attachmentTray({ tray, button, picker, dropZone, pasteTarget, ma
 
   function remove(item) {
     items.splice(items.indexOf(item), 1);
-    if (item.xhr && item.state === 'uploading') item.xhr.abort();
+    if (item.abort && item.state === 'uploading') item.abort();
     if (item.id) api('DELETE', `/api/files/${encodeURIComponent(item.id)}`).catch(() => {});
     if (item.preview) URL.revokeObjectURL(item.preview);
     changed();
