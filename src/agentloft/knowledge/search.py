@@ -13,9 +13,9 @@ of a question comes first even when it lacks some of them:
 
 Tokens that more than half of all chunks hold (``COMMON_SHARE``; SQLite counts them in the index's
 ``fts5vocab`` table, PostgreSQL in its column statistics of ``terms_vector``) are left out of the OR, the
-rarest of them kept when nothing else is left: they weigh little in the ranking and made nearly every chunk
-a candidate to score. The shares are the instance's, not the asked collections' (reading those would cost
-what the search saves).
+rarest of them kept when nothing else is left, and all of them when what was kept finds nothing: they weigh
+little in the ranking and made nearly every chunk a candidate to score. The shares are the instance's, not
+the asked collections' (reading those would cost what the search saves).
 
 Both are always limited to the collection ids the caller asked for; the caller has checked the user may
 read them (``knowledge.service``, the knowledge tool).
@@ -120,9 +120,15 @@ async def lexical_ranking(db: AsyncSession, *, collection_ids: Sequence[str], to
     if not tokens or not collection_ids:
         return []
     postgres = db.get_bind().dialect.name == "postgresql"
+    ranked = _pg_lexical if postgres else _sqlite_lexical
     if prune:
-        tokens = selective(tokens, await (_pg_shares if postgres else _sqlite_shares)(db, tokens))
-    return await (_pg_lexical if postgres else _sqlite_lexical)(db, collection_ids, tokens, limit)
+        kept = selective(tokens, await (_pg_shares if postgres else _sqlite_shares)(db, tokens))
+        found = await ranked(db, collection_ids, kept, limit)
+        if found or len(kept) == len(tokens):
+            return found
+        # What was kept is in no chunk (a word no file holds, beside words every chunk holds: the usual
+        # case in a small collection): the common words are all the question has, so they rank.
+    return await ranked(db, collection_ids, tokens, limit)
 
 
 async def rank(rt: Runtime, db: AsyncSession, *, collection_ids: Sequence[str], query: str,
