@@ -18,7 +18,7 @@ from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.agents.schemas import AgentCreate, AgentUpdate
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, utcnow, value_taken
-from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_field, problem
+from agentloft.core.errors import Conflict, Invalid, NotFound, problem
 from agentloft.core.schemas import PageParams
 from agentloft.llm import service as llm_service
 
@@ -27,14 +27,8 @@ CardFetcher = Callable[[str, str | None], Awaitable[tuple[dict[str, Any] | None,
 
 
 async def _check_model(db: AsyncSession, model_id: int | None) -> None:
-    if model_id is None:
-        return
-    try:
-        row = await llm_service.get_model(db=db, model_id=model_id)
-    except NotFound as exc:
-        raise invalid_field("modelId", "no_such_model", "no such model") from exc
-    if row.kind != "chat":
-        raise invalid_field("modelId", "chat_model_only", "an agent runs on a chat model, not an embedding model")
+    await llm_service.check_kind(db=db, model_id=model_id, kind="chat", field="modelId",
+                                 message="an agent runs on a chat model, not an embedding model")
 
 
 async def _slug_taken(db: AsyncSession, slug: str, except_id: int | None = None) -> bool:

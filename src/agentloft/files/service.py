@@ -229,13 +229,6 @@ async def existing_ids(*, db: AsyncSession, user_id: int, file_ids: Sequence[str
     return set((await db.execute(stmt)).scalars())
 
 
-async def stored_bytes(*, db: AsyncSession, user_id: int) -> int:
-    """What the user's files take in the store (their original bytes; the text read from them is not
-    counted): the files' part of a per-user storage limit."""
-    total = await db.execute(select(func.coalesce(func.sum(File.size), 0)).where(File.user_id == user_id))
-    return int(total.scalar_one())
-
-
 # --- deleting ----------------------------------------------------------------------------------------
 
 

@@ -125,6 +125,19 @@ async def get_model(*, db: AsyncSession, model_id: int) -> ModelConfig:
                             NotFound("model not found", code="model_not_found"))
 
 
+async def check_kind(*, db: AsyncSession, model_id: int | None, kind: ModelKind, field: str, message: str) -> None:
+    """A model chosen for a use (an agent's, knowledge's) exists and is of ``kind``; else a 422 on ``field``
+    (``no_such_model``, or ``chat_model_only`` / ``embedding_model_only`` with ``message``)."""
+    if model_id is None:
+        return
+    try:
+        row = await get_model(db=db, model_id=model_id)
+    except NotFound as exc:
+        raise invalid_field(field, "no_such_model", "no such model") from exc
+    if row.kind != kind:
+        raise invalid_field(field, f"{kind}_model_only", message)
+
+
 async def list_models(
     *, db: AsyncSession, page: PageParams, kind: ModelKind | None = None
 ) -> tuple[list[ModelConfig], int]:

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core import jobs
-from agentloft.core.errors import Conflict, Invalid, NotFound, invalid_field, problem
+from agentloft.core.errors import Conflict, Invalid, problem
 from agentloft.core.settings import Settings
 from agentloft.llm import service as llm_service
 from agentloft.system.models import AppSetting
@@ -47,15 +47,8 @@ async def embedding_model_id(*, db: AsyncSession) -> int | None:
 
 
 async def _check_embedding_model(db: AsyncSession, model_id: int | None) -> None:
-    if model_id is None:
-        return
-    try:
-        row = await llm_service.get_model(db=db, model_id=model_id)
-    except NotFound as exc:
-        raise invalid_field("embeddingModelId", "no_such_model", "no such model") from exc
-    if row.kind != "embedding":
-        raise invalid_field("embeddingModelId", "embedding_model_only",
-                            "knowledge search needs an embedding model, not a chat model")
+    await llm_service.check_kind(db=db, model_id=model_id, kind="embedding", field="embeddingModelId",
+                                 message="knowledge search needs an embedding model, not a chat model")
 
 
 def _check_host(entry: str) -> None:
