@@ -135,7 +135,7 @@ async def check_kind(*, db: AsyncSession, model_id: int | None, kind: ModelKind,
     except NotFound as exc:
         raise invalid_field(field, "no_such_model", "no such model") from exc
     if row.kind != kind:
-        raise invalid_field(field, f"{kind}_model_only", message)
+        raise invalid_field(field, "chat_model_only" if kind == "chat" else "embedding_model_only", message)
 
 
 async def list_models(
