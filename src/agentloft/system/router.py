@@ -1,11 +1,13 @@
-"""Admin API for instance settings."""
+"""Admin API for instance settings, and the health probes."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from agentloft.auth.dependencies import AdminUser
 from agentloft.core.dependencies import DbSession, Rt
+from agentloft.system import health as probes
 from agentloft.system import service
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
 
@@ -19,6 +21,25 @@ async def health() -> dict[str, str]:
 
 
 router.add_api_route("/api/health", health, methods=["HEAD"], include_in_schema=False)
+
+
+@router.get("/healthz", include_in_schema=False)
+async def healthz() -> dict[str, str]:
+    """Alive: the process answers (``system.health``)."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", include_in_schema=False)
+async def readyz(rt: Rt) -> JSONResponse:
+    """Ready: database, Redis when configured, schema current (``system.health``); 503 names what is not."""
+    failing = await probes.failing(rt.db, rt.redis)
+    if failing:
+        return JSONResponse({"status": "unavailable", "failing": failing}, status_code=503)
+    return JSONResponse({"status": "ready"})
+
+
+for _probe in (healthz, readyz):
+    router.add_api_route(f"/{_probe.__name__}", _probe, methods=["HEAD"], include_in_schema=False)
 
 
 @router.get("/api/admin/settings", response_model=InstanceSettings)
