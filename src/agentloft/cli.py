@@ -1,4 +1,4 @@
-"""``agentloft serve [--workers N] | db upgrade | doctor | user create | user password``."""
+"""``agentloft serve [--workers N] | db upgrade | doctor | backup PATH | restore PATH | user …``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import getpass
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloft import __version__
@@ -101,6 +102,24 @@ def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:
     settings.prepare_data_dir()
     migrate.upgrade(settings.resolved_database_url)
     print("database is up to date")
+    return 0
+
+
+def _backup(settings: Settings, args: argparse.Namespace) -> int:
+    from agentloft.system import backup
+
+    done = backup.backup(settings, Path(args.path))
+    print(f"backed up the {done.database} database and {done.files} stored file(s) to {args.path}"
+          + (f"; {done.note}" if done.note else ""))
+    return 0
+
+
+def _restore(settings: Settings, args: argparse.Namespace) -> int:
+    from agentloft.system import backup
+
+    done = backup.restore(settings, Path(args.path))
+    print(f"restored the {done.database} database and {done.files} stored file(s) from {args.path}; "
+          "`agentloft serve` brings the schema up to date and serves it")
     return 0
 
 
@@ -249,6 +268,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check that the database, Redis and the models can be reached"
                    ).set_defaults(func=_doctor)
+
+    for name, func, text in (
+        ("backup", _backup, "copy the database, the secret key and the stored files into PATH (a new "
+         "directory) while the server runs"),
+        ("restore", _restore, "bring a backup made by `agentloft backup` into an empty data dir (and an "
+         "empty database when it is PostgreSQL)"),
+    ):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("path", metavar="PATH")
+        command.set_defaults(func=func)
 
     user = sub.add_parser("user", help="account commands")
     user_sub = user.add_subparsers(dest="user_command", required=True)

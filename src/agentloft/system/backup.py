@@ -1,0 +1,200 @@
+"""``agentloft backup PATH`` and ``agentloft restore PATH``: a consistent copy of an instance while it
+runs, and bringing it back into an empty data dir.
+
+A backup is a directory (made owner-only: it holds the secret key) with:
+
+- ``manifest.json``: what it holds (format, when, the agentloft version, the database kind and schema
+  revision, how many stored files);
+- the database: on SQLite ``agentloft.db``, copied through SQLite's online backup API a few pages at a
+  time, so the running server keeps writing while it is taken and the copy is one consistent moment; on
+  PostgreSQL ``database.dump`` made by ``pg_dump --format=custom`` (one snapshot by construction) when
+  ``pg_dump`` is on the PATH, else the command refuses and says which ``pg_dump`` command to run;
+- ``secret_key``: the key the stored secrets are encrypted with (from ``AGENTLOFT_SECRET_KEY`` or the data
+  dir's file) — without it a restore could not decrypt the models' and tools' secrets;
+- ``files/``: the uploaded files and their extracted text, when they live in the data dir. Objects are
+  written once and never changed (``files.store``), so they are copied before the database and once more
+  after it: an object made while the database was copied is in the second pass, and one deleted meanwhile
+  is still in the first. With ``AGENTLOFT_FILE_STORE=s3://…`` the bucket is not copied (its own versioning
+  or replication is the tool) and the manifest says so.
+
+``restore`` refuses a data dir that already holds a database, a key or files (it never merges), and a
+PostgreSQL database that already has tables; it refuses a backup of the other database kind, and an
+``AGENTLOFT_SECRET_KEY`` that differs from the backup's (the secrets could not be read). The schema is
+brought to this build's head by the next ``agentloft serve`` (or ``agentloft db upgrade``), as after any
+upgrade.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+
+from agentloft import __version__
+from agentloft.core import migrate
+from agentloft.core.settings import SECRET_KEY_FILE, ConfigError, Settings
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+SQLITE_COPY = "agentloft.db"
+PG_DUMP = "database.dump"
+FILES = "files"
+PAGES_PER_STEP = 1024  # 4 MiB at SQLite's default page size: the server waits at most one step's copy
+
+
+@dataclass
+class Summary:
+    database: str
+    files: int
+    note: str = ""
+
+
+def _files_root(settings: Settings) -> Path | None:
+    """The data dir's file store, or None when files live in a bucket."""
+    return None if settings.file_store else settings.data_dir.resolve() / FILES
+
+
+def _copy_new(src: Path, dst: Path) -> int:
+    """Copy the objects of ``src`` that ``dst`` lacks (objects never change, so present means done)."""
+    copied = 0
+    for path in sorted(src.rglob("*")):
+        target = dst / path.relative_to(src)
+        if path.is_dir():
+            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        elif path.is_file() and not target.exists() and not path.name.startswith("."):  # not a temp file
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+            copied += 1
+    return copied
+
+
+def _libpq_env(url: URL) -> dict[str, str]:
+    """The connection as libpq's variables, so the password never shows in a process list."""
+    pairs = {"PGHOST": url.host, "PGPORT": url.port, "PGUSER": url.username, "PGPASSWORD": url.password,
+             "PGDATABASE": url.database}
+    return {**os.environ, **{k: str(v) for k, v in pairs.items() if v is not None}}
+
+
+def _run(command: list[str], url: URL) -> None:
+    if shutil.which(command[0]) is None:
+        raise ConfigError(f"{command[0]} is not on the PATH; install the PostgreSQL client or run it yourself "
+                          f"with this database's connection: {' '.join(command)}")
+    done = subprocess.run(command, env=_libpq_env(url), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ConfigError(f"{command[0]} failed: {done.stderr.strip()[-2000:]}")
+
+
+def _backup_sqlite(source: Path, dest: Path, progress: Callable[[int, int], None] | None) -> None:
+    src = sqlite3.connect(source)
+    dst = sqlite3.connect(dest / SQLITE_COPY)
+    try:
+        src.backup(dst, pages=PAGES_PER_STEP, progress=lambda _s, left, total: progress and progress(left, total))
+        if dst.execute("PRAGMA quick_check").fetchone() != ("ok",):
+            raise ConfigError("the copy of the database failed SQLite's check; nothing usable was written")
+    finally:
+        dst.close()
+        src.close()
+    os.chmod(dest / SQLITE_COPY, 0o600)
+
+
+def _start(dest: Path) -> None:
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ConfigError(f"{dest} exists and is not an empty directory; give a new path for the backup")
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(dest, 0o700)
+
+
+def backup(settings: Settings, dest: Path, progress: Callable[[int, int], None] | None = None) -> Summary:
+    """Write a backup of the instance ``settings`` describe into ``dest`` (new or empty)."""
+    sqlite_file = settings.sqlite_file
+    if sqlite_file is not None and not sqlite_file.is_file():
+        raise ConfigError(f"there is no database at {sqlite_file} to back up (is AGENTLOFT_DATA_DIR right?)")
+    _start(dest)
+    url = settings.resolved_database_url
+    revision = migrate.current_revision(url)
+    root = _files_root(settings)
+    files = 0
+    if root is not None and root.is_dir():
+        files += _copy_new(root, dest / FILES)
+    if sqlite_file is not None:
+        _backup_sqlite(sqlite_file, dest, progress)
+        kind = "sqlite"
+    else:
+        _run(["pg_dump", "--format=custom", "--no-owner", f"--file={dest / PG_DUMP}"], make_url(url))
+        kind = "postgresql"
+    if root is not None and root.is_dir():
+        files += _copy_new(root, dest / FILES)
+    key = dest / SECRET_KEY_FILE
+    key.write_text(settings.ensure_secret_key() + "\n")
+    os.chmod(key, 0o600)
+    note = "" if root is not None else f"files are in {settings.file_store} and were not copied"
+    manifest = {"format": FORMAT, "createdAt": datetime.now(UTC).isoformat(), "version": __version__,
+                "database": kind, "revision": revision, "files": files, "fileStore": settings.file_store or "data dir"}
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return Summary(database=kind, files=files, note=note)
+
+
+def _read_manifest(src: Path) -> dict[str, object]:
+    try:
+        manifest = json.loads((src / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{src} is not an agentloft backup (no readable {MANIFEST}: {exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ConfigError(f"{src}: a backup format this version cannot read")
+    return manifest
+
+
+def _check_empty_target(settings: Settings) -> None:
+    root = _files_root(settings)
+    taken = [p for p in (*settings.database_files(), settings.data_dir / SECRET_KEY_FILE) if p.exists()]
+    if root is not None and root.is_dir() and any(root.iterdir()):
+        taken.append(root)
+    if taken:
+        raise ConfigError("restore goes into an empty data dir; this one already has "
+                          + ", ".join(str(p) for p in taken))
+
+
+def _check_key(settings: Settings, key: str) -> None:
+    if settings.secret_key and settings.secret_key != key:
+        raise ConfigError("AGENTLOFT_SECRET_KEY differs from the backup's key, so its stored secrets could not "
+                          "be decrypted; unset it (the backup's key is restored into the data dir) or set it to "
+                          "the backup's")
+
+
+def restore(settings: Settings, src: Path) -> Summary:
+    """Bring the backup in ``src`` into the empty instance ``settings`` describe."""
+    manifest = _read_manifest(src)
+    key = (src / SECRET_KEY_FILE).read_text().strip()
+    _check_key(settings, key)
+    _check_empty_target(settings)
+    sqlite_file = settings.sqlite_file
+    kind = "sqlite" if sqlite_file is not None else "postgresql"
+    if manifest.get("database") != kind:
+        raise ConfigError(f"this backup is of a {manifest.get('database')} database; this instance uses {kind}")
+    url = settings.resolved_database_url
+    if sqlite_file is None and migrate.current_revision(url) is not None:
+        raise ConfigError("restore goes into an empty PostgreSQL database; this one already has agentloft's tables")
+    settings.prepare_data_dir()
+    if sqlite_file is not None:
+        shutil.copy2(src / SQLITE_COPY, sqlite_file)
+        os.chmod(sqlite_file, 0o600)
+    else:
+        _run(["pg_restore", "--no-owner", "--exit-on-error", f"--dbname={make_url(url).database}",
+              str(src / PG_DUMP)], make_url(url))
+    if not settings.secret_key:
+        path = settings.data_dir / SECRET_KEY_FILE
+        path.write_text(key + "\n")
+        os.chmod(path, 0o600)
+    files = 0
+    root = _files_root(settings)
+    if root is not None and (src / FILES).is_dir():
+        files = _copy_new(src / FILES, root)
+    return Summary(database=kind, files=files)
