@@ -30,13 +30,39 @@ def _uses_browser(item: pytest.Item) -> bool:
     return item.get_closest_marker("e2e") is not None or "browser" in getattr(item, "fixturenames", ())
 
 
+# Fixtures through which a test reaches the pass's database; a test that uses none of them (and whose module
+# does not reach PostgreSQL or Redis itself through ``tests.pg`` / ``tests.redis_db``) runs the same code on
+# every pass.
+_DATABASE_FIXTURES = frozenset({"template_db", "pg_template", "blank_database_url"})
+
+
+def _reaches_backends(item: pytest.Item) -> bool:
+    if _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return module is not None and any(value is pg or value is redis_db for value in vars(module).values())
+
+
+def _only_backend_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the PostgreSQL and Redis passes, deselect the tests that never reach a database or Redis: they
+    ran in the SQLite pass, and would run the very same code again."""
+    kept, dropped = [], []
+    for item in items:
+        (kept if _reaches_backends(item) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread until
-    the session ends, and async tests after it could not start their own. In the PostgreSQL pass, skip
-    what only makes sense on SQLite, saying why; on SQLite everything runs."""
+    the session ends, and async tests after it could not start their own. In the PostgreSQL pass, run only
+    the tests that reach a database or Redis, and skip what only makes sense on SQLite, saying why; on
+    SQLite everything runs."""
     items.sort(key=_uses_browser)  # stable: the order is otherwise kept
     if not pg.server_url():
         return
+    _only_backend_tests(config, items)
     for item in items:
         marker = item.get_closest_marker("sqlite_only")
         if marker is not None:
