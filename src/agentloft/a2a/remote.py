@@ -338,7 +338,7 @@ class RemoteCall:
 async def _open(call: RemoteCall) -> _Panel:
     """Claim the callee session, store the input and an empty reply, open the panel's buffer."""
     async with call.rt.db.session() as db:
-        reply_id, _ = await chat_service.begin_turn(db=db, session_id=call.task.session_id or "",
+        reply_id, *_ = await chat_service.begin_turn(db=db, session_id=call.task.session_id or "",
                                                     user_id=call.task.user_id, agent_id=call.callee.id,
                                                     user_text=call.input_text, model_id=None, extra=call.extra)
     key = f"a2a_{call.task.id}"

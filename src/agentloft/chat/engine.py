@@ -70,6 +70,7 @@ from pydantic_core import PydanticSerializationError
 
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
+from agentloft.chat import knowledge as chat_knowledge
 from agentloft.chat import service
 from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
@@ -125,6 +126,9 @@ class TurnRequest:
     # and those files (``chat.attachments.model_input``; None: the text alone)
     attachments: list[dict[str, Any]] | None = None
     prompt: str | list[UserContent] | None = None
+    # the user's own knowledge collections the session searches from this turn on (``chat.knowledge``;
+    # None: those it has)
+    knowledge_ids: list[str] | None = None
 
 
 @dataclass
@@ -241,17 +245,20 @@ async def prepare_turn(
     await rt.runs.claim(lease)  # before the database says it runs: a sweeper never sees it unowned
     try:
         async with rt.db.session() as db:  # one short write transaction
-            reply_id, raw_history = await service.begin_turn(
+            reply_id, raw_history, knowledge_ids = await service.begin_turn(
                 db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
                 user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
-                running_limit=r.running_limit, attachments=r.attachments,
+                running_limit=r.running_limit, attachments=r.attachments, knowledge_ids=r.knowledge_ids,
             )
+            tools = await chat_knowledge.session_tools(db, user_id=r.user_id, collection_ids=knowledge_ids,
+                                                       tools=inputs.tools)
         scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
                          agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
                          extra=dict(r.tool_extra or {}))
         return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
                                 buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
-                                history=raw_history, prompt=r.user_text if r.prompt is None else r.prompt)
+                                history=raw_history, prompt=r.user_text if r.prompt is None else r.prompt,
+                                tools=tools)
     except BaseException:
         await rt.runs.release(lease)
         raise
@@ -281,19 +288,23 @@ async def prepare_rewind(
             cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
                                             text=new_text, model_id=inputs.model_row.id,
                                             running_limit=running_limit)
+            tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=cut.knowledge_ids,
+                                                       tools=inputs.tools)
         scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
                          agent_id=agent.id if agent else None)
         return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
                                 message_id=cut.reply_id, history=cut.history,
-                                prompt=cut.prompt if prompt is None else prompt)
+                                prompt=cut.prompt if prompt is None else prompt, tools=tools)
     except BaseException:
         await rt.runs.release(lease)
         raise
 
 
-async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fields: Any) -> PreparedTurn:
+async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, *, tools: list[RunTool] | None = None,
+                     **fields: Any) -> PreparedTurn:
     """A ``PreparedTurn`` with what the agent (or the plain chat's defaults) and the model row decide,
-    and its buffer opened; ``fields`` are the rest of the turn's fields. The session is claimed already:
+    and its buffer opened; ``tools`` those of the turn when not only ``inputs``' (``chat.knowledge``);
+    ``fields`` are the rest of the turn's fields. The session is claimed already:
     if the buffer cannot be opened, the turn is ended as failed (the session freed) before the error
     goes on to the caller."""
     turn = PreparedTurn(
@@ -302,7 +313,7 @@ async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, **fie
         system_prompt=agent.system_prompt if agent else "",
         max_steps=agent.max_steps if agent else 10,
         max_tokens=agent.max_output_tokens if agent else None,
-        tools=inputs.tools,
+        tools=inputs.tools if tools is None else tools,
         **fields,
     )
     try:
@@ -369,6 +380,8 @@ async def _prepare_resume(
         if any(a.status == "pending" for a in approvals):
             raise Conflict("other tool calls still wait for an answer", code="approval_pending")
         inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
+        tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=session.knowledge_ids,
+                                                   tools=inputs.tools)
         await service.claim_session(db=db, session_id=session_id, from_status=AWAITING_APPROVAL)
         collector = PartsCollector(reply.parts)
         for a in approvals:
@@ -380,7 +393,7 @@ async def _prepare_resume(
                      agent_id=agent.id if agent else None)
     return await _open_turn(
         rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or session_id,
-        message_id=reply.id,
+        message_id=reply.id, tools=tools,
         history=session.model_history, deferred=_deferred_results(approvals), parts=collector.parts,
         input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, StorableJSON, StorableString, StorableText, TimestampMixin, UTCDateTime, utcnow
@@ -57,6 +57,10 @@ class AgentSession(TimestampMixin, Base):
     # or TITLE_USER (renamed: never replaced)
     title_source: Mapped[str] = mapped_column(String(10), nullable=False, default="auto", server_default="auto")
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # added by 0030_session_knowledge: the ids of the user's own knowledge collections this chat searches
+    # (``chat.knowledge``), in the order they were attached; a deleted one is dropped where it is read.
+    # A server default only, as ``AgentMessage.attachments``
+    knowledge_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, server_default="[]")
 
 
 class AgentMessage(TimestampMixin, Base):

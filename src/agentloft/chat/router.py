@@ -3,6 +3,7 @@
 - ``POST /api/agents/{slug}/chat`` {message, sessionId?} → SSE of the new turn. The session id is in
   the ``X-Session-Id`` response header (and in the ``start`` chunk's ``messageId`` for the reply).
 - ``POST /api/llm/chat`` {message, sessionId?} → the same with the default model and the user's tools.
+  Both take ``attachments`` (``chat.attachments``) and ``knowledgeIds`` (``chat.knowledge``).
 - ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters), ``GET/PATCH/DELETE
   /api/agent-sessions/{id}`` (deleting stops a running reply); ``POST /api/agent-sessions/{id}/title``
   names a session from its first exchange (``chat.titles``).
@@ -37,6 +38,7 @@ from agentloft.chat.schemas import (
     ApprovalAnswer,
     ApprovalWaiting,
     ChatRequest,
+    KnowledgeRef,
     MessageRead,
     PendingApproval,
     ResendRequest,
@@ -86,14 +88,14 @@ def _session_read(row: AgentSession, names: dict[int, tuple[str, str]]) -> Sessi
 @router.post("/api/agents/{slug}/chat")
 async def agent_chat(slug: str, body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingResponse:
     key = await turns.start_chat(rt, user=user, agent_slug=slug, message=body.message, session_id=body.session_id,
-                                 file_ids=body.attachments)
+                                 file_ids=body.attachments, knowledge_ids=body.knowledge_ids)
     return sse_response(rt, key, session_id=key)
 
 
 @router.post("/api/llm/chat")
 async def llm_chat(body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingResponse:
     key = await turns.start_chat(rt, user=user, agent_slug=None, message=body.message, session_id=body.session_id,
-                                 file_ids=body.attachments)
+                                 file_ids=body.attachments, knowledge_ids=body.knowledge_ids)
     return sse_response(rt, key, session_id=key)
 
 
@@ -155,6 +157,7 @@ async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDet
         pending_approvals=[PendingApproval(tool_call_id=a.tool_call_id, tool_name=a.tool_name, input=a.input)
                            for a in got["pending"]],
         active=got["active"],
+        knowledge=[KnowledgeRef(id=i, name=n) for i, n in got["knowledge"]],
         input_tokens=sum(m.input_tokens or 0 for m in messages),
         output_tokens=sum(m.output_tokens or 0 for m in messages),
     )

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, StringConstraints
 
 from agentloft.chat.attachments import MAX_ATTACHMENTS
+from agentloft.chat.knowledge import MAX_COLLECTIONS
 from agentloft.core.schemas import ApiModel, ClientText
 
 # The longest message a user may send an agent; A2A callers and the agent-invoke tool are held to it too.
@@ -16,6 +17,7 @@ MAX_MESSAGE_CHARS = 100_000
 Message = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_MESSAGE_CHARS),
                     ClientText]
 FileId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+CollectionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), ClientText]
 
 
@@ -25,6 +27,11 @@ class ChatRequest(ApiModel):
     attachments: list[FileId] = Field(
         default_factory=list, max_length=MAX_ATTACHMENTS,
         description="Ids of the sender's own files (POST /api/files) to send with the message.",
+    )
+    knowledge_ids: list[CollectionId] | None = Field(
+        default=None, max_length=MAX_COLLECTIONS,
+        description="Ids of the sender's own knowledge collections the chat searches from this message on "
+                    "(replacing those it had; [] for none); omit to keep them.",
     )
 
 
@@ -85,6 +92,11 @@ class MessageRead(ApiModel):
     updated_at: datetime
 
 
+class KnowledgeRef(ApiModel):
+    id: str
+    name: str
+
+
 class PendingApproval(ApiModel):
     tool_call_id: str
     tool_name: str
@@ -95,6 +107,8 @@ class SessionDetail(SessionRead):
     messages: list[MessageRead]
     pending_approvals: list[PendingApproval]
     active: bool = Field(description="A reply is streaming now; GET …/stream follows it.")
+    knowledge: list[KnowledgeRef] = Field(
+        default_factory=list, description="The user's own knowledge collections the chat searches.")
     input_tokens: int
     output_tokens: int
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import orjson
 from sqlalchemy import (
@@ -209,10 +209,12 @@ async def begin_turn(
     create: NewSession | None = None,
     running_limit: int | None = None,
     attachments: list[dict[str, Any]] | None = None,
-) -> tuple[str, str | None]:
+    knowledge_ids: list[str] | None = None,
+) -> Begun:
     """Claim the user's idle session of this chat (``agent_id``; None: the plain LLM chat), or create it
-    running, and add the user message plus an empty assistant message; returns (assistant message id,
-    model history). A session that is not the user's, or belongs to another chat, or is busy, is refused
+    running, and add the user message plus an empty assistant message; returns the assistant message id,
+    the model history and the session's knowledge collections (``knowledge_ids`` replaces them when
+    given: ``chat.knowledge``). A session that is not the user's, or belongs to another chat, or is busy, is refused
     with the error that says which. Few statements on purpose: under load every statement inside a write
     transaction is an event-loop round trip while SQLite's write lock is held, and on PostgreSQL a round
     trip to the server. So the claim itself checks ownership, and returns the history and the next
@@ -222,6 +224,7 @@ async def begin_turn(
     now = utcnow()
     history: str | None = None
     first = 0
+    kept = knowledge_ids or []
     owner = _owner(db, create.user_id if create is not None else user_id, running_limit)
     if create is not None:
         # Core inserts on the tables, not ``db.add`` + flush nor ORM-enabled inserts: the ORM's unit of
@@ -229,7 +232,7 @@ async def begin_turn(
         await db.execute(insert(table_of(AgentSession)).values(user_id=owner), {
             "id": session_id, "agent_id": create.agent_id, "kind": create.kind,
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
-            "model_history": None, "deleted_at": None})
+            "model_history": None, "deleted_at": None, "knowledge_ids": kept})
     else:
         sessions, messages = table_of(AgentSession), table_of(AgentMessage)
         last = select(func.max(messages.c.sort_order)).where(messages.c.session_id == session_id)
@@ -239,12 +242,14 @@ async def begin_turn(
             .values(status=RUNNING, updated_at=now,
                     title=case((sessions.c.title == "", literal(title_from(user_text), sessions.c.title.type)),
                                else_=sessions.c.title))  # the column's type: it makes the text storable
-            .returning(sessions.c.model_history, last.scalar_subquery())
+            .returning(sessions.c.model_history, last.scalar_subquery(), sessions.c.knowledge_ids)
         )
+        if knowledge_ids is not None:
+            claim = claim.values(knowledge_ids=knowledge_ids)
         claimed = (await db.execute(claim)).first()
         if claimed is None:
             await _refuse_claim(db, session_id, user_id, agent_id)
-        history = claimed[0]
+        history, kept = claimed[0], list(claimed[2] or [])
         first = 0 if claimed[1] is None else claimed[1] + 1
     reply_id = new_id("am")
     common = {"session_id": session_id, "created_at": now, "updated_at": now, "input_tokens": None,
@@ -261,7 +266,15 @@ async def begin_turn(
     ])
     if running_limit:
         _refuse_above(int(added.scalars().first() or 0), running_limit)
-    return reply_id, history
+    return Begun(reply_id, history, kept)
+
+
+class Begun(NamedTuple):
+    """A turn begun: its empty reply, the model history it continues, the session's collection ids."""
+
+    reply_id: str
+    history: str | None
+    knowledge_ids: list[str]
 
 
 @dataclass
@@ -271,6 +284,7 @@ class Rewound:
     reply_id: str
     prompt: str
     history: str | None
+    knowledge_ids: list[str]
 
 
 async def rewind_turn(
@@ -294,7 +308,8 @@ async def rewind_turn(
         .where(AgentSession.id == session_id, AgentSession.status == IDLE,
                AgentSession.user_id == _owner(db, user_id, running_limit))
         .values(status=RUNNING, updated_at=utcnow())
-        .returning(AgentSession.model_history)  # read in the claim: a turn that just ended may have changed it
+        # read in the claim: a turn that just ended may have changed them
+        .returning(AgentSession.model_history, AgentSession.knowledge_ids)
     )
     claimed = (await db.execute(claim)).first()
     if claimed is None:
@@ -314,7 +329,7 @@ async def rewind_turn(
                          status=STREAMING, model_id=model_id, sort_order=message.sort_order + 1)
     db.add(reply)
     await db.flush()
-    return Rewound(reply_id=reply.id, prompt=prompt, history=history)
+    return Rewound(reply_id=reply.id, prompt=prompt, history=history, knowledge_ids=list(claimed[1] or []))
 
 
 async def user_message(*, db: AsyncSession, session_id: str, user_id: int, message_id: str | None) -> AgentMessage:

@@ -12,6 +12,7 @@ from typing import Any
 
 from agentloft.auth.models import User
 from agentloft.chat import attachments, engine, service
+from agentloft.chat import knowledge as chat_knowledge
 from agentloft.chat.models import RUNNING, STOPPED, STREAMING
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
@@ -30,15 +31,19 @@ async def _background(rt: Runtime, turn: engine.PreparedTurn) -> None:
 
 
 async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message: str,
-                     session_id: str | None, file_ids: list[str] | None = None) -> str:
+                     session_id: str | None, file_ids: list[str] | None = None,
+                     knowledge_ids: list[str] | None = None) -> str:
     """Start a turn with an agent (or the plain model when ``agent_slug`` is None); returns the key.
     A new session is created in the same transaction as its first turn, so a turn that cannot start
-    (no model configured, a file that cannot be attached) leaves no empty session behind."""
+    (no model configured, a file that cannot be attached) leaves no empty session behind.
+    ``knowledge_ids``: the user's collections the session searches from now on (``chat.knowledge``;
+    None: those it has)."""
     agent, inputs = await engine.chat_inputs(rt, agent_slug=agent_slug, user_id=user.id, user_role=user.role)
     rows = await attachments.check(rt, user_id=user.id, file_ids=file_ids or [])
     kept = [attachments.kept(r) for r in rows]
     attachments.refuse_images_without_vision(inputs.model_row, kept)
     prompt = await attachments.model_input(rt, user_id=user.id, text=message, attached=kept)
+    knowledge = await chat_knowledge.check(rt, user_id=user.id, collection_ids=knowledge_ids)
     agent_id, kind = (agent.id, "agent") if agent is not None else (None, "llm")
     create = None  # an existing session: checked to be the user's below, and by the claim to be this chat's
     if session_id is None:
@@ -48,7 +53,7 @@ async def start_chat(rt: Runtime, *, user: User, agent_slug: str | None, message
         await _own_session(rt, user=user, session_id=session_id)
     request = engine.TurnRequest(user_id=user.id, user_role=user.role, agent=agent, session_id=session_id,
                                  user_text=message, running_limit=rt.settings.max_running_chats_per_user,
-                                 attachments=kept, prompt=prompt)
+                                 attachments=kept, prompt=prompt, knowledge_ids=knowledge)
     turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
     rt.runs.note_owner(session_id, user.id)  # the claim found it the user's, or made it so
     rt.runs.spawn(_background(rt, turn))
@@ -164,8 +169,9 @@ async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[st
         models = await service.model_names(db=db, model_ids=[m.model_id for m in messages])
         attached = [a["id"] for m in messages for a in m.attachments]
         files = await files_service.existing_ids(db=db, user_id=user.id, file_ids=attached)
+        knowledge = await chat_knowledge.attached(db, user_id=user.id, collection_ids=row.knowledge_ids)
     active = await rt.buffers.is_active(session_id)
     return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names,
-            "models": models, "files": files}
+            "models": models, "files": files, "knowledge": knowledge}
 
 

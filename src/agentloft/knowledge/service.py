@@ -226,3 +226,14 @@ async def admin_collection_ids(*, db: AsyncSession, collection_ids: Sequence[str
     stmt = (select(KnowledgeCollection.id).join(User, User.id == KnowledgeCollection.user_id)
             .where(KnowledgeCollection.id.in_(list(collection_ids)), User.role == ADMIN_ROLE))
     return set((await db.execute(stmt)).scalars())
+
+
+async def owned_collections(*, db: AsyncSession, user_id: int, collection_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(id, name) of those of ``collection_ids`` that exist and are the user's own, in the given order: what
+    a chat's own knowledge tool may search (``chat.knowledge``); any other id is simply left out."""
+    if not collection_ids:
+        return []
+    stmt = select(KnowledgeCollection.id, KnowledgeCollection.name).where(
+        KnowledgeCollection.id.in_(list(collection_ids)), KnowledgeCollection.user_id == user_id)
+    names = {i: n for i, n in (await db.execute(stmt)).all()}
+    return [(i, names[i]) for i in dict.fromkeys(collection_ids) if i in names]

@@ -9,6 +9,9 @@ The result holds the best chunks with their file name, page and chunk id. The sa
 caller's stream as a ``data-knowledge-sources`` part, which the chat keeps with the reply and shows under
 it as its "Sources" (file, page, the chunk's text on click): no second request, so a user sees the
 chunks the model read even from an admin's collection they cannot open themselves.
+
+``OwnKnowledgeTool`` is the same search over a user's own collections, for the chat they attached them to
+(``chat.knowledge``): built per turn, never registered, so it reaches no other run.
 """
 
 from __future__ import annotations
@@ -73,23 +76,62 @@ class KnowledgeTool(ToolType[Config, Input]):
         return reasons
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
-        rt = ctx.runtime
-        async with rt.db.session() as db:
+        async with ctx.runtime.db.session() as db:
             found = await knowledge_service.admin_collection_ids(db=db, collection_ids=config.collection_ids)
-        ids = [i for i in config.collection_ids if i in found]
-        if not ids:
-            return ToolResult.fail("this tool has no knowledge collection it can search", code="knowledge_not_found")
-        try:
-            result = await knowledge_service.search_collections(rt=rt, collection_ids=ids, q=input.query,
-                                                                top_k=config.top_k)
-        except AppError as err:
-            return ToolResult.fail(err.message, code=err.code)
-        results = [{"chunkId": h.chunk_id, "fileName": h.file_name, "page": h.page, "text": h.text,
-                    "score": round(h.score, 4)} for h in result.items]
-        if results:  # the reply's "Sources" list: kept with the message, shown under it
-            await ctx.emit(SOURCES_EVENT, {"toolCallId": ctx.tool_call_id, "sources": [
-                {k: r[k] for k in ("chunkId", "fileName", "page", "text")} for r in results]})
-        return ToolResult.ok({"query": input.query, "mode": result.mode, "results": results})
+        return await search_and_cite([i for i in config.collection_ids if i in found], input, config.top_k, ctx)
+
+
+async def search_and_cite(collection_ids: list[str], input: Input, top_k: int, ctx: ToolContext) -> ToolResult:
+    """Search the collections the caller checked, and send the chunks found as the reply's sources."""
+    if not collection_ids:
+        return ToolResult.fail("this tool has no knowledge collection it can search", code="knowledge_not_found")
+    try:
+        result = await knowledge_service.search_collections(rt=ctx.runtime, collection_ids=collection_ids,
+                                                            q=input.query, top_k=top_k)
+    except AppError as err:
+        return ToolResult.fail(err.message, code=err.code)
+    results = [{"chunkId": h.chunk_id, "fileName": h.file_name, "page": h.page, "text": h.text,
+                "score": round(h.score, 4)} for h in result.items]
+    if results:  # the reply's "Sources" list: kept with the message, shown under it
+        await ctx.emit(SOURCES_EVENT, {"toolCallId": ctx.tool_call_id, "sources": [
+            {k: r[k] for k in ("chunkId", "fileName", "page", "text")} for r in results]})
+    return ToolResult.ok({"query": input.query, "mode": result.mode, "results": results})
+
+
+class OwnConfig(ApiModel):
+    collection_ids: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list)
+    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K)
+
+
+class OwnKnowledgeTool(ToolType[OwnConfig, Input]):
+    """The tool a chat gets for the collections its user attached (``chat.knowledge``). Never registered:
+    no admin configures it, and it searches only what is the calling user's own at the moment of the call
+    (another user's or a deleted collection is left out, as the session's list is read)."""
+
+    slug = "own_knowledge"
+    name = "My knowledge"
+    description = "Searches the knowledge collections the user attached to this chat."
+    Config = OwnConfig
+    Input = Input
+    made_by_hand = False
+
+    def describe(self, config: OwnConfig) -> str:
+        names = ", ".join(f'"{n}"' for n in config.names)
+        return (
+            f"Search the user's own knowledge collections attached to this chat ({names}) for passages "
+            f"relevant to a question; returns up to {config.top_k} passages, best first, each with its file "
+            "name, page and chunk id. Use it before answering questions these files may cover, and name the "
+            "files you used."
+        )
+
+    async def execute(self, input: Input, config: OwnConfig, ctx: ToolContext) -> ToolResult:
+        if ctx.user_id is None:
+            return await search_and_cite([], input, config.top_k, ctx)
+        async with ctx.runtime.db.session() as db:
+            owned = await knowledge_service.owned_collections(db=db, user_id=ctx.user_id,
+                                                              collection_ids=config.collection_ids)
+        return await search_and_cite([i for i, _ in owned], input, config.top_k, ctx)
 
 
 TOOL_TYPE = KnowledgeTool()
