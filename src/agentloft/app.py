@@ -68,6 +68,7 @@ ROUTER_MODULES = (
     "agentloft.files.router",
     "agentloft.knowledge.router",
     "agentloft.a2a.router",
+    "agentloft.usage.router",
     "agentloft.web.router",
 )
 # Modules exposing ``async def startup(rt)`` and optionally ``async def shutdown(rt)``.

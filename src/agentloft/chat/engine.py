@@ -72,6 +72,7 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import knowledge as chat_knowledge
 from agentloft.chat import service
+from agentloft.chat.budgeted import BudgetedModel
 from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
@@ -85,6 +86,9 @@ from agentloft.llm import service as llm_service
 from agentloft.llm.models import ModelConfig
 from agentloft.tools import service as tools_service
 from agentloft.tools.runner import RunTool
+from agentloft.usage import budgets
+from agentloft.usage import service as usage_service
+from agentloft.usage.models import Source
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +158,10 @@ class PreparedTurn:
     parts: list[dict[str, Any]] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    # what the user had left of their budgets when the turn started (None: no budget applies), and the
+    # source its usage is recorded under (``usage.service``)
+    allowance: budgets.Allowance | None = None
+    usage_source: Source = "chat"
 
 
 # --- models and tools --------------------------------------------------------------------------------
@@ -245,6 +253,7 @@ async def prepare_turn(
     await rt.runs.claim(lease)  # before the database says it runs: a sweeper never sees it unowned
     try:
         async with rt.db.session() as db:  # one short write transaction
+            allowance = await budgets.refuse_over(rt, db, user_id=r.user_id, model=inputs.model_row)
             reply_id, raw_history, knowledge_ids = await service.begin_turn(
                 db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
                 user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
@@ -258,7 +267,7 @@ async def prepare_turn(
         return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
                                 buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
                                 history=raw_history, prompt=r.user_text if r.prompt is None else r.prompt,
-                                tools=tools)
+                                tools=tools, allowance=allowance, usage_source=_source_of(r))
     except BaseException:
         await rt.runs.release(lease)
         raise
@@ -285,6 +294,7 @@ async def prepare_rewind(
     await rt.runs.claim(lease)
     try:
         async with rt.db.session() as db:
+            allowance = await budgets.refuse_over(rt, db, user_id=user_id, model=inputs.model_row)
             cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
                                             text=new_text, model_id=inputs.model_row.id,
                                             running_limit=running_limit)
@@ -294,7 +304,8 @@ async def prepare_rewind(
                          agent_id=agent.id if agent else None)
         return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
                                 message_id=cut.reply_id, history=cut.history,
-                                prompt=cut.prompt if prompt is None else prompt, tools=tools)
+                                prompt=cut.prompt if prompt is None else prompt, tools=tools,
+                                allowance=allowance)
     except BaseException:
         await rt.runs.release(lease)
         raise
@@ -336,6 +347,11 @@ async def _abandon(rt: Runtime, turn: PreparedTurn, reason: str) -> None:
             await service.set_session_state(db=db, session_id=turn.session_id, status=IDLE)
     except Exception:
         log.exception("could not free session %s after a failed turn", turn.session_id)
+
+
+def _source_of(request: TurnRequest) -> Source:
+    """What the turn's usage is recorded as: an A2A task's turn (``message_extra``'s source) or a chat's."""
+    return "a2a" if (request.message_extra or {}).get("source") == "a2a" else "chat"
 
 
 def _internal(exc: BaseException) -> str:
@@ -382,6 +398,9 @@ async def _prepare_resume(
         inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
         tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=session.knowledge_ids,
                                                    tools=inputs.tools)
+        # not refused here: the answers are saved, and the run's first model call stops it if a budget is
+        # used up (``chat.budgeted``), which frees the session as a failed reply
+        allowance = await budgets.allowance(rt, db, user_id=user_id, model=inputs.model_row)
         await service.claim_session(db=db, session_id=session_id, from_status=AWAITING_APPROVAL)
         collector = PartsCollector(reply.parts)
         for a in approvals:
@@ -396,6 +415,7 @@ async def _prepare_resume(
         message_id=reply.id, tools=tools,
         history=session.model_history, deferred=_deferred_results(approvals), parts=collector.parts,
         input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
+        allowance=allowance, usage_source="a2a" if reply.source == "a2a" else "chat",
     )
 
 
@@ -407,6 +427,7 @@ class _Outcome:
     messages: list[ModelMessage] | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    tokens: usage_service.Tokens = field(default_factory=usage_service.Tokens)  # this run's, cache counts too
     output: Any = None
     stopped: str | None = None  # "stopped" | "interrupted"
     run: Any = None  # pydantic-ai's event stream of the run, once it started
@@ -431,6 +452,7 @@ async def _agent_events(rt: Runtime, turn: PreparedTurn, outcome: _Outcome) -> A
     agent = rt.models.agent(model, turn.system_prompt or None)
     runner = agent.run_stream_events(
         turn.prompt,
+        model=BudgetedModel(model, turn.allowance) if turn.allowance else None,
         message_history=_history(turn.history) or None,
         deferred_tool_results=turn.deferred,
         # no tools, no toolset: pydantic-ai runs each step's toolset calls side by side in tasks otherwise
@@ -493,8 +515,8 @@ def _history_json(messages: list[ModelMessage]) -> str:
 def _capture(events: Any, outcome: _Outcome) -> None:
     try:
         outcome.messages = events.all_messages()
-        usage = events.usage
-        outcome.input_tokens, outcome.output_tokens = usage.input_tokens or 0, usage.output_tokens or 0
+        outcome.tokens = usage_service.tokens_of(events.usage)
+        outcome.input_tokens, outcome.output_tokens = outcome.tokens.input, outcome.tokens.output
     except Exception:  # the run never started
         log.debug("no run state to capture", exc_info=True)
     result = events.result
@@ -591,7 +613,7 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
     try:
         result, history = _result(turn, stream, collector, outcome)
         length = len(outcome.messages) if outcome.messages else None
-        await asyncio.shield(_save(rt, turn, collector, result, history, length))
+        await asyncio.shield(_save(rt, turn, collector, result, history, length, outcome.tokens))
     except Exception as exc:
         log.exception("could not save the turn of session %s", turn.session_id)
         reason = f"The reply could not be saved: {_internal(exc)}."
@@ -626,10 +648,12 @@ def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsColle
 
 
 async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, result: TurnResult,
-                history: str | None, history_length: int | None) -> None:
+                history: str | None, history_length: int | None, tokens: usage_service.Tokens) -> None:
     """``history_length``: how many messages the saved history has (None: this turn saved none), kept on
-    the reply so an edit or a regeneration can cut the history back to where a later turn started."""
+    the reply so an edit or a regeneration can cut the history back to where a later turn started.
+    ``tokens``: what this run used, recorded with the reply in the same transaction."""
     async with rt.db.session() as db:
+        _record_usage(db, turn, tokens)
         await service.update_message(
             db=db, message_id=turn.message_id, content=result.text, parts=collector.parts,
             status=result.status, error=result.error, input_tokens=result.input_tokens,
@@ -640,6 +664,16 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
                                         calls=result.pending)
         session_status = AWAITING_APPROVAL if result.status == AWAITING_APPROVAL else IDLE
         await service.set_session_state(db=db, session_id=turn.session_id, status=session_status, history=history)
+
+
+def _record_usage(db: Any, turn: PreparedTurn, tokens: usage_service.Tokens) -> None:
+    """The run's usage record, for the user the turn runs as (an A2A callee's turn runs as the user whose
+    turn called it, or as the outside caller's user)."""
+    s = turn.scope
+    if s.user_id is None:  # every turn runs as a user; a scope without one has nobody to count for
+        return
+    usage_service.record(db=db, user_id=s.user_id, source=turn.usage_source, tokens=tokens, model=turn.model_row,
+                         agent_id=s.agent_id, session_id=turn.session_id)
 
 
 # --- the public calls --------------------------------------------------------------------------------

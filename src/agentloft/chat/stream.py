@@ -3,7 +3,9 @@
 The encoder is reused as is (``sdk_version=6`` for ``tool-approval-request``); only the failure paths
 change: a model failure becomes an ``error`` chunk a person can read (not a provider's raw repr), preceded
 by a ``data-error`` part with its kind (``llm.failures.classify``) so the page can word it in the reader's language, and
-hitting the step limit ends the reply with a ``data-notice`` part instead of an error.
+hitting the step limit ends the reply with a ``data-notice`` part instead of an error, and a budget used up
+between two model calls (``chat.budgeted``) ends it with ``data-error`` ``budget_exceeded`` and the budget's
+values.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic_ai.ui.vercel_ai import VercelAIEventStream
 from pydantic_ai.ui.vercel_ai.response_types import BaseChunk, DataChunk, ErrorChunk
 
 from agentloft.llm.failures import classify
+from agentloft.usage.budgets import BudgetExceeded
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,13 @@ class EngineEventStream(VercelAIEventStream):
                                                        "level": "warning", "message": note})
             return
         self._finish_reason = "error"
+        if isinstance(error, BudgetExceeded):
+            # a budget ran out between two model calls: the page words it from the code and its values
+            self.failure_text = error.message
+            values = error.fields["budget"].code.get("params", {})
+            yield DataChunk(type="data-error", data={"code": error.code, **values})
+            yield ErrorChunk(error_text=self.failure_text)
+            return
         log.warning("model run failed: %r", error)
         failure = classify(error, mid_reply=self.answering)
         self.failure_text = failure.text

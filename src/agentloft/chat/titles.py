@@ -22,6 +22,7 @@ from agentloft.core.runtime import Runtime
 from agentloft.llm import service as llm_service
 from agentloft.llm.clients import wait_settings
 from agentloft.system import service as system_service
+from agentloft.usage import service as usage_service
 
 log = logging.getLogger(__name__)
 
@@ -51,20 +52,26 @@ async def name_session(rt: Runtime, *, user: User, session_id: str) -> AgentSess
     if exchange is None:
         return row  # no complete reply yet: ask again after one
     slug = names.get(row.agent_id, (None, None))[0] if row.agent_id is not None else None
-    title = None
+    title, used, model_row = None, usage_service.Tokens(), None
     try:
         _, inputs = await engine.chat_inputs(rt, agent_slug=slug, user_id=user.id, user_role=user.role)
-        model = rt.models.model(llm_service.spec_of(row=inputs.model_row, box=rt.box))
-        title = await ask_for_title(rt, model, *exchange)
+        model_row = inputs.model_row
+        model = rt.models.model(llm_service.spec_of(row=model_row, box=rt.box))
+        title, used = await ask_for_title(rt, model, *exchange)
     except Exception:  # the agent or its model went away: the first words stay
         log.info("no title for session %s", session_id, exc_info=True)
     async with rt.db.session() as db:
+        # the call's tokens count for the session's owner, whose turn it names (``usage.service``)
+        usage_service.record(db=db, user_id=user.id, source="title", tokens=used, model=model_row,
+                             agent_id=row.agent_id, session_id=session_id)
         await service.set_generated_title(db=db, session_id=session_id, title=title)
         return await service.get_session(db=db, session_id=session_id, user_id=user.id)
 
 
-async def ask_for_title(rt: Runtime, model: Model, question: str, answer: str) -> str | None:
-    """The model's title for one exchange, cleaned to one plain line; None when it gave none."""
+async def ask_for_title(rt: Runtime, model: Model, question: str,
+                        answer: str) -> tuple[str | None, usage_service.Tokens]:
+    """The model's title for one exchange, cleaned to one plain line (None when it gave none), and the
+    tokens the call used (none when it failed: a failed call's usage is not known)."""
     prompt = f"User: {question[:EXCERPT]}\n\nAssistant: {answer[:EXCERPT]}"
     bound = min(TIMEOUT_S, rt.models.timeout_seconds)
     settings = wait_settings(bound) | ModelSettings(max_tokens=MAX_TITLE_TOKENS, request_timeout=bound)
@@ -72,8 +79,8 @@ async def ask_for_title(rt: Runtime, model: Model, question: str, answer: str) -
         result = await rt.models.agent(model, INSTRUCTIONS).run(prompt, model_settings=settings)
     except Exception as exc:
         log.info("title call failed: %r", exc)
-        return None
-    return clean_title(result.output if isinstance(result.output, str) else "")
+        return None, usage_service.Tokens()
+    return clean_title(result.output if isinstance(result.output, str) else ""), usage_service.tokens_of(result.usage)
 
 
 def clean_title(text: str) -> str | None:

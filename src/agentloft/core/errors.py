@@ -54,6 +54,9 @@ ProblemCode = Literal[
     "not_http_url", "required_for_transport", "not_a_cidr", "not_editable", "duplicate_names",
     "unknown_time_zone", "not_valid_json", "required_to_enable", "openai_compatible_only", "chat_model_only",
     "embedding_model_only", "storage_quota_exceeded",
+    # usage budgets (``usage.budgets``)
+    "budget_exceeded", "budget_needs_limit", "no_scope_for_everyone", "no_such_user", "date_range_reversed",
+    "date_range_too_long",
 ]
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0030_session_knowledge"
+HEAD = "0031_usage"
 
 T = TypeVar("T")
 

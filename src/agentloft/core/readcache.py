@@ -47,6 +47,8 @@ GROUPS: dict[str, frozenset[str]] = {
     "tokens": frozenset({"users", "api_tokens"}),
     # mcp_servers: a disabled server's tools leave every turn (``ToolType.unavailable``).
     "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations", "mcp_servers"}),
+    # the budgets every turn checks (``usage.budgets``)
+    "budgets": frozenset({"usage_budgets"}),
 }
 
 # Tables whose writes change rows elsewhere only in tables no group reads: their triggers keep the search

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sqlalchemy import Boolean, Index, Integer, String, Text, false
+from sqlalchemy import Boolean, Float, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, TimestampMixin
@@ -32,6 +32,9 @@ class ModelConfig(TimestampMixin, Base):
     # added by 0024_model_vision: it reads images (chat attachments); the presets' default, editable. Set
     # by whoever creates a row (``llm.service``); a server default only, as for ``agent_messages.attachments``
     vision: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
+    # added by 0031_usage: USD per million tokens, as the admin set them; null: unknown (its runs' cost is null)
+    input_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
+    output_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     # Names are unique: the pickers show a model by its name (migration 0013, which says why an index).
     __table_args__ = (Index("uq_model_configs_name", "name", unique=True),)

@@ -9,6 +9,10 @@ from agentloft.core.schemas import ApiModel
 from agentloft.llm.models import ModelKind, Provider
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+# USD per million tokens, as the provider's price list says; null (or omitted): unknown, and the cost of the
+# model's runs is unknown too (``usage.service``)
+Price = Annotated[float | None, Field(default=None, ge=0, le=1_000_000, allow_inf_nan=False, description=(
+    "USD per million tokens; null: unknown (the usage reports then show no cost for it)."))]
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
@@ -33,6 +37,8 @@ class ModelConfigCreate(ApiModel):
     vision: StrictBool | None = Field(default=None, description=(
         "It reads images attached to chat messages; omitted: on for Anthropic and OpenAI's own API, off for "
         "other OpenAI-compatible servers (Ollama, vLLM, a custom one)."))
+    input_price_per_m_tok: Price = None
+    output_price_per_m_tok: Price = None
 
     _check_url = field_validator("base_url")(_url)
 
@@ -47,6 +53,8 @@ class ModelConfigUpdate(ApiModel):
     enabled: StrictBool | None = None
     is_default: StrictBool | None = None
     vision: StrictBool | None = None
+    input_price_per_m_tok: Price = None
+    output_price_per_m_tok: Price = None
 
     _check_url = field_validator("base_url")(_url)
 
@@ -62,6 +70,8 @@ class ModelConfigRead(ApiModel):
     enabled: bool
     is_default: bool
     vision: bool = Field(description="It reads images attached to chat messages.")
+    input_price_per_m_tok: float | None = Field(default=None, description="USD per million input tokens.")
+    output_price_per_m_tok: float | None = Field(default=None, description="USD per million output tokens.")
     created_at: datetime
     updated_at: datetime
 

@@ -53,6 +53,8 @@ def to_read(row: ModelConfig) -> ModelConfigRead:
         enabled=row.enabled,
         is_default=row.is_default,
         vision=row.vision,
+        input_price_per_m_tok=row.input_price_per_mtok,
+        output_price_per_m_tok=row.output_price_per_mtok,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
@@ -109,6 +111,8 @@ async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCre
         enabled=data.enabled,
         is_default=data.is_default,
         vision=default_vision(data.kind, data.provider, data.base_url) if data.vision is None else data.vision,
+        input_price_per_mtok=data.input_price_per_m_tok,
+        output_price_per_mtok=data.output_price_per_m_tok,
     )
     _check_kind(row)
     db.add(row)
@@ -148,6 +152,12 @@ async def list_models(
     return list((await db.execute(stmt)).scalars()), total
 
 
+# Fields an update may set to null (the default endpoint, an unknown price); others keep their value then.
+_CLEARABLE = frozenset({"base_url", "input_price_per_m_tok", "output_price_per_m_tok"})
+# API fields whose column is named otherwise (``MTok`` reads as one word in the column's name).
+_COLUMNS = {"input_price_per_m_tok": "input_price_per_mtok", "output_price_per_m_tok": "output_price_per_mtok"}
+
+
 async def update_model(
     *, db: AsyncSession, box: SecretBox, model_id: int, data: ModelConfigUpdate
 ) -> ModelConfig:
@@ -161,8 +171,8 @@ async def update_model(
         key = changes.pop("api_key")
         row.api_key_enc = box.encrypt(key) if key else None
     for field, value in changes.items():
-        if value is not None or field == "base_url":
-            setattr(row, field, value)
+        if value is not None or field in _CLEARABLE:
+            setattr(row, _COLUMNS.get(field, field), value)
     _check_kind(row)
     await _flush_name(db, row.name)
     if row.is_default:

@@ -122,6 +122,13 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_http_503": "The model provider is overloaded (HTTP 503).",
         "chat.error.model_http_503.hint": "This is usually brief: retry in a moment.",
         "chat.error.model_timeout": "The model did not answer in time.",
+        "chat.error.budget_exceeded": "Your usage budget is used up until {resetsAt}.",
+        "chat.error.budget_exceeded.day_tokens": "The daily limit of {limit} tokens is used up until {resetsAt}.",
+        "chat.error.budget_exceeded.month_tokens": "The monthly limit of {limit} tokens is used up until {resetsAt}.",
+        "chat.error.budget_exceeded.day_cost": "The daily limit of ${limit} is used up until {resetsAt}.",
+        "chat.error.budget_exceeded.month_cost": "The monthly limit of ${limit} is used up until {resetsAt}.",
+        "chat.error.budget_exceeded.hint": "The reply stopped after the model call that used it up. Ask an "
+        "administrator if you need more.",
         "chat.error.model_timeout.hint": "It may be busy: retry. If it keeps happening, tell an administrator.",
         "chat.error.model_timeout.hintAdmin": "Retry. If it keeps happening, check the model server's load or raise "
         "AGENTLOFT_MODEL_TIMEOUT_SECONDS.",
@@ -264,6 +271,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "chat.error.model_http_503": "模型服务商负载过高（HTTP 503）。",
         "chat.error.model_http_503.hint": "通常很快恢复，请稍后重试。",
         "chat.error.model_timeout": "模型没有及时回复。",
+        "chat.error.budget_exceeded": "你的用量预算已用完，{resetsAt} 重置。",
+        "chat.error.budget_exceeded.day_tokens": "每日 {limit} 个令牌的上限已用完，{resetsAt} 重置。",
+        "chat.error.budget_exceeded.month_tokens": "每月 {limit} 个令牌的上限已用完，{resetsAt} 重置。",
+        "chat.error.budget_exceeded.day_cost": "每日 ${limit} 的费用上限已用完，{resetsAt} 重置。",
+        "chat.error.budget_exceeded.month_cost": "每月 ${limit} 的费用上限已用完，{resetsAt} 重置。",
+        "chat.error.budget_exceeded.hint": "回复在用完预算的那次模型调用之后停止。如需更多用量，请联系管理员。",
         "chat.error.model_timeout.hint": "模型可能正忙，请重试。如果反复出现，请告诉管理员。",
         "chat.error.model_timeout.hintAdmin": "请重试。如果反复出现，请检查模型服务器的负载，或调大 "
         "AGENTLOFT_MODEL_TIMEOUT_SECONDS。",

@@ -40,7 +40,9 @@ export function fieldText(error, path) {
     const params = problem.params || {};
     // "at least 1 character" is what an empty value breaks: say that it is empty
     const code = problem.code === 'string_too_short' && params.min_length === 1 ? 'empty' : problem.code;
-    const key = `fieldError.${code}`;
+    // a problem worded differently by one of its values (a budget's `day_tokens`, `month_cost`, …)
+    const variant = params.variant && `fieldError.${code}.${params.variant}`;
+    const key = variant && known(variant) ? variant : `fieldError.${code}`;
     if (known(key)) return t(key, localParams(params));
   }
   return (error.fields || {})[path];

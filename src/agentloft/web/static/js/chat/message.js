@@ -262,9 +262,11 @@ function failureNote(message, actions) {
   const code = info.code || (message.status === 'interrupted' ? 'interrupted' : 'failed');
   const status = info.status ? String(info.status) : '';
   const specific = status && t(`chat.error.model_http_${status}`) !== `chat.error.model_http_${status}`;
-  const key = specific ? `chat.error.model_http_${status}` : `chat.error.${code}`;
+  const base = specific ? `chat.error.model_http_${status}` : `chat.error.${code}`;
+  // a failure worded by one of its values (a budget's `day_tokens`, `month_cost`, …), else by its code
+  const key = info.variant && t(`${base}.${info.variant}`) !== `${base}.${info.variant}` ? `${base}.${info.variant}` : base;
   const known = t(key) !== key;
-  const title = known ? t(key, { status }) : t('chat.error.failed');
+  const title = known ? t(key, { ...info, status }) : t('chat.error.failed');
   const hintKeys = [...(actions && actions.isAdmin ? [`${key}.hintAdmin`] : []), `${key}.hint`];
   const hintKey = hintKeys.find((k) => t(k) !== k);
   const hint = hintKey ? t(hintKey) : '';
