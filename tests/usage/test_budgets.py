@@ -132,3 +132,30 @@ def test_the_user_sees_what_is_left_of_each_budget(
     now = datetime.now(UTC).date()
     first_next = (now.replace(day=28) + timedelta(days=4)).replace(day=1)
     assert datetime.fromisoformat(month["resetsAt"]).date() == first_next
+
+
+def test_a_group_budget_holds_for_each_member_and_the_report_groups_by_group(
+    app: LiveApp, admin: ApiClient, user: ApiClient, make_user: Any, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    bob = make_user("bob")
+    now = app.stamp(datetime.now(UTC))
+    app.sql("INSERT INTO groups (name, description, source, created_at, updated_at) VALUES ('team', '', 'local', ?, ?)",
+            (now, now))
+    group = app.sql("SELECT id FROM groups WHERE name = 'team'")[0][0]
+    app.sql("INSERT INTO group_members (group_id, user_id, created_at) VALUES (?, ?, ?)", (group, alice_id(app), now))
+    made = admin.ok("POST", "/api/admin/budgets", json={"scope": "group", "scopeId": group, "period": "day",
+                                                        "maxTokens": 15})
+    assert admin.post("/api/admin/budgets", json={"scope": "group", "scopeId": 999, "period": "day",
+                                                  "maxTokens": 1}).json()["error"]["fieldCodes"]["scopeId"] == {
+        "code": "no_such_group"}
+    fake_model.push(text("first", input_tokens=10, output_tokens=5), text("bob's", input_tokens=10, output_tokens=5),
+                    text("bob's again", input_tokens=10, output_tokens=5))
+    chat(user, "helper", "one")
+    refused = user.post("/api/agents/helper/chat", json={"message": "two"})
+    assert refused.status_code == 429
+    assert "your group's day budget of 15 tokens" in refused.json()["error"]["message"]
+    assert [b["id"] for b in user.ok("GET", "/api/usage/budgets")["items"]] == [made["id"]]
+    chat(bob, "helper", "not in the group")
+    assert chat(bob, "helper", "still not").status == 200
+    by_group = admin.ok("GET", "/api/admin/usage?groupBy=group")["items"]
+    assert [(i["key"], i["label"], i["inputTokens"]) for i in by_group] == [(str(group), "team", 10)]

@@ -36,6 +36,8 @@ from agentloft.auth.models import User
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound, TooMany, invalid_field, problem
 from agentloft.core.runtime import Runtime
+from agentloft.groups import service as groups_service
+from agentloft.groups.models import Group
 from agentloft.llm.models import ModelConfig
 from agentloft.usage.models import Budget, Period, UsageRecord
 from agentloft.usage.schemas import BudgetCreate, BudgetStanding
@@ -126,9 +128,15 @@ async def _all_budgets(db: AsyncSession) -> list[Budget]:
 
 
 async def applying(rt: Runtime, db: AsyncSession, *, user_id: int) -> list[Budget]:
-    """The budgets that limit ``user_id`` (through the read cache: budgets change when an admin edits them)."""
+    """The budgets that limit ``user_id`` (through the read cache: budgets change when an admin edits them).
+    The user's groups are read only when a group budget exists, as they are now (a budget follows its
+    group's members, not those it had when the usage was recorded)."""
     budgets = await rt.db.cache.load("budgets", "all", lambda: _all_budgets(db))
-    return [b for b in budgets if b.scope == "everyone" or (b.scope == "user" and b.scope_id == user_id)]
+    groups: frozenset[int] = frozenset()
+    if any(b.scope == "group" for b in budgets):
+        groups = await groups_service.user_group_ids(db=db, user_id=user_id)
+    return [b for b in budgets if b.scope == "everyone" or (b.scope == "user" and b.scope_id == user_id)
+            or (b.scope == "group" and b.scope_id in groups)]
 
 
 async def standings(rt: Runtime, db: AsyncSession, *, user_id: int) -> list[Standing]:
@@ -199,16 +207,16 @@ def _check(data: BudgetCreate) -> None:
         raise invalid_field("maxTokens", "budget_needs_limit", "set maxTokens, maxCost or both")
     if data.scope == "everyone" and data.scope_id is not None:
         raise invalid_field("scopeId", "no_scope_for_everyone", "a budget for everyone names no user or group")
-    if data.scope == "group":
-        raise invalid_field("scope", "literal_error", "per-group budgets come with groups",
-                            expected="'user', 'everyone'")
-    if data.scope == "user" and data.scope_id is None:
-        raise invalid_field("scopeId", "missing", "name the user this budget is for")
+    if data.scope != "everyone" and data.scope_id is None:
+        raise invalid_field("scopeId", "missing", f"name the {data.scope} this budget is for")
 
 
 async def _check_user(db: AsyncSession, data: BudgetCreate) -> None:
+    """The user or group the budget names exists."""
     if data.scope == "user" and await db.get(User, data.scope_id) is None:
         raise invalid_field("scopeId", "no_such_user", "no such user")
+    if data.scope == "group" and await db.get(Group, data.scope_id) is None:
+        raise invalid_field("scopeId", "no_such_group", "no such group")
 
 
 async def create_budget(*, db: AsyncSession, data: BudgetCreate) -> Budget:

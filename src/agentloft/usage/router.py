@@ -2,7 +2,7 @@
 
 - ``GET /api/usage?from&to&groupBy=day|agent|model``: the caller's own usage.
 - ``GET /api/usage/budgets``: the budgets that apply to the caller, with what is used and left.
-- ``GET /api/admin/usage?from&to&groupBy=user|agent|model|day`` and ``GET /api/admin/usage.csv``: everyone's.
+- ``GET /api/admin/usage?from&to&groupBy=user|group|agent|model|day`` and ``GET /api/admin/usage.csv``: everyone's.
 - ``POST/GET /api/admin/budgets``, ``GET/PUT/DELETE /api/admin/budgets/{id}``.
 
 ``from`` and ``to`` are UTC days, both included; without them, the last 30 days up to today.
@@ -31,7 +31,7 @@ MAX_DAYS = 366
 From = Annotated[date | None, Query(alias="from", description="First UTC day (YYYY-MM-DD).")]
 To = Annotated[date | None, Query(alias="to", description="Last UTC day, included (YYYY-MM-DD).")]
 OwnGroupBy = Annotated[Literal["day", "agent", "model"], Query(alias="groupBy")]
-AdminGroupBy = Annotated[Literal["user", "agent", "model", "day"], Query(alias="groupBy")]
+AdminGroupBy = Annotated[Literal["user", "group", "agent", "model", "day"], Query(alias="groupBy")]
 
 
 def _range(start: date | None, end: date | None) -> tuple[date, date]:

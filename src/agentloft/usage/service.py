@@ -34,11 +34,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.agents.models import Agent
 from agentloft.auth.models import User
 from agentloft.core.db import utcnow
+from agentloft.groups.models import Group, GroupMember
 from agentloft.llm.models import ModelConfig
 from agentloft.usage.models import Source, UsageRecord
 from agentloft.usage.schemas import UsageItem, UsageReport, UsageTotal
 
-GroupBy = Literal["day", "agent", "model", "user"]
+GroupBy = Literal["day", "agent", "model", "user", "group"]
 # The sources whose records are turns (``turns`` in the reports): a title or an embedding is not one.
 TURN_SOURCES = ("chat", "a2a", "api")
 
@@ -94,7 +95,7 @@ def record(*, db: AsyncSession, user_id: int, source: Source, tokens: Tokens, mo
 
 def _key_column(group_by: GroupBy) -> ColumnElement[Any]:
     return {"day": UsageRecord.day, "agent": UsageRecord.agent_id, "model": UsageRecord.model_id,
-            "user": UsageRecord.user_id}[group_by]
+            "user": UsageRecord.user_id, "group": GroupMember.group_id}[group_by]
 
 
 def _sums(key: ColumnElement[Any]) -> Select[Any, int, int, float | None, int]:
@@ -112,7 +113,10 @@ async def report(*, db: AsyncSession, start: date, end: date, group_by: GroupBy,
     if user_id is not None:
         where.append(UsageRecord.user_id == user_id)
     key = _key_column(group_by)
-    rows = (await db.execute(_sums(key).where(*where).group_by(key))).all()
+    stmt = _sums(key)
+    if group_by == "group":  # each group's members' usage (a member of two groups counts in both)
+        stmt = stmt.select_from(UsageRecord).join(GroupMember, GroupMember.user_id == UsageRecord.user_id)
+    rows = (await db.execute(stmt.where(*where).group_by(key))).all()
     labels = await _labels(db, group_by, [r[0] for r in rows if r[0] is not None])
     items = [UsageItem(key=_key_text(r[0]), label=labels.get(r[0]), input_tokens=int(r[1]),
                        output_tokens=int(r[2]), cost=r[3], turns=int(r[4])) for r in rows]
@@ -145,7 +149,7 @@ async def _labels(db: AsyncSession, group_by: GroupBy, keys: list[Any]) -> dict[
         return {k: k.isoformat() for k in keys}
     if not keys:
         return {}
-    table: Any = {"agent": Agent, "model": ModelConfig, "user": User}[group_by]
+    table: Any = {"agent": Agent, "model": ModelConfig, "user": User, "group": Group}[group_by]
     name = table.username if group_by == "user" else table.name
     rows = (await db.execute(select(table.id, name).where(table.id.in_(keys)))).all()
     return {r[0]: r[1] for r in rows}
