@@ -4,6 +4,7 @@ own files, ``test_login_throttle.py`` and ``test_throttle.py``)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import httpx
 
@@ -197,3 +198,18 @@ def test_parallel_first_sign_ups_make_one_admin(app: LiveApp) -> None:
     refused = [r.json()["error"]["code"] for r in answers if r.status_code != 201]
     assert refused == ["signup_closed"] * 11
     assert app.sql("SELECT count(*) FROM users")[0][0] == 1
+
+
+def test_admin_ends_all_sessions_of_a_user(
+    app: LiveApp, admin: ApiClient, make_user: Callable[..., ApiClient]
+) -> None:
+    bob = make_user("bob")
+    with app.client() as second:
+        second.ok("POST", "/api/auth/login", json={"username": "bob", "password": "password123"})
+        me = bob.ok("GET", "/api/auth/me")
+        admin.ok("POST", f"/api/admin/users/{me['id']}/sessions/end")
+        assert bob.get("/api/auth/me").status_code == 401
+        assert second.get("/api/auth/me").status_code == 401
+    assert admin.ok("GET", "/api/auth/me")["username"] == "admin"
+    assert admin.post("/api/admin/users/9999/sessions/end").json()["error"]["code"] == "user_not_found"
+    assert bob.post(f"/api/admin/users/{me['id']}/sessions/end").status_code in (401, 403)

@@ -152,3 +152,10 @@ async def admin_update_user(
         require_session(request)
     own = request.cookies.get(SESSION_COOKIE) if user_id == admin.id else None
     return UserRead.model_validate(await service.update_user(db=db, user_id=user_id, data=body, keep_session=own))
+
+
+@admin_router.post("/{user_id}/sessions/end", status_code=204)
+async def admin_end_sessions(user_id: DbInt, _: AdminUser, db: DbSession) -> Response:
+    """Sign the account out of every browser now (someone left, a laptop was lost); tokens stay."""
+    await service.end_user_sessions(db=db, user_id=user_id)
+    return Response(status_code=204)

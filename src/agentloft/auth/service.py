@@ -148,6 +148,12 @@ async def end_session(*, db: AsyncSession, token: str) -> None:
     await db.execute(delete(AuthSession).where(AuthSession.token_hash == token_hash(token)))
 
 
+async def end_user_sessions(*, db: AsyncSession, user_id: int) -> None:
+    """Sign every browser of the account out at once (API tokens stay; they are revoked one by one)."""
+    await get_user(db=db, user_id=user_id)
+    await db.execute(delete(AuthSession).where(AuthSession.user_id == user_id))
+
+
 async def session_user(*, db: AsyncSession, token: str) -> tuple[User, datetime] | None:
     """The enabled account a live session cookie belongs to, with the session's expiry (callers that keep
     the answer check the expiry again when they reuse it)."""
