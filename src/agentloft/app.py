@@ -67,6 +67,7 @@ ROUTER_MODULES = (
     "agentloft.documents.router",
     "agentloft.files.router",
     "agentloft.knowledge.router",
+    "agentloft.identity.router",
     "agentloft.a2a.router",
     "agentloft.usage.router",
     "agentloft.web.router",

@@ -21,6 +21,10 @@ class User(TimestampMixin, Base):
     password_hash: Mapped[str] = mapped_column(String(255), nullable=False)
     role: Mapped[Role] = mapped_column(String(16), nullable=False, default="user")
     disabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    # What the identity provider last said (``identity``); local accounts have none.
+    email: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    # The slug of the provider that created the account; None for a local one.
+    auth_provider: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     @property
     def is_admin(self) -> bool:

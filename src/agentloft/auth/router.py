@@ -29,10 +29,11 @@ admin_router = APIRouter(prefix="/api/admin/users", tags=["admin"])
 
 
 def _me(user: User) -> Me:
-    return Me(id=user.id, username=user.username, role=user.role)
+    return Me(id=user.id, username=user.username, role=user.role, auth_provider=user.auth_provider or "local")
 
 
-async def _sign_in(response: Response, rt: Rt, db: DbSession, user: User) -> None:
+async def sign_in_browser(response: Response, rt: Rt, db: DbSession, user: User) -> None:
+    """Start a session for ``user`` and hand its cookie to the browser (every way of signing in ends here)."""
     token = await service.start_session(db=db, user=user, days=rt.settings.session_days)
     response.set_cookie(
         SESSION_COOKIE,
@@ -52,7 +53,7 @@ async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -
     user = await service.signup(
         db=db, username=body.username, password=body.password, signup_open=instance.signup_open
     )
-    await _sign_in(response, rt, db, user)
+    await sign_in_browser(response, rt, db, user)
     return _me(user)
 
 
@@ -63,7 +64,7 @@ async def login(body: LoginInput, request: Request, response: Response, rt: Rt, 
     await _count_attempt(request, rt, body.username)
     user = await service.authenticate(db=db, username=body.username, password=body.password)
     await rt.throttle.succeeded(username=body.username)
-    await _sign_in(response, rt, db, user)
+    await sign_in_browser(response, rt, db, user)
     return _me(user)
 
 

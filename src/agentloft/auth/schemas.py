@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StrictBool, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints, field_validator
 
 from agentloft.auth.models import Role
 from agentloft.core.schemas import ApiModel
@@ -30,6 +30,7 @@ class Me(ApiModel):
     id: int
     username: str
     role: Role
+    auth_provider: str = Field(description='"local", or the slug of the identity provider of the account.')
 
 
 class UserCreate(ApiModel):
@@ -38,8 +39,14 @@ class UserCreate(ApiModel):
     role: Role = "user"
 
 
+Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")]
+
+
 class UserUpdate(ApiModel):
     role: Role | None = None
+    email: Email | None = Field(
+        default=None, description="The account's email; an identity provider may link by it (``linkByEmail``)."
+    )
     disabled: StrictBool | None = None
     password: Password | None = Field(
         default=None, description="A new password for the account; its browsers are signed out."
@@ -57,6 +64,13 @@ class UserRead(ApiModel):
     role: Role
     disabled: bool
     created_at: datetime
+    auth_provider: str = Field(description='"local", or the slug of the identity provider of the account.')
+    email: str | None = None
+
+    @field_validator("auth_provider", mode="before")
+    @classmethod
+    def _local(cls, value: str | None) -> str:
+        return value or "local"
 
 
 class TokenCreate(ApiModel):

@@ -246,6 +246,8 @@ async def update_user(*, db: AsyncSession, user_id: int, data: UserUpdate, keep_
         raise AppError("the last active admin cannot be demoted or disabled", code="last_admin", status=409)
     if data.role is not None:
         user.role = data.role
+    if data.email is not None:
+        user.email = data.email
     if data.disabled is not None:
         user.disabled = data.disabled
         if data.disabled:

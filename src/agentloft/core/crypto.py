@@ -26,9 +26,10 @@ class SecretBox:
     def encrypt(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode()
 
-    def decrypt(self, token: str) -> str:
+    def decrypt(self, token: str, *, ttl: int | None = None) -> str:
+        """The plaintext; with ``ttl``, only of a token encrypted at most that many seconds ago."""
         try:
-            return self._fernet.decrypt(token.encode()).decode()
+            return self._fernet.decrypt(token.encode(), ttl=ttl).decode()
         except InvalidToken as exc:
             raise ValueError("stored secret cannot be decrypted with the current secret key") from exc
 

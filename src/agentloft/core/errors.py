@@ -57,6 +57,8 @@ ProblemCode = Literal[
     # usage budgets (``usage.budgets``)
     "budget_exceeded", "budget_needs_limit", "no_scope_for_everyone", "no_such_user", "no_such_group", "date_range_reversed",
     "date_range_too_long",
+    # sign-in providers (``identity``)
+    "not_ldap_url",
 ]
 
 

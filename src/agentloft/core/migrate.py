@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0031_usage"
+HEAD = "0032_identity"
 
 T = TypeVar("T")
 

@@ -1,0 +1,1 @@
+"""Sign-in through identity providers: OpenID Connect and LDAP, several at once (``identity.service``)."""

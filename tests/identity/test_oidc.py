@@ -1,0 +1,174 @@
+"""Signing in with OpenID Connect against a real provider (npm ``oidc-provider``) over HTTP: the whole
+flow, each check that refuses (state, nonce, PKCE, domain, account creation, a cancelled login), linking,
+admin groups, and key rotation."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from tests.fakes.oidc_server import OidcProvider, query_of
+from tests.identity.conftest import OidcSignIn
+from tests.support import ApiClient, LiveApp
+
+
+def _replace_param(url: str, name: str, value: str) -> str:
+    parts = urlsplit(url)
+    query = {**query_of(url), name: value}
+    return parts._replace(query=urlencode(query)).geturl()
+
+
+def _refused_with(resp: Any, code: str) -> None:
+    assert resp.status_code == 303
+    assert urlsplit(resp.headers["location"]).path == "/login"
+    assert query_of(resp.headers["location"])["error"] == code
+    assert "agentloft_session" not in resp.cookies
+
+
+def test_sign_in_creates_links_and_promotes(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    with app.client() as browser:
+        resp = oidc_sign_in(browser, "alice", next="/chat?x=1")
+        assert resp.status_code == 303 and resp.headers["location"] == "/chat?x=1"
+        me = browser.ok("GET", "/api/auth/me")
+        assert me["username"] == "alice" and me["authProvider"] == "corp"
+        assert me["role"] == "admin"  # a member of loft-admins
+    with app.client() as again:
+        oidc_sign_in(again, "alice")
+        assert again.ok("GET", "/api/auth/me")["id"] == me["id"]  # linked by (provider, subject)
+    users = admin.ok("GET", "/api/admin/users")["items"]
+    alice = next(u for u in users if u["username"] == "alice")
+    assert alice["authProvider"] == "corp" and alice["email"] == "alice@example.com"
+    assert next(u for u in users if u["username"] == "admin")["authProvider"] == "local"
+    # An account a provider made has no password the form accepts.
+    with app.client() as form:
+        assert form.post("/api/auth/login", json={"username": "alice", "password": "!external"}).status_code == 401
+
+
+def test_leaving_the_admin_group_demotes(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    with app.client() as browser:
+        oidc_sign_in(browser, "alice")
+        assert browser.ok("GET", "/api/auth/me")["role"] == "admin"
+    admin.ok("PUT", f"/api/admin/auth-providers/{oidc_provider['id']}", json={"adminGroups": ["other"]})
+    with app.client() as browser:
+        oidc_sign_in(browser, "alice")
+        assert browser.ok("GET", "/api/auth/me")["role"] == "user"
+
+
+def test_bad_state_is_refused(app: LiveApp, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn) -> None:
+    with app.client() as browser:
+        resp = oidc_sign_in(browser, "alice", tamper=lambda url: _replace_param(url, "state", "forged"))
+        _refused_with(resp, "sso_state_invalid")
+        assert browser.get("/api/auth/me").status_code == 401
+    with app.client() as stranger:  # a callback without the flow cookie
+        _refused_with(stranger.get("/auth/oidc/corp/callback?code=x&state=y"), "sso_state_invalid")
+
+
+def test_wrong_nonce_is_refused(app: LiveApp, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn) -> None:
+    with app.client() as browser:
+        resp = oidc_sign_in(browser, "alice", tamper=lambda url: _replace_param(url, "nonce", "another"))
+        _refused_with(resp, "sso_nonce_invalid")
+        assert browser.get("/api/auth/me").status_code == 401
+
+
+def test_pkce_verifier_is_checked(app: LiveApp, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn) -> None:
+    other_challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    with app.client() as browser:
+        resp = oidc_sign_in(browser, "alice", tamper=lambda url: _replace_param(url, "code_challenge", other_challenge))
+        _refused_with(resp, "sso_code_rejected")
+
+
+def test_cancelled_login_lands_on_the_sign_in_page(
+    app: LiveApp, oidc_provider: dict[str, Any]
+) -> None:
+    with app.client() as browser:
+        start = browser.get("/auth/oidc/corp/login")
+        state = query_of(start.headers["location"])["state"]
+        resp = browser.get(f"/auth/oidc/corp/callback?error=access_denied&state={state}")
+        _refused_with(resp, "sso_provider_error")
+        page = browser.get(resp.headers["location"])
+        assert "The identity provider refused the sign-in" in page.text
+
+
+def test_domain_not_allowed_and_creation_off(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    path = f"/api/admin/auth-providers/{oidc_provider['id']}"
+    admin.ok("PUT", path, json={"allowedDomains": ["example.com"]})
+    with app.client() as browser:
+        _refused_with(oidc_sign_in(browser, "bob"), "sso_domain_not_allowed")  # bob@other.example
+    admin.ok("PUT", path, json={"autoCreateUsers": False})
+    with app.client() as browser:
+        _refused_with(oidc_sign_in(browser, "carol"), "sso_account_creation_off")
+    assert [u["username"] for u in admin.ok("GET", "/api/admin/users")["items"]] == ["admin"]
+
+
+def test_link_by_email_needs_a_verified_email_and_the_flag(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    local = admin.ok("POST", "/api/admin/users", json={"username": "carol-local", "password": "password123"})
+    admin.ok("PATCH", f"/api/admin/users/{local['id']}", json={"email": "Carol@example.com"})
+    bob = admin.ok("POST", "/api/admin/users", json={"username": "bob-local", "password": "password123"})
+    admin.ok("PATCH", f"/api/admin/users/{bob['id']}", json={"email": "bob@other.example"})
+    admin.ok("PUT", f"/api/admin/auth-providers/{oidc_provider['id']}", json={"linkByEmail": True})
+    with app.client() as browser:
+        oidc_sign_in(browser, "carol")
+        assert browser.ok("GET", "/api/auth/me")["id"] == local["id"]
+    with app.client() as browser:  # bob's email is not verified: a new account, not bob-local
+        oidc_sign_in(browser, "bob")
+        me = browser.ok("GET", "/api/auth/me")
+        assert me["id"] != bob["id"] and me["username"] == "bob"
+
+
+def test_without_link_by_email_a_new_account_is_made(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    admin.ok("POST", "/api/admin/users", json={"username": "carol", "password": "password123"})
+    with app.client() as browser:
+        oidc_sign_in(browser, "carol")
+        assert browser.ok("GET", "/api/auth/me")["username"] == "carol-2"
+
+
+def test_disabled_account_is_refused(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    with app.client() as browser:
+        oidc_sign_in(browser, "carol")
+        carol = browser.ok("GET", "/api/auth/me")
+    admin.ok("PATCH", f"/api/admin/users/{carol['id']}", json={"disabled": True})
+    with app.client() as browser:
+        _refused_with(oidc_sign_in(browser, "carol"), "account_disabled")
+
+
+def test_rotated_keys_are_fetched_again(
+    app: LiveApp, oidc_server: OidcProvider, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn
+) -> None:
+    with app.client() as browser:
+        oidc_sign_in(browser, "alice")
+        assert browser.get("/api/auth/me").status_code == 200
+    oidc_server.rotate_keys()
+    with app.client() as browser:
+        resp = oidc_sign_in(browser, "carol")
+        assert resp.status_code == 303 and resp.headers["location"] == "/", resp.headers.get("location")
+        assert browser.ok("GET", "/api/auth/me")["username"] == "carol"
+
+
+def test_provider_off_the_allow_list_is_refused(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any]
+) -> None:
+    admin.ok("PUT", "/api/admin/settings", json={"allowedInternalHosts": []})
+    with app.client() as browser:
+        _refused_with(browser.get("/auth/oidc/corp/login"), "sso_provider_unreachable")
+
+
+@pytest.mark.parametrize("next_path", ["//evil.example/", "https://evil.example/"])
+def test_next_is_same_site_only(
+    app: LiveApp, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn, next_path: str
+) -> None:
+    with app.client() as browser:
+        assert oidc_sign_in(browser, "alice", next=next_path).headers["location"] == "/"
