@@ -12,13 +12,13 @@ session for or raises ``SignInRefused`` (a stable code the sign-in page words). 
 - A disabled account is refused, as on the password form.
 - ``adminGroups`` non-empty: a member of one becomes admin; a non-member admin is demoted, unless that
   would leave no active admin (then they stay admin). Empty: roles are the admins' to set by hand.
-- The provider's groups are synced at every sign-in when the groups domain is present
-  (``groups.service.sync_provider_groups``).
+- The provider's groups are synced at every sign-in (``groups.service.sync_provider_groups``: the
+  person joins and leaves that provider's groups, which are made when missing). A provider's slug is its
+  groups' ``source``: renaming the slug renames the source; deleting the provider leaves its groups.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +32,8 @@ from agentloft.auth.models import User
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404
 from agentloft.core.errors import AppError, Conflict, NotFound, invalid_field, invalid_from_pydantic
+from agentloft.groups import service as groups_service
+from agentloft.groups.models import Group
 from agentloft.identity.models import AuthProvider, ProviderKind, UserIdentity
 from agentloft.identity.schemas import (
     SECRET_FIELD,
@@ -163,6 +165,7 @@ async def update_provider(*, db: AsyncSession, box: SecretBox, provider_id: int,
     if data.slug != old_slug:
         await _slug_free(db, data.slug, keep_id=row.id)
         await db.execute(update(User).where(User.auth_provider == old_slug).values(auth_provider=data.slug))
+        await db.execute(update(Group).where(Group.source == old_slug).values(source=data.slug))
     _apply(row, data, box, _secret_in(data) if SECRET_FIELD[row.kind] in body else None)
     await _flush_slug(db, data.slug)
     return row
@@ -247,10 +250,6 @@ async def _apply_admin_groups(db: AsyncSession, provider: AuthProvider, user: Us
 
 
 async def _sync_groups(db: AsyncSession, provider: AuthProvider, user: User, groups: list[str]) -> None:
-    try:  # the groups domain may be absent from this build
-        groups_service = importlib.import_module("agentloft.groups.service")
-    except ModuleNotFoundError:
-        return
     await groups_service.sync_provider_groups(db=db, user_id=user.id, source=provider.slug, names=groups)
 
 
