@@ -10,7 +10,7 @@ same run and the same process, the search functions the API calls are timed:
   model chosen;
 - **vector, scanned** (the baseline for the cache): the query embedded, then the collection's vectors read
   from the database and multiplied (``knowledge.vectors.scan_top``), top 40;
-- **vector, cached**: the query embedded, then ``VectorIndex.nearest`` over the matrix kept in memory
+- **vector, cached**: the query embedded, then ``vectors.nearest`` over the matrix kept in memory
   (freshness read, product, partial sort, existence check), top 40;
 - **hybrid top-10**: ``search_collections`` with the model chosen: the lexical ranking (top 40), the query
   embedded, the cached vector ranking, fusion, and the chunks read, as ``GET /api/knowledge/{id}/search``.
@@ -52,6 +52,7 @@ from agentloft.core.settings import load_settings
 from agentloft.files.models import File
 from agentloft.knowledge import embedding, search, vectors
 from agentloft.knowledge import service as knowledge_service
+from agentloft.knowledge.cache import cache_of, stamps
 from agentloft.knowledge.models import KnowledgeChunk, KnowledgeCollection, KnowledgeFile, KnowledgeVector
 from agentloft.knowledge.terms import query_tokens, terms
 from agentloft.llm.models import ModelConfig
@@ -174,8 +175,8 @@ async def measure(database_url: str, data_dir: Path, n: int, queries_n: int, fak
         async def cached(q: str) -> Any:
             query = await embed_query(rt, q)
             async with rt.db.session() as db:
-                return await vectors.index_of(rt).nearest(db, collection_ids=[KB], model_id=1, query=query,
-                                                          limit=DEPTH)
+                return await vectors.nearest(cache_of(rt), db, stamps=await stamps(db, [KB]), model_id=1,
+                                             query=query, limit=DEPTH)
 
         async def hybrid(q: str) -> Any:
             found = await knowledge_service.search_collections(rt=rt, collection_ids=[KB], q=q, top_k=TOP_K)
@@ -187,8 +188,8 @@ async def measure(database_url: str, data_dir: Path, n: int, queries_n: int, fak
         results["vector, scanned"] = await timed(queries[: max(5, queries_n // 6)], scanned)
         results["vector, cached"] = await timed(queries, cached)
         results["hybrid top-10"] = await timed(queries, hybrid)
-        index = vectors.index_of(rt)
-        print(f"    cache: {index.nbytes / 1e6:.0f} MB for {n:,} vectors, loaded {index.loads} time(s)")
+        cache = cache_of(rt)
+        print(f"    cache: {cache.nbytes / 1e6:.0f} MB for {n:,} chunks, loaded {cache.loads} time(s)")
         return results
     finally:
         await rt.models.aclose()
@@ -228,7 +229,8 @@ async def quality(database_url: str, data_dir: Path, fake_url: str) -> dict[str,
             for pid, q in asked:
                 async with rt.db.session() as db:
                     lexical = await search.lexical_ranking(db, collection_ids=[KB], tokens=query_tokens(q), limit=5)
-                    vector = await embedding.vector_ranking(rt, db, collection_ids=[KB], query=q, limit=5) or []
+                    vector = await embedding.vector_ranking(rt, db, stamps=await stamps(db, [KB]), query=q,
+                                                            limit=5) or []
                     hybrid, mode = await search.rank(rt, db, collection_ids=[KB], query=q, tokens=query_tokens(q),
                                                      top_k=5)
                 assert mode == "hybrid"

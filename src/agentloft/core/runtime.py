@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agentloft.chat.runs import RunRegistry
     from agentloft.core.redis import SharedRedis
     from agentloft.files.store import FileStore
-    from agentloft.knowledge.vectors import VectorIndex
+    from agentloft.knowledge.cache import KnowledgeCache
     from agentloft.llm.clients import ModelClients
     from agentloft.tools.mcp.connections import McpConnections
     from agentloft.tools.registry import ToolRegistry
@@ -60,9 +60,9 @@ class Runtime:
     in ``app.register_jobs``."""
     redis: SharedRedis | None = None
     """The Redis several workers share (``AGENTLOFT_REDIS_URL``); None for one process on its own."""
-    vector_index: VectorIndex | None = None
-    """Knowledge vectors kept in memory for search (``knowledge.vectors``); made on the first vector search,
-    so a process that never does one never loads numpy."""
+    knowledge_cache: KnowledgeCache | None = None
+    """Knowledge postings and vectors kept in memory for search (``knowledge.cache``); made on the first
+    knowledge search, so a process that never does one never loads numpy."""
     a2a: A2AServers = field(init=False)
     """The A2A server side, one request handler per agent; it needs the runtime, so it is set right after."""
     mcp: McpConnections = field(init=False)

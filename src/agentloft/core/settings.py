@@ -312,12 +312,14 @@ class Settings(BaseSettings):
     job_concurrency: int = Field(
         default=2, ge=1, description="Background jobs one server process runs at the same time."
     )
-    knowledge_vector_cache_mb: int = Field(
+    knowledge_cache_mb: int = Field(
         default=512, ge=0,
-        description="Memory each server process may keep knowledge collections' vectors in for search "
-        "(the least recently searched are dropped beyond it); a collection larger than this is read from "
-        "the database on every search. 100,000 chunks take about 100 MB with 256-value vectors, 600 MB "
-        "with 1,536.",
+        description="Memory each server process may keep knowledge collections' search indexes in: term "
+        "postings for the lexical ranking and, with an embedding model, vectors (the least recently searched "
+        "are dropped beyond it). A collection whose postings do not fit is ranked in SQL, and one whose "
+        "vectors do not fit has them read from the database on every search, both much slower at scale. "
+        "100,000 chunks of ~40 words take ~45 MB of postings, and ~100 MB of vectors at 256 values (600 MB "
+        "at 1,536); 0 keeps nothing.",
     )
     allow_remote_images: bool = Field(
         default=False,

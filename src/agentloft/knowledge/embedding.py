@@ -30,20 +30,20 @@ makes that search lexical, with the reason logged in the words chat model failur
 and for ``DOWN_S`` after a failure searches do not ask it again (a dead server would otherwise cost every
 search its timeout).
 
-numpy is imported with ``knowledge.vectors``, only when there is a model to use it with.
+numpy is imported with ``knowledge.vectors`` here, only when there is a model to use it with.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core import jobs
+from agentloft.knowledge.cache import Stamp, cache_of
 from agentloft.knowledge.fusion import Ranked
 from agentloft.knowledge.models import KnowledgeChunk, KnowledgeFile, KnowledgeVector
 from agentloft.llm import service as llm_service
@@ -145,26 +145,26 @@ async def reembed_all(rt: Runtime, payload: dict[str, Any]) -> None:
 # --- search --------------------------------------------------------------------------------------------
 
 
-async def vector_ranking(rt: Runtime, db: AsyncSession, *, collection_ids: Sequence[str], query: str,
+async def vector_ranking(rt: Runtime, db: AsyncSession, *, stamps: dict[str, Stamp], query: str,
                          limit: int) -> list[Ranked] | None:
-    """The collections' chunks nearest to ``query``, best first; None when there is no model to embed it
-    with or the model failed (then the search is lexical; the module's doc)."""
+    """The stamped collections' chunks nearest to ``query``, best first; None when there is no model to
+    embed it with or the model failed (then the search is lexical; the module's doc)."""
     model = await current_model(db)
     if model is None:
         return None
     from agentloft.knowledge import vectors  # numpy: only with a model to use it for
 
-    index = vectors.index_of(rt)
-    if index.down_until.get(model.id, 0.0) > time.monotonic():
+    cache = cache_of(rt)
+    if cache.down_until.get(model.id, 0.0) > time.monotonic():
         return None
     try:
         raw = await rt.models.embed(llm_service.spec_of(row=model, box=rt.box), [query],
                                     timeout_s=min(QUERY_TIMEOUT_S, rt.settings.model_timeout_seconds))
     except Exception as exc:
-        index.down_until[model.id] = time.monotonic() + DOWN_S
+        cache.down_until[model.id] = time.monotonic() + DOWN_S
         log.warning("knowledge search is lexical for %.0f s: the embedding model %r failed: %s", DOWN_S,
                     model.name, describe_failure(exc))
         return None
-    index.down_until.pop(model.id, None)
-    return await index.nearest(db, collection_ids=collection_ids, model_id=model.id,
-                               query=vectors.normalised(raw)[0], limit=limit)
+    cache.down_until.pop(model.id, None)
+    return await vectors.nearest(cache, db, stamps=stamps, model_id=model.id,
+                                 query=vectors.normalised(raw)[0], limit=limit)

@@ -90,6 +90,7 @@ async def _replace_chunks(rt: Runtime, collection_id: str, file_id: str, rows: l
         for start in range(0, len(rows), INSERT_BATCH):
             await db.execute(insert(KnowledgeChunk), rows[start:start + INSERT_BATCH])
         entry.status, entry.error, entry.chunks = "ready", None, len(rows)
+        entry.updated_at = utcnow()  # even when nothing else changed: search caches see new chunks by it
         await embedding.after_indexed(db, collection_id=collection_id, file_id=file_id)  # vectors, if a model
 
 

@@ -8,13 +8,13 @@ machine's Python lacks.
 Top-k: the cosine of unit vectors is their dot product, so the nearest chunks of a collection are one
 matrix-vector product over its vectors and a partial sort (``np.argpartition``). Where the matrix comes from:
 
-- **Cached** (``VectorIndex``, the default): each collection's vectors of the chosen model are loaded once
-  into a matrix kept in memory, least recently used dropped beyond ``AGENTLOFT_KNOWLEDGE_VECTOR_CACHE_MB``.
-  Before each use one indexed read takes the collection's newest vector id; vector rows are only ever
-  inserted with a new, growing id (migration 0025), so a write by any process (this one's embedding job,
-  another worker's) changes it and the matrix is loaded again. A vector deleted by cascade (its chunk's
-  file re-indexed or removed) changes nothing there, so the best chunks found are checked to still exist;
-  one that does not drops the matrix and the search runs again on a fresh one.
+- **Cached** (``nearest``, the default): each collection's vectors of the chosen model are loaded once
+  into a matrix kept in ``knowledge.cache`` beside the collection's term postings, under one bound
+  (``AGENTLOFT_KNOWLEDGE_CACHE_MB``). Before each search one read per collection takes its stamp (its
+  newest vector id, and its files' state: ``knowledge.cache``), so a write by any process (this one's
+  embedding job, another worker's) loads the matrix again. A vector deleted by cascade while nothing else
+  changed (an admin's model change) is caught by checking the best chunks found still exist; one that
+  does not drops the matrix and the search runs again on a fresh one.
 - **Scanned** (``scan_top``): the collection's vectors read from the database on every query, then the
   same numpy product. It is what a collection larger than the whole cache gets, and the baseline the
   cached path is measured against.
@@ -30,29 +30,25 @@ thread takes 1.2 ms (and leaves the other core to the other requests). A product
 ``THREAD_FROM`` values runs in a worker thread (numpy releases the GIL), so one large search does not
 stall the event loop.
 
-numpy is imported here only: ``knowledge.embedding`` imports this module once an embedding model is
-chosen, so an instance without one never loads it (~16 MB resident, ~150 ms).
+numpy (~16 MB resident, ~150 ms to import) loads with the first knowledge search (here or in
+``knowledge.postings``), never at start-up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.knowledge.cache import KnowledgeCache, Stamp
 from agentloft.knowledge.fusion import Ranked
 from agentloft.knowledge.models import KnowledgeChunk, KnowledgeVector
-
-if TYPE_CHECKING:
-    from agentloft.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +71,8 @@ def to_blob(vector: Floats) -> bytes:
 
 @dataclass(frozen=True)
 class Matrix:
-    """One collection's vectors of one model: chunk ids and the rows, and the newest vector id read."""
+    """One collection's vectors of one model: chunk ids and the rows."""
 
-    newest: int
     ids: Ids
     values: Floats
 
@@ -106,15 +101,8 @@ async def top_async(matrix: Matrix, query: Floats, limit: int) -> list[Ranked]:
 # --- reading and writing -------------------------------------------------------------------------------
 
 
-async def newest_id(db: AsyncSession, collection_id: str) -> int:
-    """The collection's newest vector id (0 for none): one step down ``idx_knowledge_vectors_collection``."""
-    stmt = select(func.max(KnowledgeVector.id)).where(KnowledgeVector.collection_id == collection_id)
-    return int((await db.execute(stmt)).scalar_one() or 0)
-
-
 async def load(db: AsyncSession, collection_id: str, model_id: int, dim: int) -> Matrix:
     """The collection's vectors of the model (those of length ``dim``) as a matrix."""
-    newest = await newest_id(db, collection_id)
     rows = (await db.execute(
         select(KnowledgeVector.chunk_id, KnowledgeVector.vector)
         .where(KnowledgeVector.collection_id == collection_id, KnowledgeVector.model_id == model_id,
@@ -122,7 +110,7 @@ async def load(db: AsyncSession, collection_id: str, model_id: int, dim: int) ->
         .order_by(KnowledgeVector.chunk_id))).all()
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     values = np.frombuffer(b"".join(r[1] for r in rows), dtype=DTYPE).reshape(len(rows), dim)
-    return Matrix(newest, ids, values.astype(np.float32, copy=False))
+    return Matrix(ids, values.astype(np.float32, copy=False))
 
 
 async def scan_top(db: AsyncSession, collection_id: str, model_id: int, query: Floats, limit: int) -> list[Ranked]:
@@ -154,73 +142,33 @@ async def store(db: AsyncSession, *, collection_id: str, model_id: int, chunk_id
 # --- the cache -------------------------------------------------------------------------------------------
 
 
-class VectorIndex:
-    """The matrices of the collections searched lately, up to ``max_bytes`` (the module's doc: "Cached")."""
-
-    def __init__(self, *, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._sets: OrderedDict[tuple[str, int, int], Matrix] = OrderedDict()
-        self._locks: dict[tuple[str, int, int], asyncio.Lock] = {}
-        self.loads = 0
-        """How often a matrix was read from the database (tests and the benchmark watch it)."""
-        self.down_until: dict[int, float] = {}
-        """Embedding model id -> when searches may ask it again after it failed (``knowledge.embedding``)."""
-
-    @property
-    def nbytes(self) -> int:
-        return sum(m.nbytes for m in self._sets.values())
-
-    async def matrix(self, db: AsyncSession, collection_id: str, model_id: int, dim: int) -> Matrix:
-        """The collection's current matrix: the kept one if no vector was written since, else read now."""
-        key = (collection_id, model_id, dim)
-        async with self._locks.setdefault(key, asyncio.Lock()):  # searches arriving together read it once
-            newest = await newest_id(db, collection_id)
-            kept = self._sets.get(key)
-            if kept is not None and kept.newest == newest:
-                self._sets.move_to_end(key)
-                return kept
-            self._sets.pop(key, None)
-            fresh = await load(db, collection_id, model_id, dim)
-            self.loads += 1
-            self._keep(key, fresh)
-            return fresh
-
-    def _keep(self, key: tuple[str, int, int], matrix: Matrix) -> None:
-        if matrix.nbytes > self.max_bytes:
-            return  # larger than the whole cache: scanned on every query instead
-        self._sets[key] = matrix
-        while self.nbytes > self.max_bytes:
-            self._sets.popitem(last=False)
-
-    def drop(self, collection_id: str) -> None:
-        for key in [k for k in self._sets if k[0] == collection_id]:
-            del self._sets[key]
-            self._locks.pop(key, None)
-
-    async def nearest(self, db: AsyncSession, *, collection_ids: Sequence[str], model_id: int, query: Floats,
-                      limit: int) -> list[Ranked]:
-        """The ``limit`` chunks of the collections nearest to ``query``, best first, all still existing."""
-        hits = await self._nearest(db, collection_ids, model_id, query, limit)
-        if len(await existing(db, [h.chunk_id for h in hits])) == len(hits):
-            return hits
-        for collection_id in collection_ids:  # a chunk was deleted since its matrix was read: read again
-            self.drop(collection_id)
-        hits = await self._nearest(db, collection_ids, model_id, query, limit)
-        alive = await existing(db, [h.chunk_id for h in hits])
-        return [h for h in hits if h.chunk_id in alive]
-
-    async def _nearest(self, db: AsyncSession, collection_ids: Sequence[str], model_id: int, query: Floats,
-                       limit: int) -> list[Ranked]:
-        hits: list[Ranked] = []
-        for collection_id in dict.fromkeys(collection_ids):
-            matrix = await self.matrix(db, collection_id, model_id, len(query))
-            hits.extend(await top_async(matrix, query, limit))
-        hits.sort(key=lambda h: (-h.score, h.chunk_id))
-        return hits[:limit]
+async def matrix(cache: KnowledgeCache, db: AsyncSession, collection_id: str, model_id: int, dim: int,
+                 stamp: Stamp) -> Matrix | None:
+    """The collection's matrix as of ``stamp`` (``knowledge.cache``); None when it is larger than the cache."""
+    return await cache.get(("vectors", collection_id, model_id, dim), stamp,
+                           lambda: load(db, collection_id, model_id, dim))
 
 
-def index_of(rt: Runtime) -> VectorIndex:
-    """The process's vector cache, made on first use (so numpy loads only when vectors are searched)."""
-    if rt.vector_index is None:
-        rt.vector_index = VectorIndex(max_bytes=rt.settings.knowledge_vector_cache_mb * 1024 * 1024)
-    return rt.vector_index
+async def _nearest(cache: KnowledgeCache, db: AsyncSession, stamps: dict[str, Stamp], model_id: int,
+                   query: Floats, limit: int) -> list[Ranked]:
+    hits: list[Ranked] = []
+    for collection_id, stamp in stamps.items():
+        kept = await matrix(cache, db, collection_id, model_id, len(query), stamp)
+        hits.extend(await (top_async(kept, query, limit) if kept is not None
+                           else scan_top(db, collection_id, model_id, query, limit)))
+    hits.sort(key=lambda h: (-h.score, h.chunk_id))
+    return hits[:limit]
+
+
+async def nearest(cache: KnowledgeCache, db: AsyncSession, *, stamps: dict[str, Stamp], model_id: int,
+                  query: Floats, limit: int) -> list[Ranked]:
+    """The ``limit`` chunks of the stamped collections nearest to ``query``, best first, all still existing
+    (the module's doc: "Cached")."""
+    hits = await _nearest(cache, db, stamps, model_id, query, limit)
+    if len(await existing(db, [h.chunk_id for h in hits])) == len(hits):
+        return hits
+    for collection_id in stamps:  # a chunk was deleted since its matrix was read: read again
+        cache.drop(collection_id)
+    hits = await _nearest(cache, db, stamps, model_id, query, limit)
+    alive = await existing(db, [h.chunk_id for h in hits])
+    return [h for h in hits if h.chunk_id in alive]
