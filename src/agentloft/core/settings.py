@@ -318,7 +318,7 @@ class Settings(BaseSettings):
         "postings for the lexical ranking and, with an embedding model, vectors (the least recently searched "
         "are dropped beyond it). A collection whose postings do not fit is ranked in SQL, and one whose "
         "vectors do not fit has them read from the database on every search, both much slower at scale. "
-        "100,000 chunks of ~40 words take ~45 MB of postings, and ~100 MB of vectors at 256 values (600 MB "
+        "100,000 chunks of ~40 words take ~20 MB of postings, and ~100 MB of vectors at 256 values (600 MB "
         "at 1,536); 0 keeps nothing.",
     )
     allow_remote_images: bool = Field(

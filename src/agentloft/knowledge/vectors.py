@@ -19,7 +19,7 @@ matrix-vector product over its vectors and a partial sort (``np.argpartition``).
   same numpy product. It is what a collection larger than the whole cache gets, and the baseline the
   cached path is measured against.
 
-Measured (``bench/knowledge_vectors.py``, docs/benchmarks.md; 256 values per vector, medians, second
+Measured (``bench/knowledge.py``, docs/benchmarks.md; 256 values per vector, medians, second
 run): reading a collection's vectors per query made a vector search 147 ms at 10,000 vectors and 2.4 s
 at 100,000 on SQLite (1.9 s on PostgreSQL), against 29 ms and 37 ms cached (51 ms on PostgreSQL),
 embedding the query over HTTP included in both: 5x at 10,000, 38-65x at 100,000. The cache costs ~100 MB
