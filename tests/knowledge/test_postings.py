@@ -11,13 +11,17 @@ import shutil
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
 from sqlalchemy import delete, insert
 
 from agentloft.core.db import Database, utcnow
+from agentloft.core.runtime import Runtime
 from agentloft.files.models import File
+from agentloft.knowledge import jobs as index_jobs
 from agentloft.knowledge import postings, search
 from agentloft.knowledge.cache import KnowledgeCache, stamps
 from agentloft.knowledge.fusion import Ranked
@@ -158,3 +162,15 @@ async def test_a_search_sees_only_the_collections_it_asked_for(db: Database) -> 
     assert only_a and {h.chunk_id for h in only_a} <= set(a)
     assert {h.chunk_id for h in both} & set(b) and {h.chunk_id for h in both} <= set(a) | set(b)
     assert await _lexical(cache, db, [], "w1") == []
+
+
+async def test_a_file_indexed_again_with_as_many_chunks_is_seen_by_the_next_search(db: Database) -> None:
+    """The index job stamps the file's entry even when its state and chunk count stay the same."""
+    await _file(db, "kb_a", "fl_a", ["the old text", "more old text"])
+    cache = KnowledgeCache(max_bytes=10**8)
+    assert len(await _lexical(cache, db, ["kb_a"], "old")) == 2
+    rows = [{"collection_id": "kb_a", "file_id": "fl_a", "ord": i, "page": None, "text": t, "terms": terms(t)}
+            for i, t in enumerate(["the new text", "more new text"])]
+    await index_jobs._replace_chunks(cast(Runtime, SimpleNamespace(db=db)), "kb_a", "fl_a", rows)
+    assert await _lexical(cache, db, ["kb_a"], "old") == []
+    assert len(await _lexical(cache, db, ["kb_a"], "new")) == 2
