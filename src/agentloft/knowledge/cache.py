@@ -115,8 +115,9 @@ class KnowledgeCache:
             self._entries.popitem(last=False)
         return True
 
-    def drop(self, collection_id: str) -> None:
-        for key in [k for k in self._entries if k[1] == collection_id]:
+    def drop(self, kind: str, collection_id: str) -> None:
+        """Forget the collection's entries of one kind, whatever their version."""
+        for key in [k for k in self._entries if k[:2] == (kind, collection_id)]:
             del self._entries[key]
 
 

@@ -168,7 +168,7 @@ async def nearest(cache: KnowledgeCache, db: AsyncSession, *, stamps: dict[str, 
     if len(await existing(db, [h.chunk_id for h in hits])) == len(hits):
         return hits
     for collection_id in stamps:  # a chunk was deleted since its matrix was read: read again
-        cache.drop(collection_id)
+        cache.drop("vectors", collection_id)
     hits = await _nearest(cache, db, stamps, model_id, query, limit)
     alive = await existing(db, [h.chunk_id for h in hits])
     return [h for h in hits if h.chunk_id in alive]
