@@ -55,8 +55,8 @@ ProblemCode = Literal[
     "unknown_time_zone", "not_valid_json", "required_to_enable", "openai_compatible_only", "chat_model_only",
     "embedding_model_only", "storage_quota_exceeded",
     # usage budgets (``usage.budgets``)
-    "budget_exceeded", "budget_needs_limit", "no_scope_for_everyone", "no_such_user", "no_such_group", "date_range_reversed",
-    "date_range_too_long",
+    "budget_exceeded", "budget_needs_limit", "no_scope_for_everyone", "no_such_user", "no_such_group",
+    "date_range_reversed", "date_range_too_long",
     # sign-in providers (``identity``)
     "not_ldap_url",
 ]
