@@ -68,6 +68,7 @@ ROUTER_MODULES = (
     "agentloft.files.router",
     "agentloft.knowledge.router",
     "agentloft.identity.router",
+    "agentloft.groups.router",
     "agentloft.a2a.router",
     "agentloft.usage.router",
     "agentloft.web.router",

@@ -22,6 +22,7 @@ from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.errors import Invalid, Unauthorized
 from agentloft.core.public_url import public_base_url
 from agentloft.core.runtime import Runtime
+from agentloft.groups import access
 
 router = APIRouter()
 
@@ -77,13 +78,24 @@ async def _a2a_user(request: Request, rt: Runtime) -> a2a_server.A2AUser:
     user = await token_user(rt.db, token)
     if user is None:
         raise Unauthorized("invalid API token", code="invalid_token")
-    return a2a_server.A2AUser(user.id, user.username, user.role)
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
+    return a2a_server.A2AUser(user.id, user.username, user.role, group_ids=viewer.group_ids)
+
+
+async def _card_viewer(request: Request, rt: Runtime) -> access.Viewer | None:
+    """Who asks for a card: nobody (a card is public), or the user of a valid bearer token."""
+    token = bearer_token(request)
+    user = await token_user(rt.db, token) if token else None
+    return await access.viewer_of(rt.db, user_id=user.id, role=user.role) if user is not None else None
 
 
 @router.get("/a2a/{slug}/.well-known/agent-card.json", include_in_schema=False)
 async def agent_card(slug: str, request: Request, db: DbSession, rt: Rt) -> JSONResponse:
-    """Public, like any A2A card: it says how to call the agent, not what it was told."""
-    agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
+    """Public, like any A2A card: it says how to call the agent, not what it was told. The card of an
+    agent limited to groups is only for a caller whose API token is a member's (or an admin's): to
+    anyone else it does not exist."""
+    viewer = await _card_viewer(request, rt)
+    agent = await service.get_callable_agent(db=db, slug=slug, local_only=True, viewer=viewer)
     card = a2a_server.build_card(agent, public_base_url(request, rt.settings))
     return JSONResponse(a2a_server.agent_card_dict(card))
 
@@ -104,7 +116,8 @@ async def a2a_rpc(slug: str, request: Request, rt: Rt) -> Response:
     except limits.Refused as refused:
         return rest.jsonrpc_error(checked.request_id(), refused.jsonrpc_error())
     async with rt.db.session() as db:
-        agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
+        agent = await service.get_callable_agent(db=db, slug=slug, local_only=True,
+                                                 viewer=request.state.a2a_user.viewer)
     card = a2a_server.build_card(agent, public_base_url(request, rt.settings))
     dispatcher = rt.a2a.dispatcher(agent, card)
     return await dispatcher.handle_requests(checked)
@@ -120,6 +133,7 @@ async def a2a_rest(slug: str, path: str, request: Request, rt: Rt) -> Response:
     except limits.Refused as refused:
         return rest.rest_error(refused.rest_error())
     async with rt.db.session() as db:
-        agent = await service.get_callable_agent(db=db, slug=slug, local_only=True)
+        agent = await service.get_callable_agent(db=db, slug=slug, local_only=True,
+                                                 viewer=request.state.a2a_user.viewer)
     handler = rt.a2a.handler(agent, a2a_server.build_card(agent, public_base_url(request, rt.settings)))
     return await rest.dispatch(checked, path, handler, rt.a2a.context_builder)

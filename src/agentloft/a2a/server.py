@@ -81,6 +81,7 @@ from agentloft.agents.models import Agent
 from agentloft.chat.leases import task_lease
 from agentloft.core.db import UNSTORABLE, rows_matched
 from agentloft.core.runtime import Runtime
+from agentloft.groups import access
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,15 @@ class A2AUser(A2AUserBase):
     """Our signed-in user as the SDK sees it. ``user_name`` is the owner key of tasks: the user id, which
     unlike a username never changes hands."""
 
-    def __init__(self, user_id: int, username: str, role: str) -> None:
+    def __init__(self, user_id: int, username: str, role: str, group_ids: frozenset[int] = frozenset()) -> None:
         self.user_id = user_id
         self.username = username
         self.role = role
+        self.group_ids = group_ids  # read once per request (``groups.access.viewer_of``)
+
+    @property
+    def viewer(self) -> access.Viewer:
+        return access.Viewer(role=self.role, group_ids=self.group_ids)
 
     @property
     def is_authenticated(self) -> bool:
@@ -396,7 +402,7 @@ class AgentloftExecutor(AgentExecutor):
             callee = await db.get(Agent, self.agent_id)
         if callee is None:  # deleted since the request was routed; the SDK fails the task
             raise TaskNotFoundError(message="this agent no longer exists")
-        caller = service.Caller(user_id=user.user_id, user_role=user.role,
+        caller = service.Caller(user_id=user.user_id, user_role=user.role, group_ids=user.group_ids,
                                 context={"via": "a2a", "contextId": context_id})
         if context.current_task is None:
             # Our row first, then the protocol's Task: the task store keeps the Task on that row.

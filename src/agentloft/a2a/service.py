@@ -28,6 +28,7 @@ from agentloft.chat.leases import task_lease
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound
 from agentloft.core.runtime import Runtime
+from agentloft.groups import access
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +56,16 @@ class Caller:
 
     user_id: int
     user_role: str
+    group_ids: frozenset[int] = frozenset()  # the user's: they decide which agents the call may reach
     agent_id: int | None = None
     session_id: str | None = None
     recursion_depth: int = 0
     chain: list[int] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def viewer(self) -> access.Viewer:
+        return access.Viewer(role=self.user_role, group_ids=self.group_ids)
 
     def path(self) -> list[int]:
         """The agents this call came through, the calling agent last (cycle detection)."""
@@ -81,7 +87,8 @@ class TaskOutcome:
 # ---------------------------------------------------------------- lookups
 
 
-async def get_callable_agent(*, db: AsyncSession, slug: str, local_only: bool = False) -> Agent:
+async def get_callable_agent(*, db: AsyncSession, slug: str, local_only: bool = False,
+                             viewer: access.Viewer | None = None) -> Agent:
     """An agent other agents and A2A clients may call: enabled, and a local one marked "Callable over A2A"
     (served to A2A clients and callable by agent-invoke). A remote agent is registered to be called, so
     agent-invoke calls every enabled one, the box aside (it would only hide the agent behind a second
@@ -92,6 +99,8 @@ async def get_callable_agent(*, db: AsyncSession, slug: str, local_only: bool = 
         stmt = stmt.where(Agent.kind == LOCAL, Agent.a2a_callable.is_(True))
     else:
         stmt = stmt.where(or_(Agent.a2a_callable.is_(True), Agent.kind == REMOTE))
+    # the calling user's groups decide (``groups.access``); without a user, only agents open to everyone
+    stmt = stmt.where(access.allowed("agent", Agent.id, viewer or access.Viewer(role=None)))
     return await one_or_404(db, stmt, NotFound(f"agent '{slug}' is not available over A2A", code="a2a_agent_not_found"))
 
 
@@ -196,6 +205,7 @@ async def run_task(
     turn = engine.run_turn(rt, engine.TurnRequest(
         user_id=caller.user_id,
         user_role=caller.user_role,
+        group_ids=caller.group_ids,
         agent=_limited(callee, max_output_tokens),
         session_id=task.session_id,
         user_text=input_text,
@@ -302,7 +312,7 @@ async def invoke_agent_via_a2a(
     Raises ``InvocationError`` before any task exists (no panel opens)."""
     async with rt.db.session() as db:
         try:
-            callee = await get_callable_agent(db=db, slug=agent_slug)
+            callee = await get_callable_agent(db=db, slug=agent_slug, viewer=caller.viewer)
         except NotFound as exc:
             raise InvocationError(exc.message) from exc
     check_invocation(callee=callee, caller=caller, max_depth=options.max_recursion_depth,

@@ -56,6 +56,7 @@ def caller_from(ctx: ToolContext) -> service.Caller:
     return service.Caller(
         user_id=int(ctx.user_id or 0),
         user_role=ctx.user_role or "user",
+        group_ids=ctx.group_ids,
         agent_id=ctx.agent_id,
         session_id=ctx.session_id,
         recursion_depth=ctx.recursion_depth,
@@ -97,6 +98,14 @@ class AgentInvokeTool(ToolType[Config, Input]):
             "Ask another agent to handle a sub-task and return its answer. Give it everything it needs in "
             f"`input`, it does not see this conversation. Agents you may call: {who}."
         )
+
+    def for_caller(self, config: Config, hidden_agents: frozenset[str]) -> Config | None:
+        """Without the agents the caller may not use; None when it named only such agents (an empty
+        list would mean "any agent")."""
+        if not hidden_agents.intersection(config.allowed_agents):
+            return config
+        kept = [slug for slug in config.allowed_agents if slug not in hidden_agents]
+        return config.model_copy(update={"allowed_agents": kept}) if kept else None
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
         return await invoke(input.agent_slug, input.input, config, ctx)

@@ -26,10 +26,12 @@ from agentloft.agents.schemas import (
     PromptCheck,
     PromptWarnings,
 )
-from agentloft.auth.dependencies import AdminUser, CurrentUser
+from agentloft.auth.dependencies import AdminUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import DbInt, Page
+from agentloft.groups import access
+from agentloft.groups.dependencies import CallerViewer
 from agentloft.tools import service as tools_service
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
@@ -37,25 +39,31 @@ admin_router = APIRouter(prefix="/api/admin/agents", tags=["admin"])
 
 
 @router.get("", response_model=Page[AgentPublic])
-async def list_enabled(_: CurrentUser, db: DbSession, paging: Paging) -> Page[AgentPublic]:
-    rows, total = await service.list_agents(db=db, page=paging, enabled_only=True)
+async def list_enabled(viewer: CallerViewer, db: DbSession, paging: Paging) -> Page[AgentPublic]:
+    rows, total = await service.list_agents(db=db, page=paging, enabled_only=True, viewer=viewer)
     return Page[AgentPublic].of([AgentPublic.model_validate(r) for r in rows], total, paging)
 
 
 @router.get("/{slug}", response_model=AgentPublic)
-async def read_enabled(slug: str, _: CurrentUser, db: DbSession) -> AgentPublic:
-    return AgentPublic.model_validate(await service.get_enabled_agent_by_slug(db=db, slug=slug))
+async def read_enabled(slug: str, viewer: CallerViewer, db: DbSession) -> AgentPublic:
+    return AgentPublic.model_validate(await service.get_enabled_agent_by_slug(db=db, slug=slug, viewer=viewer))
+
+
+async def _reads(db: DbSession, rows: list[Agent]) -> list[AgentRead]:
+    groups = await access.groups_of(db=db, kind="agent", ids=[r.id for r in rows])
+    return [AgentRead.model_validate(r).model_copy(update={"group_ids": groups[r.id]}) for r in rows]
 
 
 @admin_router.get("", response_model=Page[AgentRead])
 async def admin_list(_: AdminUser, db: DbSession, paging: Paging) -> Page[AgentRead]:
     rows, total = await service.list_agents(db=db, page=paging)
-    return Page[AgentRead].of([AgentRead.model_validate(r) for r in rows], total, paging)
+    return Page[AgentRead].of(await _reads(db, rows), total, paging)
 
 
 async def _saved(db: DbSession, agent: Agent) -> AgentSaved:
     warnings = await tools_service.prompt_warnings(db=db, prompt=agent.system_prompt)
-    return AgentSaved.model_validate(agent).model_copy(update={"warnings": warnings})
+    groups = await access.groups_of(db=db, kind="agent", ids=[agent.id])
+    return AgentSaved.model_validate(agent).model_copy(update={"warnings": warnings, "group_ids": groups[agent.id]})
 
 
 def _card_fetcher(rt: Runtime) -> service.CardFetcher:
@@ -79,7 +87,8 @@ async def admin_prompt_check(body: PromptCheck, _: AdminUser, db: DbSession) -> 
 
 @admin_router.get("/{agent_id}", response_model=AgentRead)
 async def admin_read(agent_id: DbInt, _: AdminUser, db: DbSession) -> AgentRead:
-    return AgentRead.model_validate(await service.get_agent(db=db, agent_id=agent_id))
+    (read,) = await _reads(db, [await service.get_agent(db=db, agent_id=agent_id)])
+    return read
 
 
 @admin_router.put("/{agent_id}", response_model=AgentSaved)
@@ -92,7 +101,8 @@ async def admin_update(agent_id: DbInt, body: AgentUpdate, _: AdminUser, rt: Rt,
 async def admin_refresh_card(agent_id: DbInt, _: AdminUser, rt: Rt, db: DbSession) -> AgentRead:
     """Fetch a remote agent's card again; ``cardError`` says why when it cannot be fetched."""
     row = await service.store_card(db=db, agent_id=agent_id, box=rt.box, fetch_card=_card_fetcher(rt))
-    return AgentRead.model_validate(row)
+    (read,) = await _reads(db, [row])
+    return read
 
 
 @admin_router.delete("/{agent_id}", status_code=204)

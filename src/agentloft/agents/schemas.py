@@ -8,6 +8,7 @@ from pydantic_core import InitErrorDetails
 
 from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel, BodyId
+from agentloft.groups.schemas import GROUP_IDS_DOC, GroupIds
 
 Slug = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
@@ -36,6 +37,7 @@ class AgentCreate(ApiModel):
     remote_token: str | None = Field(
         default=None, max_length=8000, description="remote only: bearer token sent to it (write-only)."
     )
+    group_ids: GroupIds = Field(default_factory=list, description=GROUP_IDS_DOC)
 
     @model_validator(mode="after")
     def _remote_needs_card(self) -> AgentCreate:
@@ -64,6 +66,7 @@ class AgentUpdate(ApiModel):
     remote_token: str | None = Field(
         default=None, max_length=8000, description="Omitted or null keeps the stored token; \"\" removes it."
     )
+    group_ids: GroupIds | None = Field(default=None, description=GROUP_IDS_DOC)
 
 
 class AgentRead(ApiModel):
@@ -84,6 +87,7 @@ class AgentRead(ApiModel):
     card: dict[str, Any] | None = Field(description="remote only: the agent card as last fetched.")
     card_fetched_at: datetime | None
     card_error: str | None = Field(description="remote only: why the card could not be fetched last time.")
+    group_ids: list[int] = Field(default_factory=list, description=GROUP_IDS_DOC)
     created_at: datetime
     updated_at: datetime
 

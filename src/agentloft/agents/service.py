@@ -20,6 +20,7 @@ from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, utcnow, value_taken
 from agentloft.core.errors import Conflict, Invalid, NotFound, problem
 from agentloft.core.schemas import PageParams
+from agentloft.groups import access
 from agentloft.llm import service as llm_service
 
 # (card URL, bearer token) -> (the card as JSON, or None and why not)
@@ -74,7 +75,8 @@ async def create_agent(
     await _check_model(db, data.model_id)
     if await _slug_taken(db, data.slug):
         raise _conflict(data.slug)
-    row = Agent(**data.model_dump(exclude={"remote_token"}))
+    group_ids = await access.check_group_ids(db=db, group_ids=data.group_ids)
+    row = Agent(**data.model_dump(exclude={"remote_token", "group_ids"}))
     _set_token(row, box, data.remote_token)
     await _store_card(row, fetch_card, box)
     db.add(row)
@@ -82,6 +84,7 @@ async def create_agent(
         await db.flush()
     except IntegrityError as exc:
         raise _conflict(data.slug) from exc
+    await access.set_groups(db=db, kind="agent", resource_id=row.id, group_ids=group_ids)
     return row
 
 
@@ -91,21 +94,35 @@ async def get_agent(*, db: AsyncSession, agent_id: int) -> Agent:
 
 
 async def list_agents(
-    *, db: AsyncSession, page: PageParams, enabled_only: bool = False
+    *, db: AsyncSession, page: PageParams, enabled_only: bool = False, viewer: access.Viewer | None = None
 ) -> tuple[list[Agent], int]:
+    """A page of agents; ``enabled_only``: those users may chat with, and of those only the ones
+    ``viewer`` may use (``groups.access``) when given."""
     base = select(Agent)
     if enabled_only:  # what users may chat with
         base = base.where(Agent.enabled.is_(True), Agent.kind == LOCAL)
+    if viewer is not None:
+        base = base.where(access.allowed("agent", Agent.id, viewer))
     total = int((await db.execute(select(func.count()).select_from(base.subquery()))).scalar_one())
     stmt = base.order_by(Agent.name, Agent.id).offset(page.offset).limit(page.page_size)
     return list((await db.execute(stmt)).scalars()), total
 
 
-async def get_enabled_agent_by_slug(*, db: AsyncSession, slug: str) -> Agent:
-    """The agent users may chat with; a disabled one (or a remote one, which only agents call) is 'not
-    found' to them."""
+def agent_not_found(slug: str) -> NotFound:
+    return NotFound(f"agent '{slug}' not found", code="agent_not_found")
+
+
+async def get_enabled_agent_by_slug(*, db: AsyncSession, slug: str, viewer: access.Viewer | None = None,
+                                    limits: access.Limits | None = None) -> Agent:
+    """The agent users may chat with; a disabled one (or a remote one, which only agents call), or one
+    ``viewer`` may not use (when given), is 'not found' to them."""
     stmt = select(Agent).where(Agent.slug == slug, Agent.enabled.is_(True), Agent.kind == LOCAL)
-    return await one_or_404(db, stmt, NotFound(f"agent '{slug}' not found", code="agent_not_found"))
+    agent = await one_or_404(db, stmt, agent_not_found(slug))
+    if viewer is not None:
+        limits = limits if limits is not None else await access.load_limits(db=db, viewer=viewer)
+        if not limits.allows(viewer, "agent", agent.id):
+            raise agent_not_found(slug)
+    return agent
 
 
 async def update_agent(
@@ -116,6 +133,9 @@ async def update_agent(
     row = await get_agent(db=db, agent_id=agent_id)
     changes = data.model_dump(exclude_unset=True)
     token = changes.pop("remote_token", None)
+    group_ids = changes.pop("group_ids", None)
+    if group_ids is not None:
+        await access.set_groups(db=db, kind="agent", resource_id=row.id, group_ids=group_ids)
     if "model_id" in changes:
         await _check_model(db, changes["model_id"])
     if changes.get("slug") and await _slug_taken(db, changes["slug"], except_id=row.id):

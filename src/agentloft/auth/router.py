@@ -22,6 +22,7 @@ from agentloft.auth.schemas import (
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.errors import TooMany
 from agentloft.core.schemas import DbInt, Page
+from agentloft.groups import service as groups_service
 from agentloft.system import service as system_service
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -139,7 +140,9 @@ async def admin_create_user(body: UserCreate, _: AdminUser, db: DbSession) -> Us
 @admin_router.get("", response_model=Page[UserRead])
 async def admin_list_users(_: AdminUser, db: DbSession, paging: Paging) -> Page[UserRead]:
     users, total = await service.list_users(db=db, page=paging)
-    return Page[UserRead].of([UserRead.model_validate(u) for u in users], total, paging)
+    groups = await groups_service.groups_of_users(db=db, user_ids=[u.id for u in users])
+    items = [UserRead.model_validate(u).model_copy(update={"groups": groups[u.id]}) for u in users]
+    return Page[UserRead].of(items, total, paging)
 
 
 @admin_router.patch("/{user_id}", response_model=UserRead)

@@ -9,6 +9,7 @@ from pydantic import Field, StrictBool, StringConstraints, field_validator
 
 from agentloft.auth.models import Role
 from agentloft.core.schemas import ApiModel
+from agentloft.groups.schemas import GroupRef
 
 Username = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=3, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -71,6 +72,7 @@ class UserRead(ApiModel):
     @classmethod
     def _local(cls, value: str | None) -> str:
         return value or "local"
+    groups: list[GroupRef] = Field(default_factory=list, description="Filled in the admins' list of users.")
 
 
 class TokenCreate(ApiModel):

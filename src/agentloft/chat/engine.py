@@ -82,6 +82,7 @@ from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.db import whole_characters
 from agentloft.core.errors import AppError, Conflict, NotFound
 from agentloft.core.runtime import Runtime
+from agentloft.groups import access
 from agentloft.llm import service as llm_service
 from agentloft.llm.models import ModelConfig
 from agentloft.tools import service as tools_service
@@ -119,6 +120,8 @@ class TurnRequest:
     agent: Agent | None
     session_id: str
     user_text: str
+    # the user's group ids (``groups.access.viewer_of``): which agents, models and tools they may use
+    group_ids: frozenset[int] = frozenset()
     buffer_key: str | None = None
     message_extra: dict[str, Any] | None = None
     recursion_depth: int = 0
@@ -167,7 +170,9 @@ class PreparedTurn:
 # --- models and tools --------------------------------------------------------------------------------
 
 
-async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
+async def _model_row(db: Any, agent: Agent | None, viewer: access.Viewer, limits: access.Limits) -> ModelConfig:
+    """The agent's own model (whoever may use the agent may use the model its admin chose for it), else
+    the default model the caller may use."""
     if agent is not None and agent.model_id is not None:
         try:
             row = await llm_service.get_model(db=db, model_id=agent.model_id)
@@ -175,7 +180,7 @@ async def _model_row(db: Any, agent: Agent | None) -> ModelConfig:
                 return row
         except NotFound:
             pass
-    row = await llm_service.default_model(db=db)
+    row = await llm_service.default_model(db=db, viewer=viewer, limits=limits)
     if row is None:
         raise NoModel("no model is configured; an administrator has to add one first")
     return row
@@ -188,34 +193,47 @@ class TurnInputs:
 
     model_row: ModelConfig
     tools: list[RunTool]
+    viewer: access.Viewer  # whom they were read for: the tools' context carries the same groups
 
 
-async def load_inputs(db: Any, rt: Runtime, *, agent: Agent | None, user_id: int, user_role: str) -> TurnInputs:
-    """Read the turn's model and tools in the caller's session (``NoModel`` when there is no model)."""
-    model_row = await _model_row(db, agent)
-    return TurnInputs(model_row=model_row, tools=await _tools(db, rt, agent, user_id, user_role))
+async def load_inputs(db: Any, rt: Runtime, *, agent: Agent | None, user_id: int,
+                      viewer: access.Viewer) -> TurnInputs:
+    """Read the turn's model and tools in the caller's session (``NoModel`` when there is no model);
+    ``agent_not_found`` when the caller may not use the agent (``groups.access``), on every path that
+    runs a turn (chat, regenerate, edit, an approval's resume, agent-invoke, A2A)."""
+    limits = await access.load_limits(db=db, viewer=viewer)
+    if agent is not None and not limits.allows(viewer, "agent", agent.id):
+        raise agents_service.agent_not_found(agent.slug)
+    model_row = await _model_row(db, agent, viewer, limits)
+    return TurnInputs(model_row=model_row, tools=await _tools(db, rt, agent, user_id, viewer, limits),
+                      viewer=viewer)
 
 
 async def chat_inputs(rt: Runtime, *, agent_slug: str | None, user_id: int,
                       user_role: str) -> tuple[Agent | None, TurnInputs]:
     """The enabled agent named ``agent_slug`` (None: the plain LLM chat) and its turn inputs, through the
-    read cache (``agentloft.core.readcache``): they change only when an admin edits agents, models or tools.
-    Keyed by role, not user: which tools a caller gets depends on the role alone."""
+    read cache (``agentloft.core.readcache``): they change only when an admin edits agents, models, tools
+    or who they are limited to. Keyed by role and groups, not user: which agent, model and tools a caller
+    gets depends on those alone. The user's groups are read here, once per turn (``viewer_of``)."""
+    viewer = await access.viewer_of(rt.db, user_id=user_id, role=user_role)
 
     async def read() -> tuple[Agent | None, TurnInputs]:
         async with rt.db.read_session() as db:
             agent = None
             if agent_slug is not None:
                 agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
-            return agent, await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
+            return agent, await load_inputs(db, rt, agent=agent, user_id=user_id, viewer=viewer)
 
-    return await rt.db.cache.load("chat_config", (agent_slug, user_role), read)
+    return await rt.db.cache.load("chat_config", (agent_slug, user_role, viewer.group_ids), read)
 
 
-async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, user_role: str) -> list[RunTool]:
+async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, viewer: access.Viewer,
+                 limits: access.Limits) -> list[RunTool]:
     if agent is None:
-        return await tools_service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=user_role)
-    return await tools_service.load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=user_role)
+        return await tools_service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=viewer.role,
+                                                             group_ids=viewer.group_ids, limits=limits)
+    return await tools_service.load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=viewer.role,
+                                                    group_ids=viewer.group_ids, limits=limits)
 
 
 def _history(raw: str | None) -> list[ModelMessage]:
@@ -248,7 +266,8 @@ async def prepare_turn(
     r, agent = request, request.agent
     if inputs is None:
         async with rt.db.read_session() as db:  # reads only
-            inputs = await load_inputs(db, rt, agent=agent, user_id=r.user_id, user_role=r.user_role)
+            inputs = await load_inputs(db, rt, agent=agent, user_id=r.user_id,
+                                       viewer=access.Viewer(role=r.user_role, group_ids=r.group_ids))
     lease = session_lease(r.session_id)
     await rt.runs.claim(lease)  # before the database says it runs: a sweeper never sees it unowned
     try:
@@ -261,7 +280,8 @@ async def prepare_turn(
             )
             tools = await chat_knowledge.session_tools(db, user_id=r.user_id, collection_ids=knowledge_ids,
                                                        tools=inputs.tools)
-        scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, session_id=r.session_id,
+        scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, group_ids=inputs.viewer.group_ids,
+                         session_id=r.session_id,
                          agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
                          extra=dict(r.tool_extra or {}))
         return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
@@ -300,8 +320,8 @@ async def prepare_rewind(
                                             running_limit=running_limit)
             tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=cut.knowledge_ids,
                                                        tools=inputs.tools)
-        scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
-                         agent_id=agent.id if agent else None)
+        scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, group_ids=inputs.viewer.group_ids,
+                         session_id=session_id, agent_id=agent.id if agent else None)
         return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
                                 message_id=cut.reply_id, history=cut.history,
                                 prompt=cut.prompt if prompt is None else prompt, tools=tools,
@@ -386,6 +406,7 @@ async def prepare_resume(
 async def _prepare_resume(
     rt: Runtime, *, session_id: str, user_id: int, user_role: str, buffer_key: str | None
 ) -> PreparedTurn:
+    viewer = await access.viewer_of(rt.db, user_id=user_id, role=user_role)
     async with rt.db.session() as db:
         session = await service.get_session_by_id(db=db, session_id=session_id)
         agent = await _agent_of_session(db, session.kind, session.agent_id)
@@ -395,7 +416,7 @@ async def _prepare_resume(
         approvals = await service.approvals_of_message(db=db, message_id=reply.id)
         if any(a.status == "pending" for a in approvals):
             raise Conflict("other tool calls still wait for an answer", code="approval_pending")
-        inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, user_role=user_role)
+        inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, viewer=viewer)
         tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=session.knowledge_ids,
                                                    tools=inputs.tools)
         # not refused here: the answers are saved, and the run's first model call stops it if a budget is
@@ -408,8 +429,8 @@ async def _prepare_resume(
         # Saved with the answers from the start: a page opened while the run goes on shows what came
         # before it as the reply's, up to the last answered call, and follows the rest live.
         await service.update_message(db=db, message_id=reply.id, status=STREAMING, parts=collector.parts)
-    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, session_id=session_id,
-                     agent_id=agent.id if agent else None)
+    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, group_ids=viewer.group_ids,
+                     session_id=session_id, agent_id=agent.id if agent else None)
     return await _open_turn(
         rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or session_id,
         message_id=reply.id, tools=tools,

@@ -76,6 +76,7 @@ class RunScope:
     agent_id: int | None
     recursion_depth: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    group_ids: frozenset[int] = frozenset()  # the user's (``groups.access``)
 
 
 class RunToolset(AbstractToolset[Any]):
@@ -116,6 +117,7 @@ class RunToolset(AbstractToolset[Any]):
             tool_slug=tool.name,
             user_id=scope.user_id,
             user_role=scope.user_role,
+            group_ids=scope.group_ids,
             session_id=scope.session_id,
             agent_id=scope.agent_id,
             recursion_depth=scope.recursion_depth,

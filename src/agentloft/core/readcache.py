@@ -46,9 +46,12 @@ GROUPS: dict[str, frozenset[str]] = {
     "auth": frozenset({"users", "auth_sessions"}),
     "tokens": frozenset({"users", "api_tokens"}),
     # mcp_servers: a disabled server's tools leave every turn (``ToolType.unavailable``).
-    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations", "mcp_servers"}),
+    "chat_config": frozenset({"agents", "model_configs", "agent_tools", "agent_tool_associations", "mcp_servers",
+                              "resource_groups"}),
     # the budgets every turn checks (``usage.budgets``)
     "budgets": frozenset({"usage_budgets"}),
+    # A user's group ids (``groups.access.viewer_of``); which resources are limited is in chat_config.
+    "groups": frozenset({"group_members"}),
 }
 
 # Tables whose writes change rows elsewhere only in tables no group reads: their triggers keep the search

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, TimestampMixin, UTCDateTime, utcnow
 
 LOCAL_SOURCE = "local"
 NAME_MAX = 255
+# Exactly one of ``resource_groups``' resource columns is set (a CASE sum: PostgreSQL adds no booleans).
+RESOURCE_COLUMNS = ("agent_id", "model_id", "tool_id", "collection_id")
+ONE_RESOURCE = " + ".join(f"CASE WHEN {c} IS NULL THEN 0 ELSE 1 END" for c in RESOURCE_COLUMNS) + " = 1"
 
 
 class Group(TimestampMixin, Base):
@@ -37,3 +40,30 @@ class GroupMember(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, nullable=False)
 
     __table_args__ = (Index("idx_group_members_user", "user_id"),)
+
+
+class ResourceGroup(Base):
+    """One group a resource is limited to. One table for every kind of resource, with a column per kind
+    (exactly one set) rather than a ``(kind, resource_id)`` pair: each column is a real foreign key, so
+    deleting the resource or the group deletes the row by cascade, and a resource that later gets a
+    deleted one's id (SQLite reuses the highest rowid) inherits nothing. Reading one table serves every
+    kind in one statement (``groups.access.load_limits``)."""
+
+    __tablename__ = "resource_groups"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=True)
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("model_configs.id", ondelete="CASCADE"), nullable=True)
+    tool_id: Mapped[str | None] = mapped_column(ForeignKey("agent_tools.id", ondelete="CASCADE"), nullable=True)
+    collection_id: Mapped[str | None] = mapped_column(
+        ForeignKey("knowledge_collections.id", ondelete="CASCADE"), nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(ONE_RESOURCE, name="one_resource"),
+        UniqueConstraint("agent_id", "group_id", name="uq_resource_groups_agent"),
+        UniqueConstraint("model_id", "group_id", name="uq_resource_groups_model"),
+        UniqueConstraint("tool_id", "group_id", name="uq_resource_groups_tool"),
+        UniqueConstraint("collection_id", "group_id", name="uq_resource_groups_collection"),
+        Index("idx_resource_groups_group", "group_id"),
+    )

@@ -45,17 +45,19 @@ async def list_models(
     kind: Annotated[ModelKind | None, Query(description="Only chat or only embedding models.")] = None,
 ) -> Page[ModelConfigRead]:
     rows, total = await service.list_models(db=db, page=paging, kind=kind)
-    return Page[ModelConfigRead].of([service.to_read(r) for r in rows], total, paging)
+    return Page[ModelConfigRead].of(await service.read_models(db=db, rows=rows), total, paging)
 
 
 @admin_router.post("", response_model=ModelConfigRead, status_code=201)
 async def create_model(body: ModelConfigCreate, _: AdminUser, rt: Rt, db: DbSession) -> ModelConfigRead:
-    return service.to_read(await service.create_model(db=db, box=rt.box, data=body))
+    (read,) = await service.read_models(db=db, rows=[await service.create_model(db=db, box=rt.box, data=body)])
+    return read
 
 
 @admin_router.get("/{model_id}", response_model=ModelConfigRead)
 async def read_model(model_id: DbInt, _: AdminUser, db: DbSession) -> ModelConfigRead:
-    return service.to_read(await service.get_model(db=db, model_id=model_id))
+    (read,) = await service.read_models(db=db, rows=[await service.get_model(db=db, model_id=model_id)])
+    return read
 
 
 @admin_router.put("/{model_id}", response_model=ModelConfigRead)
@@ -69,7 +71,8 @@ async def update_model(
     row = await service.update_model(db=db, box=rt.box, model_id=model_id, data=body)
     if row.kind == "embedding" and (row.base_url, row.model) != endpoint:
         await knowledge_embedding.model_changed(db, model_id=row.id)
-    return service.to_read(row)
+    (read,) = await service.read_models(db=db, rows=[row])
+    return read
 
 
 @admin_router.delete("/{model_id}", status_code=204)

@@ -6,6 +6,7 @@ from typing import Annotated
 from pydantic import AnyHttpUrl, Field, StrictBool, StringConstraints, field_validator
 
 from agentloft.core.schemas import ApiModel
+from agentloft.groups.schemas import GROUP_IDS_DOC, GroupIds
 from agentloft.llm.models import ModelKind, Provider
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
@@ -39,6 +40,7 @@ class ModelConfigCreate(ApiModel):
         "other OpenAI-compatible servers (Ollama, vLLM, a custom one)."))
     input_price_per_m_tok: Price = None
     output_price_per_m_tok: Price = None
+    group_ids: GroupIds = Field(default_factory=list, description=GROUP_IDS_DOC)
 
     _check_url = field_validator("base_url")(_url)
 
@@ -55,6 +57,7 @@ class ModelConfigUpdate(ApiModel):
     vision: StrictBool | None = None
     input_price_per_m_tok: Price = None
     output_price_per_m_tok: Price = None
+    group_ids: GroupIds | None = Field(default=None, description=GROUP_IDS_DOC)
 
     _check_url = field_validator("base_url")(_url)
 
@@ -72,6 +75,7 @@ class ModelConfigRead(ApiModel):
     vision: bool = Field(description="It reads images attached to chat messages.")
     input_price_per_m_tok: float | None = Field(default=None, description="USD per million input tokens.")
     output_price_per_m_tok: float | None = Field(default=None, description="USD per million output tokens.")
+    group_ids: list[int] = Field(default_factory=list, description=GROUP_IDS_DOC)
     created_at: datetime
     updated_at: datetime
 

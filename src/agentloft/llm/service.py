@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelAPIError, ModelRequestTimeout, ModelTimeoutError
@@ -26,6 +27,7 @@ from agentloft.core.db import one_or_404, value_taken
 from agentloft.core.errors import Conflict, NotFound, invalid_field
 from agentloft.core.schemas import PageParams
 from agentloft.core.settings import Settings
+from agentloft.groups import access
 from agentloft.llm.clients import ModelClients
 from agentloft.llm.failures import describe_failure
 from agentloft.llm.models import ModelConfig, ModelKind
@@ -58,6 +60,12 @@ def to_read(row: ModelConfig) -> ModelConfigRead:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
+
+
+async def read_models(*, db: AsyncSession, rows: Sequence[ModelConfig]) -> list[ModelConfigRead]:
+    """``to_read`` of each row with the groups it is limited to."""
+    groups = await access.groups_of(db=db, kind="model", ids=[r.id for r in rows])
+    return [to_read(r).model_copy(update={"group_ids": groups[r.id]}) for r in rows]
 
 
 async def _clear_default(db: AsyncSession, keep_id: int) -> None:
@@ -115,8 +123,10 @@ async def create_model(*, db: AsyncSession, box: SecretBox, data: ModelConfigCre
         output_price_per_mtok=data.output_price_per_m_tok,
     )
     _check_kind(row)
+    group_ids = await access.check_group_ids(db=db, group_ids=data.group_ids)
     db.add(row)
     await _flush_name(db, row.name)
+    await access.set_groups(db=db, kind="model", resource_id=row.id, group_ids=group_ids)
     if row.is_default:
         await _clear_default(db, row.id)
     await _first_becomes_default(db, row)
@@ -163,6 +173,9 @@ async def update_model(
 ) -> ModelConfig:
     row = await get_model(db=db, model_id=model_id)
     changes = data.model_dump(exclude_unset=True)
+    group_ids = changes.pop("group_ids", None)
+    if group_ids is not None:
+        await access.set_groups(db=db, kind="model", resource_id=row.id, group_ids=group_ids)
     if changes.pop("kind", None) not in (None, row.kind):
         raise invalid_field("kind", "not_editable", "a model's kind is chosen when it is created")
     if changes.get("name") and await _name_taken(db, changes["name"], except_id=row.id):
@@ -198,15 +211,19 @@ async def delete_model(*, db: AsyncSession, model_id: int) -> None:
     await db.flush()
 
 
-async def default_model(*, db: AsyncSession) -> ModelConfig | None:
-    """The enabled default chat model, else the oldest enabled one, else None."""
+async def default_model(*, db: AsyncSession, viewer: access.Viewer | None = None,
+                        limits: access.Limits | None = None) -> ModelConfig | None:
+    """The enabled default chat model, else the oldest enabled one, else None; with ``viewer``, the first
+    of those that the viewer may use (a model limited to groups is no default for anyone else)."""
     stmt = (
         select(ModelConfig)
         .where(ModelConfig.enabled.is_(True), ModelConfig.kind == "chat")
         .order_by(ModelConfig.is_default.desc(), ModelConfig.id)
-        .limit(1)
     )
-    return (await db.execute(stmt)).scalar_one_or_none()
+    if viewer is None or viewer.sees_all:
+        return (await db.execute(stmt.limit(1))).scalar_one_or_none()
+    limits = limits if limits is not None else await access.load_limits(db=db, viewer=viewer)
+    return next((r for r in (await db.execute(stmt)).scalars() if limits.allows(viewer, "model", r.id)), None)
 
 
 async def has_enabled_model(*, db: AsyncSession) -> bool:

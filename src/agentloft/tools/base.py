@@ -94,6 +94,8 @@ class ToolContext:
     emit: Emit = _no_emit
     # Free-form values a caller passes down (e.g. the A2A call chain for cycle detection).
     extra: dict[str, Any] = field(default_factory=dict)
+    # The user's group ids (``groups.access``): agent-invoke and knowledge decide with the caller's groups.
+    group_ids: frozenset[int] = frozenset()
 
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
@@ -134,6 +136,12 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     @abstractmethod
     async def execute(self, input: InputT, config: ConfigT, ctx: ToolContext) -> ToolResult:
         """Do the work. May raise; the wrapper turns exceptions into failed results."""
+
+    def for_caller(self, config: ConfigT, hidden_agents: frozenset[str]) -> ConfigT | None:
+        """The config as a caller gets it who may not use the agents whose slugs are ``hidden_agents``
+        (limited to groups they are not in), or None to leave the tool out for them: a type whose config
+        names agents (agent-invoke) drops those, so that the model never reads their names."""
+        return config
 
     def needs_approval(self, input: InputT, config: ConfigT, ctx: ToolContext) -> bool:
         """Whether this particular call asks for the user's approval (e.g. document delete)."""

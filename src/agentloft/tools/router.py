@@ -54,6 +54,7 @@ from fastapi import APIRouter, Query, Response
 from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.schemas import DbInt, Page, PageParams
+from agentloft.groups.dependencies import CallerViewer
 from agentloft.tools import service
 from agentloft.tools.base import ToolResult
 from agentloft.tools.dependencies import Registry
@@ -81,9 +82,11 @@ def _slice(items: list[T], paging: PageParams) -> list[T]:
 
 @router.get("/api/llm/chat/tools", response_model=Page[LlmToolRead])
 async def chat_tools(
-    user: CurrentUser, rt: Rt, db: DbSession, paging: Paging, agent: Annotated[str | None, Query()] = None
+    user: CurrentUser, viewer: CallerViewer, rt: Rt, db: DbSession, paging: Paging,
+    agent: Annotated[str | None, Query()] = None,
 ) -> Page[LlmToolRead]:
-    tools = await service.tools_for_chat(db=db, rt=rt, user_id=user.id, user_role=user.role, agent_slug=agent)
+    tools = await service.tools_for_chat(db=db, rt=rt, user_id=user.id, user_role=user.role, agent_slug=agent,
+                                         group_ids=viewer.group_ids)
     items = [
         LlmToolRead(
             name=t.name, description=t.description, input_schema=t.input_schema,

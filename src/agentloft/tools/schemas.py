@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, StrictBool, StrictInt, StringConstraints
 
 from agentloft.core.schemas import DB_INT_MAX, ApiModel
+from agentloft.groups.schemas import GROUP_IDS_DOC, GroupIds
 
 SECRET_PLACEHOLDER = "•••"
 
@@ -52,6 +53,7 @@ class AgentToolCreate(ApiModel):
     enabled: StrictBool = True
     needs_approval: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
     admin_only: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
+    group_ids: GroupIds = Field(default_factory=list, description=GROUP_IDS_DOC)
 
 
 class AgentToolUpdate(ApiModel):
@@ -66,6 +68,7 @@ class AgentToolUpdate(ApiModel):
     enabled: StrictBool | None = None
     needs_approval: StrictBool | None = None
     admin_only: StrictBool | None = None
+    group_ids: GroupIds | None = Field(default=None, description=GROUP_IDS_DOC)
 
 
 class AgentToolRead(ApiModel):
@@ -79,6 +82,7 @@ class AgentToolRead(ApiModel):
     enabled: bool
     needs_approval: bool
     admin_only: bool
+    group_ids: list[int] = Field(default_factory=list, description=GROUP_IDS_DOC)
     unavailable: str | None = Field(
         default=None,
         description="Why the tool cannot run now although it may be enabled (its MCP server is disabled): "

@@ -5,6 +5,8 @@ functions return and can call nothing else, so an admin-only or disabled tool is
 non-admin: it does not exist in that run. The rule (``visible_to``) follows seed 001: enabled tools, minus
 admin-only ones unless the role is ``admin``, filtered in memory because the table is small. A tool its
 type reports unavailable (``ToolType.unavailable``: an MCP tool whose server is disabled) is left out too.
+A tool limited to groups (``groups.access``) is left out the same way for a caller in none of them: the
+callers pass the user's group ids (``group_ids``) and may pass the ``Limits`` they read already.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents import service as agents_service
+from agentloft.agents.models import Agent
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import one_or_404, value_taken
 from agentloft.core.errors import (
@@ -36,6 +39,7 @@ from agentloft.core.errors import (
 )
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
+from agentloft.groups import access
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.models import AgentTool, AgentToolAssociation
 from agentloft.tools.registry import ToolRegistry
@@ -250,7 +254,9 @@ async def unavailable_reasons(
 async def read_tools(*, db: AsyncSession, registry: ToolRegistry, rows: Sequence[AgentTool]) -> list[AgentToolRead]:
     """Rows as the admin sees them: each with the reason it cannot run now, if there is one."""
     reasons = await unavailable_reasons(db=db, registry=registry, rows=rows)
-    return [to_read(row).model_copy(update={"unavailable": reasons.get(row.id)}) for row in rows]
+    groups = await access.groups_of(db=db, kind="tool", ids=[row.id for row in rows])
+    return [to_read(row).model_copy(update={"unavailable": reasons.get(row.id), "group_ids": groups[row.id]})
+            for row in rows]
 
 
 async def read_tool(*, db: AsyncSession, registry: ToolRegistry, row: AgentTool) -> AgentToolRead:
@@ -295,8 +301,10 @@ async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -
     _check_enableable(row, tool_type, rt.box)
     if await _slug_taken(db, data.slug):
         raise _slug_conflict(data.slug)
+    group_ids = await access.check_group_ids(db=db, group_ids=data.group_ids)
     db.add(row)
     await _flush_unique(db, data.slug)
+    await access.set_groups(db=db, kind="tool", resource_id=row.id, group_ids=group_ids)
     return row
 
 
@@ -335,6 +343,8 @@ async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: Agen
     if (row_type := rt.registry.get(row.type)) is not None:
         _check_enableable(row, row_type, rt.box)
     await _flush_unique(db, row.slug)
+    if changes.get("group_ids") is not None:
+        await access.set_groups(db=db, kind="tool", resource_id=row.id, group_ids=changes["group_ids"])
     return row
 
 
@@ -348,9 +358,34 @@ async def delete_tool(*, db: AsyncSession, tool_id: str) -> None:
 # --- building the tools a run sees ----------------------------------------------------------------
 
 
-def visible_to(*, row: AgentTool, user_role: str | None) -> bool:
-    """Seed 001: enabled tools; admin-only ones only for admins. Anyone else never learns they exist."""
-    return bool(row.enabled) and (not row.admin_only or user_role == ADMIN_ROLE)
+def visible_to(*, row: AgentTool, viewer: access.Viewer, limits: access.Limits) -> bool:
+    """Seed 001: enabled tools; admin-only ones only for admins; one limited to groups only for their
+    members (and admins). Anyone else never learns they exist."""
+    return (bool(row.enabled) and (not row.admin_only or viewer.sees_all)
+            and limits.allows(viewer, "tool", row.id))
+
+
+async def _limits(db: AsyncSession, viewer: access.Viewer, limits: access.Limits | None) -> access.Limits:
+    return limits if limits is not None else await access.load_limits(db=db, viewer=viewer)
+
+
+async def _hidden_agents(db: AsyncSession, viewer: access.Viewer, limits: access.Limits) -> frozenset[str]:
+    """The slugs of the agents limited to groups the viewer is in none of (no statement when none is)."""
+    ids = [i for i, groups in limits.groups.get("agent", {}).items() if not viewer.may_use(groups)]
+    if not ids:
+        return frozenset()
+    return frozenset((await db.execute(select(Agent.slug).where(Agent.id.in_(ids)))).scalars())
+
+
+def _for_caller(tool: RunTool | None, row: AgentTool, hidden_agents: frozenset[str]) -> RunTool | None:
+    """``tool`` as a caller gets it who may not use ``hidden_agents`` (``ToolType.for_caller``): its
+    config and description without them, or None when nothing is left for that caller."""
+    if tool is None or not hidden_agents:
+        return tool
+    config = tool.type.for_caller(tool.config, hidden_agents)
+    if config is None or config is tool.config:
+        return None if config is None else tool
+    return replace(tool, config=config, description=_llm_description(row, tool.type, config))
 
 
 def _llm_description(row: AgentTool, tool_type: AnyToolType, config: BaseModel) -> str:
@@ -437,28 +472,36 @@ async def _enabled_rows(db: AsyncSession) -> list[AgentTool]:
     return list((await db.execute(stmt)).scalars())
 
 
-async def _visible_rows(db: AsyncSession, registry: ToolRegistry, user_role: str | None) -> list[AgentTool]:
-    """Enabled rows this role may see whose type can run them now."""
-    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, user_role=user_role)]
+async def _visible_rows(db: AsyncSession, registry: ToolRegistry, viewer: access.Viewer,
+                        limits: access.Limits | None) -> list[AgentTool]:
+    """Enabled rows this caller may see whose type can run them now."""
+    limits = await _limits(db, viewer, limits)
+    rows = [row for row in await _enabled_rows(db) if visible_to(row=row, viewer=viewer, limits=limits)]
     unavailable = await unavailable_reasons(db=db, registry=registry, rows=rows)
     return [row for row in rows if row.id not in unavailable]
 
 
 async def get_enabled_tools_for_llm(
-    *, db: AsyncSession, rt: Runtime, user_id: int | None, user_role: str | None
+    *, db: AsyncSession, rt: Runtime, user_id: int | None, user_role: str | None,
+    group_ids: frozenset[int] = frozenset(), limits: access.Limits | None = None,
 ) -> list[RunTool]:
-    """Every enabled tool this role may see (seed 001's ``getEnabledToolsForLlm``), ready to run.
-    ``user_id`` is part of the seed's signature; visibility depends on the role alone."""
-    tools = [build_run_tool(row=row, rt=rt) for row in await _visible_rows(db, rt.registry, user_role)]
+    """Every enabled tool this caller may see (seed 001's ``getEnabledToolsForLlm``), ready to run.
+    ``user_id`` is part of the seed's signature; visibility depends on the role and the groups."""
+    viewer = access.Viewer(role=user_role, group_ids=group_ids)
+    limits = await _limits(db, viewer, limits)
+    hidden = await _hidden_agents(db, viewer, limits)
+    tools = [_for_caller(build_run_tool(row=row, rt=rt), row, hidden)
+             for row in await _visible_rows(db, rt.registry, viewer, limits)]
     return [t for t in tools if t is not None]
 
 
 async def get_enabled_tool_infos(
-    *, db: AsyncSession, user_role: str | None, registry: ToolRegistry
+    *, db: AsyncSession, user_role: str | None, registry: ToolRegistry, group_ids: frozenset[int] = frozenset()
 ) -> list[ToolInfo]:
     """Seed 001's ``getEnabledToolInfos``: the same filter, without configs. Rows whose type is not
     registered are left out too, as they are from the model's list."""
-    rows = [row for row in await _visible_rows(db, registry, user_role) if row.type in registry]
+    viewer = access.Viewer(role=user_role, group_ids=group_ids)
+    rows = [row for row in await _visible_rows(db, registry, viewer, None) if row.type in registry]
     return [
         ToolInfo(
             id=row.id,
@@ -489,16 +532,21 @@ def effective_needs_approval(*, link: AgentToolAssociation, tool: AgentTool) -> 
 
 
 async def load_tools_for_agent(
-    *, db: AsyncSession, rt: Runtime, agent_id: int, user_role: str | None
+    *, db: AsyncSession, rt: Runtime, agent_id: int, user_role: str | None,
+    group_ids: frozenset[int] = frozenset(), limits: access.Limits | None = None,
 ) -> list[RunTool]:
-    """The agent's tools this role may see, in the agent's order, with the effective approval rule.
-    A non-admin chatting with an agent (or reaching it through A2A) never gets its admin-only tools."""
-    links = [
-        (link, tool) for link, tool in await _agent_links(db, agent_id) if visible_to(row=tool, user_role=user_role)
-    ]
+    """The agent's tools this caller may see, in the agent's order, with the effective approval rule.
+    A non-admin chatting with an agent (or reaching it through A2A) never gets its admin-only tools, nor
+    those limited to groups they are not in."""
+    viewer = access.Viewer(role=user_role, group_ids=group_ids)
+    limits = await _limits(db, viewer, limits)
+    links = [(link, tool) for link, tool in await _agent_links(db, agent_id)
+             if visible_to(row=tool, viewer=viewer, limits=limits)]
     unavailable = await unavailable_reasons(db=db, registry=rt.registry, rows=[tool for _, tool in links])
+    hidden = await _hidden_agents(db, viewer, limits)
     tools = [
-        build_run_tool(row=tool, rt=rt, needs_approval=effective_needs_approval(link=link, tool=tool))
+        _for_caller(build_run_tool(row=tool, rt=rt, needs_approval=effective_needs_approval(link=link, tool=tool)),
+                    tool, hidden)
         for link, tool in links
         if tool.id not in unavailable
     ]
@@ -506,14 +554,19 @@ async def load_tools_for_agent(
 
 
 async def tools_for_chat(
-    *, db: AsyncSession, rt: Runtime, user_id: int, user_role: str | None, agent_slug: str | None = None
+    *, db: AsyncSession, rt: Runtime, user_id: int, user_role: str | None, agent_slug: str | None = None,
+    group_ids: frozenset[int] = frozenset(),
 ) -> list[RunTool]:
     """What the caller's model is given: the plain LLM chat's tools, or those of the enabled agent named
-    by ``agent_slug`` (NotFound when there is no such enabled agent)."""
+    by ``agent_slug`` (NotFound when there is no such enabled agent, or the caller may not use it)."""
+    viewer = access.Viewer(role=user_role, group_ids=group_ids)
+    limits = await access.load_limits(db=db, viewer=viewer)
     if agent_slug is None:
-        return await get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=user_role)
-    agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug)
-    return await load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=user_role)
+        return await get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=user_role,
+                                               group_ids=group_ids, limits=limits)
+    agent = await agents_service.get_enabled_agent_by_slug(db=db, slug=agent_slug, viewer=viewer, limits=limits)
+    return await load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=user_role, group_ids=group_ids,
+                                      limits=limits)
 
 
 async def execute_tool(
@@ -613,15 +666,20 @@ def _mentions(text: str, words: str) -> bool:
 
 
 async def prompt_warnings(*, db: AsyncSession, prompt: str) -> list[str]:
-    """Warnings for an agent's system prompt that names an admin-only tool (by slug or name): such a tool
-    never reaches a non-admin's model, but the prompt would still tell that model it exists."""
+    """Warnings for an agent's system prompt that names an admin-only tool or one limited to groups (by
+    slug or name): such a tool never reaches the model of a user who may not use it, but the prompt would
+    still tell that model it exists."""
     if not prompt.strip():
         return []
-    rows = (await db.execute(select(AgentTool).where(AgentTool.admin_only != 0).order_by(AgentTool.slug))).scalars()
-    return [
-        f"The system prompt names the admin-only tool '{row.name}' ({row.slug}): users who are not admins do not "
-        "get it, but their model would still read about it. Describe the task instead; the model sees the tools "
-        "it has in its tool list."
-        for row in rows
-        if _mentions(prompt, row.slug) or _mentions(prompt, row.name)
-    ]
+    limited = set((await access.load_limits(db=db)).groups.get("tool", {}))
+    stmt = select(AgentTool).where(or_(AgentTool.admin_only != 0, AgentTool.id.in_(sorted(limited))))
+    return [_hidden_tool_warning(row) for row in (await db.execute(stmt.order_by(AgentTool.slug))).scalars()
+            if _mentions(prompt, row.slug) or _mentions(prompt, row.name)]
+
+
+def _hidden_tool_warning(row: AgentTool) -> str:
+    kind, who = (("admin-only", "users who are not admins") if row.admin_only
+                 else ("group-limited", "users outside its groups"))
+    return (f"The system prompt names the {kind} tool '{row.name}' ({row.slug}): {who} do not get it, but "
+            "their model would still read about it. Describe the task instead; the model sees the tools it has "
+            "in its tool list.")

@@ -130,6 +130,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.tool_slug_taken": "A tool with this slug exists already: choose another slug.",
         "apiError.mcp_server_slug_taken": "An MCP server with this slug exists already: choose another slug.",
         "apiError.model_name_taken": "A model with this name exists already: choose another name.",
+        "apiError.group_not_found": "This group does not exist.",
+        "apiError.group_name_taken": "A local group with this name exists already: choose another name.",
+        "apiError.group_synced": "This group comes from a sign-in provider and follows it: change it there.",
+        "apiError.group_in_use": "Agents, models, tools or collections are limited to this group: remove it from "
+        "them first.",
         "apiError.not_a_remote_agent": "Only a remote agent has an agent card to fetch.",
         "apiError.csrf_failed": "This page is out of date (its security token is missing). Reload it and try "
         "again.",
@@ -369,6 +374,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.tool_slug_taken": "已有使用该标识的工具，请换一个标识。",
         "apiError.mcp_server_slug_taken": "已有使用该标识的 MCP 服务器，请换一个标识。",
         "apiError.model_name_taken": "已有同名的模型，请换一个名称。",
+        "apiError.group_not_found": "该用户组不存在。",
+        "apiError.group_name_taken": "已有同名的本地用户组，请换一个名称。",
+        "apiError.group_synced": "该用户组来自登录提供方并随其同步：请在提供方处修改。",
+        "apiError.group_in_use": "仍有智能体、模型、工具或知识库限定于该用户组：请先将其移除。",
         "apiError.not_a_remote_agent": "只有远程智能体才有可获取的智能体卡片。",
         "apiError.csrf_failed": "页面已过期（缺少安全令牌）。请刷新页面后重试。",
         "apiError.invalid_token": "API 令牌无效。",

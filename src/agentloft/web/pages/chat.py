@@ -15,6 +15,7 @@ from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
 from agentloft.defaults import ASSISTANT, TOOL_TEXTS
+from agentloft.groups import access
 from agentloft.llm import service as llm_service
 from agentloft.tools import service as tools_service
 from agentloft.tools.schemas import ToolInfo
@@ -66,9 +67,12 @@ async def _chat(
     # else reads a notice instead of a chat that fails on the first message.
     if not await llm_service.has_enabled_model(db=db):
         return RedirectResponse(SETUP_PATH, status_code=303) if user.is_admin else no_model_notice(request)
-    agents, _ = await agents_service.list_agents(db=db, page=PageParams(page=1, page_size=100), enabled_only=True)
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
+    agents, _ = await agents_service.list_agents(db=db, page=PageParams(page=1, page_size=100), enabled_only=True,
+                                                 viewer=viewer)
     t = translator(request_language(request))
-    tools = await tools_service.get_enabled_tool_infos(db=db, user_role=user.role, registry=rt.registry)
+    tools = await tools_service.get_enabled_tool_infos(db=db, user_role=user.role, registry=rt.registry,
+                                                       group_ids=viewer.group_ids)
     return render_page(
         request,
         "chat/chat.html",

@@ -1,0 +1,158 @@
+"""The isolation matrix for groups: an agent, a model and a tool limited to a group are seen and reached by
+its members and admins, and by nobody else, on every path: agent lists and reads, chat, regenerate, edit,
+an approval's resume, the tools' lists and the model's tool list, agent-invoke (the caller user's groups
+decide, and the tool's list of agents never names a hidden one), A2A (card and tasks), the plain chat's
+model. A user who leaves the group keeps reading their old sessions but cannot continue them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, caller_step
+from tests.a2a.test_invoke import ask, requests_of, tool_output
+from tests.chat.helpers import chat, post_stream
+from tests.fakes.openai_server import FakeModel, FakeModelServer, text
+from tests.support import ApiClient, LiveApp
+
+
+class World:
+    """A group ``team`` with one member; an outsider; the admin."""
+
+    def __init__(self, admin: ApiClient, make_user: Callable[..., ApiClient]) -> None:
+        self.admin = admin
+        self.member = make_user("member")
+        self.outsider = make_user("outsider")
+        users = {u["username"]: u["id"] for u in admin.ok("GET", "/api/admin/users?pageSize=100")["items"]}
+        self.member_id = users["member"]
+        self.team = admin.ok("POST", "/api/admin/groups", json={"name": "team"})["id"]
+        admin.ok("PUT", f"/api/admin/groups/{self.team}/members", json=[self.member_id])
+
+    def clients(self) -> dict[str, ApiClient]:
+        return {"member": self.member, "outsider": self.outsider, "admin": self.admin}
+
+    def leave(self) -> None:
+        self.admin.ok("PUT", f"/api/admin/groups/{self.team}/members", json=[])
+
+
+@pytest.fixture
+def world(admin: ApiClient, make_user: Callable[..., ApiClient]) -> World:
+    return World(admin, make_user)
+
+
+def _tool_names(body: dict[str, Any]) -> list[str]:
+    return sorted(t["function"]["name"] for t in body.get("tools", []))
+
+
+def test_a_limited_agent_on_every_user_path(
+    world: World, make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel, model_id: int
+) -> None:
+    make_agent("secret", CALLEE_PROMPT, groupIds=[world.team])
+    make_agent("open", CALLER_PROMPT)
+    for who, client in world.clients().items():
+        slugs = [a["slug"] for a in client.ok("GET", "/api/agents")["items"]]
+        seen = who != "outsider"
+        assert slugs == (["open", "secret"] if seen else ["open"]), who
+        assert client.get("/api/agents/secret").status_code == (200 if seen else 404), who
+        reply = chat(client, "secret", "hi")
+        assert reply.status == (200 if seen else 404), who
+        assert ('"secret"' in client.get("/chat").text) == seen, who  # the chat page's agent picker
+    r = world.outsider.post("/api/agents/secret/chat", json={"message": "hi"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found"
+    assert not requests_of(fake_model, CALLEE_PROMPT)[2:], "only the member's and the admin's turns ran"
+
+    session = chat(world.member, "secret", "first").session_id
+    assert session
+    world.leave()
+    assert world.member.get("/api/agents/secret").status_code == 404
+    for url, body in (("/api/agents/secret/chat", {"message": "again", "sessionId": session}),
+                      (f"/api/agent-sessions/{session}/regenerate", {})):
+        r = world.member.post(url, json=body)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found", url
+    # decided: their own old sessions stay readable (and listed), as those of a disabled agent do
+    assert session in [s["id"] for s in world.member.ok("GET", "/api/agent-sessions")["items"]]
+    assert world.member.ok("GET", f"/api/agent-sessions/{session}")["messages"]
+
+
+def test_a_limited_tool_never_reaches_an_outsiders_model(
+    world: World, make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel, model_id: int
+) -> None:
+    agent = make_agent("open", CALLER_PROMPT)
+    limited = world.admin.ok("POST", "/api/agent-tools", json={
+        "slug": "team-calc", "name": "Team calculator", "type": "calculator", "groupIds": [world.team]})
+    public = world.admin.ok("POST", "/api/agent-tools", json={"slug": "calc", "name": "Calc", "type": "calculator"})
+    world.admin.ok("PUT", f"/api/admin/agents/{agent['id']}/tools",
+                   json=[{"toolId": limited["id"]}, {"toolId": public["id"]}])
+    for who, client in world.clients().items():
+        expected = ["calc"] if who == "outsider" else ["calc", "team-calc"]
+        for url in ("/api/llm/chat/tools?agent=open", "/api/llm/chat/tools"):
+            assert sorted(t["name"] for t in client.ok("GET", url)["items"]) == expected, (who, url)
+        fake_model.requests.clear()
+        assert chat(client, "open", "hi").status == 200
+        assert post_stream(client, "/api/llm/chat", {"message": "hi"}).status == 200
+        assert [_tool_names(r) for r in fake_model.requests] == [expected, expected], who
+    warnings = world.admin.ok("POST", "/api/admin/agents/prompt-check",
+                              json={"systemPrompt": "Use team-calc for sums."})["warnings"]
+    assert len(warnings) == 1 and "group-limited" in warnings[0]
+
+
+def test_agent_invoke_decides_by_the_calling_users_groups(
+    app: LiveApp, world: World, make_agent: Callable[..., dict[str, Any]],
+    invoke_tool: Callable[..., dict[str, Any]], fake_model: FakeModel, model_id: int,
+) -> None:
+    caller = make_agent("general", CALLER_PROMPT)
+    make_agent("secret", CALLEE_PROMPT, a2aCallable=True, groupIds=[world.team])
+    named = make_agent("named", "You name one.")
+    invoke_tool(caller)
+    invoke_tool(named, slug="ask-secret", allowedAgents=["secret"])
+    outsider_tools = [t["name"] for t in world.outsider.ok("GET", "/api/llm/chat/tools?agent=named")["items"]]
+    assert outsider_tools == [], "a tool that may call only hidden agents is left out"
+    member_tools = world.member.ok("GET", "/api/llm/chat/tools?agent=named")["items"]
+    assert [t["name"] for t in member_tools] == ["ask-secret"] and "secret" in member_tools[0]["description"]
+    fake_model.requests.clear()
+    assert chat(world.outsider, "named", "hi").status == 200
+    assert "secret" not in json.dumps(fake_model.requests[-1].get("tools", [])), "never named to the model"
+
+    fake_model.push(ask("secret", "q"), caller_step(text("could not")))
+    reply = chat(world.outsider, "general", "go")
+    assert tool_output(reply)["type"] == "tool-output-error"
+    assert app.sql("SELECT COUNT(*) FROM a2a_task_sessions") == [(0,)]
+    assert not requests_of(fake_model, CALLEE_PROMPT)
+    fake_model.push(ask("secret", "q"), caller_step(text("done")))
+    reply = chat(world.member, "general", "go")
+    assert tool_output(reply)["type"] == "tool-output-available"
+    assert requests_of(fake_model, CALLEE_PROMPT), "the member's call ran the callee"
+
+
+def test_a2a_cards_and_tasks_follow_the_token_users_groups(
+    app: LiveApp, world: World, make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel, model_id: int
+) -> None:
+    make_agent("secret", CALLEE_PROMPT, a2aCallable=True, groupIds=[world.team])
+    card = "/a2a/secret/.well-known/agent-card.json"
+    message = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
+    with httpx.Client(base_url=app.url, timeout=30) as anon:
+        assert anon.get(card).status_code == 404
+        for who, client in world.clients().items():
+            token = client.ok("POST", "/api/auth/tokens", json={"name": "a2a"})["token"]
+            auth = {"Authorization": f"Bearer {token}"}
+            seen = who != "outsider"
+            assert anon.get(card, headers=auth).status_code == (200 if seen else 404), who
+            sent = anon.post("/a2a/secret/rest/message:send", json=message, headers=auth)
+            assert (sent.status_code == 404) == (not seen), (who, sent.text)
+
+
+def test_the_plain_chat_uses_a_model_the_user_may_use(
+    world: World, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    base = {"provider": "openai", "baseUrl": fake_model_server.base_url}
+    world.admin.ok("POST", "/api/admin/models", json={**base, "name": "Team", "model": "team-model",
+                                                      "isDefault": True, "groupIds": [world.team]})
+    world.admin.ok("POST", "/api/admin/models", json={**base, "name": "Open", "model": "open-model"})
+    for who, client in world.clients().items():
+        fake_model.requests.clear()
+        assert post_stream(client, "/api/llm/chat", {"message": "hi"}).status == 200
+        assert fake_model.requests[0]["model"] == ("open-model" if who == "outsider" else "team-model"), who
