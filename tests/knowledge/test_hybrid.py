@@ -164,3 +164,19 @@ def test_without_a_usable_model_search_is_lexical(app: LiveApp, admin: ApiClient
     settled(user, kb)
     assert app.sql("SELECT count(*) FROM jobs WHERE kind = 'knowledge.embed' AND CAST(payload AS TEXT) LIKE ?",
                    (f"%{other}%",)) == [(0,)]  # nothing to embed with
+
+
+def test_embeddings_count_for_the_collections_owner_and_the_searching_user(
+    app: LiveApp, admin: ApiClient, user: ApiClient, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    emb = _embedding_model(admin, fake_model_server)
+    _choose(admin, emb)
+    kb = indexed(user, ("ops.md", OPS))
+    _embedded(app, emb)
+    usage = "SELECT u.username, r.source, r.model_id, r.input_tokens, r.output_tokens FROM usage_records r " \
+            "JOIN users u ON u.id = r.user_id ORDER BY r.id"
+    indexing = wait_for(lambda: app.sql(usage))
+    assert [r[:3] for r in indexing] == [("alice", "knowledge", emb)] and indexing[0][3] > 0 == indexing[0][4]
+    search(user, kb, MISSED_BY_WORDS)
+    [*_, query] = app.sql(usage)
+    assert query[:3] == ("alice", "knowledge", emb) and query[3] == len(MISSED_BY_WORDS.split())

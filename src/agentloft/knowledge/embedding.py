@@ -45,11 +45,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.core import jobs
 from agentloft.knowledge.cache import Stamp, cache_of
 from agentloft.knowledge.fusion import Ranked
-from agentloft.knowledge.models import KnowledgeChunk, KnowledgeFile, KnowledgeVector
+from agentloft.knowledge.models import KnowledgeChunk, KnowledgeCollection, KnowledgeFile, KnowledgeVector
 from agentloft.llm import service as llm_service
 from agentloft.llm.failures import describe_failure
 from agentloft.llm.models import ModelConfig
 from agentloft.system import service as system_service
+from agentloft.usage import service as usage_service
 
 if TYPE_CHECKING:
     from agentloft.core.jobs import JobRunner
@@ -114,15 +115,20 @@ async def embed_file(rt: Runtime, payload: dict[str, Any]) -> None:
     collection_id, file_id = str(payload["collection_id"]), str(payload["file_id"])
     async with rt.db.session() as db:
         model = await current_model(db)
-    if model is None:
+        owner = await db.scalar(select(KnowledgeCollection.user_id).where(KnowledgeCollection.id == collection_id))
+    if model is None or owner is None:
         return
     spec = llm_service.spec_of(row=model, box=rt.box)
     while batch := await _missing(rt, collection_id, file_id, model.id):
-        values = vectors.normalised(await rt.models.embed(spec, [text for _, text in batch]))
+        raw, tokens = await rt.models.embed_counted(spec, [text for _, text in batch])
+        values = vectors.normalised(raw)
         async with rt.db.session() as db:
             chosen = await current_model(db)
             if chosen is None or chosen.id != model.id:
                 return  # another model was chosen meanwhile: its own job embeds this file
+            # the collection's owner caused it: their files, their collection (``usage.service``)
+            usage_service.record(db=db, user_id=owner, source="knowledge", model=model,
+                                 tokens=usage_service.Tokens(input=tokens))
             written = await vectors.store(db, collection_id=collection_id, model_id=model.id,
                                           chunk_ids=[cid for cid, _ in batch], vectors=values)
         if not written:  # every chunk of the batch is gone: the file was re-indexed or removed
@@ -146,9 +152,11 @@ async def reembed_all(rt: Runtime, payload: dict[str, Any]) -> None:
 
 
 async def vector_ranking(rt: Runtime, db: AsyncSession, *, stamps: dict[str, Stamp], query: str,
-                         limit: int) -> list[Ranked] | None:
+                         limit: int, user_id: int | None = None) -> list[Ranked] | None:
     """The stamped collections' chunks nearest to ``query``, best first; None when there is no model to
-    embed it with or the model failed (then the search is lexical; the module's doc)."""
+    embed it with or the model failed (then the search is lexical; the module's doc). The query's
+    embedding is recorded for ``user_id``, the user whose search it is, in ``db``'s transaction (None:
+    nobody's)."""
     model = await current_model(db)
     if model is None:
         return None
@@ -158,13 +166,17 @@ async def vector_ranking(rt: Runtime, db: AsyncSession, *, stamps: dict[str, Sta
     if cache.down_until.get(model.id, 0.0) > time.monotonic():
         return None
     try:
-        raw = await rt.models.embed(llm_service.spec_of(row=model, box=rt.box), [query],
-                                    timeout_s=min(QUERY_TIMEOUT_S, rt.settings.model_timeout_seconds))
+        wait = min(QUERY_TIMEOUT_S, rt.settings.model_timeout_seconds)
+        raw, tokens = await rt.models.embed_counted(llm_service.spec_of(row=model, box=rt.box), [query],
+                                                    timeout_s=wait)
     except Exception as exc:
         cache.down_until[model.id] = time.monotonic() + DOWN_S
         log.warning("knowledge search is lexical for %.0f s: the embedding model %r failed: %s", DOWN_S,
                     model.name, describe_failure(exc))
         return None
     cache.down_until.pop(model.id, None)
+    if user_id is not None:
+        usage_service.record(db=db, user_id=user_id, source="knowledge", model=model,
+                             tokens=usage_service.Tokens(input=tokens))
     return await vectors.nearest(cache, db, stamps=stamps, model_id=model.id,
                                  query=vectors.normalised(raw)[0], limit=limit)

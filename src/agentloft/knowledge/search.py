@@ -177,12 +177,12 @@ async def lexical(cache: KnowledgeCache, db: AsyncSession, *, stamps: dict[str, 
 
 
 async def rank(rt: Runtime, db: AsyncSession, *, collection_ids: Sequence[str], query: str,
-               tokens: Sequence[str], top_k: int) -> tuple[list[Ranked], Mode]:
+               tokens: Sequence[str], top_k: int, user_id: int | None = None) -> tuple[list[Ranked], Mode]:
     """The best ``top_k`` chunks and how they were found: one freshness read of the collections, then
-    both rankings from memory where they fit."""
+    both rankings from memory where they fit (``user_id``: whose search, for the usage records)."""
     depth = top_k * FUSION_DEPTH
     stamps = await cache_stamps(db, collection_ids)
-    vector = await embedding.vector_ranking(rt, db, stamps=stamps, query=query, limit=depth)
+    vector = await embedding.vector_ranking(rt, db, stamps=stamps, query=query, limit=depth, user_id=user_id)
     if vector is None:
         return await lexical(cache_of(rt), db, stamps=stamps, tokens=tokens, limit=top_k), "lexical"
     found = await lexical(cache_of(rt), db, stamps=stamps, tokens=tokens, limit=depth)

@@ -186,15 +186,17 @@ async def remove_file(*, rt: Runtime, user_id: int, collection_id: str, file_id:
 # --- search ------------------------------------------------------------------------------------------
 
 
-async def search_collections(*, rt: Runtime, collection_ids: Sequence[str], q: str, top_k: int) -> Found:
+async def search_collections(*, rt: Runtime, collection_ids: Sequence[str], q: str, top_k: int,
+                             user_id: int | None = None) -> Found:
     """The best chunks of the given collections for ``q``. The caller has checked they may be read;
-    ``422 no_search_terms`` when ``q`` holds no letters or digits."""
+    ``422 no_search_terms`` when ``q`` holds no letters or digits. ``user_id``: whose search it is (an
+    embedded query counts for them)."""
     tokens = query_tokens(q)
     if not tokens:
         raise no_search_terms()
     async with rt.db.session() as db:
         ranked, mode = await search.rank(rt, db, collection_ids=collection_ids, query=q, tokens=tokens,
-                                         top_k=min(top_k, MAX_TOP_K))
+                                         top_k=min(top_k, MAX_TOP_K), user_id=user_id)
         if not ranked:
             return Found([], mode)
         rows = await db.execute(
@@ -212,7 +214,7 @@ async def search_own(*, rt: Runtime, user_id: int, collection_id: str, q: str, t
     """Search one of the user's own collections."""
     async with rt.db.session() as db:
         await _owned_or_404(db, user_id, collection_id)
-    return await search_collections(rt=rt, collection_ids=[collection_id], q=q, top_k=top_k)
+    return await search_collections(rt=rt, collection_ids=[collection_id], q=q, top_k=top_k, user_id=user_id)
 
 
 # --- collections agents search -----------------------------------------------------------------------

@@ -120,8 +120,13 @@ class ModelClients:
     async def embed(self, spec: ModelSpec, texts: list[str], *, timeout_s: float | None = None) -> list[list[float]]:
         """One vector per text from the embedding model ``spec``, each batch waiting at most ``timeout_s``
         (default: the model timeout); raises as ``llm.embeddings`` says."""
-        return await embeddings.embed(self.embedder(spec), spec.model, texts,
-                                      timeout_s=timeout_s or self.timeout_seconds)
+        return (await self.embed_counted(spec, texts, timeout_s=timeout_s))[0]
+
+    async def embed_counted(self, spec: ModelSpec, texts: list[str], *,
+                            timeout_s: float | None = None) -> tuple[list[list[float]], int]:
+        """``embed``'s vectors and the input tokens they cost (``llm.embeddings.embed_counted``)."""
+        return await embeddings.embed_counted(self.embedder(spec), spec.model, texts,
+                                              timeout_s=timeout_s or self.timeout_seconds)
 
     def agent(self, model: Model, instructions: str | None) -> PydanticAgent[None, Any]:
         """One pydantic-ai agent per model and instructions serves every turn."""

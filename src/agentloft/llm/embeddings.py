@@ -45,13 +45,23 @@ def build_client(spec: ModelSpec, *, http_client: httpx2.AsyncClient) -> AsyncOp
 
 async def embed(client: AsyncOpenAI, model: str, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
     """One vector per text, in order, ``BATCH_SIZE`` texts per request; raises as the module says."""
+    return (await embed_counted(client, model, texts, timeout_s=timeout_s))[0]
+
+
+async def embed_counted(client: AsyncOpenAI, model: str, texts: Sequence[str], *,
+                        timeout_s: float) -> tuple[list[list[float]], int]:
+    """``embed``'s vectors and the input tokens the server counted for them (0 when it says none), for the
+    usage records (``usage.service``)."""
     vectors: list[list[float]] = []
+    tokens = 0
     for start in range(0, len(texts), BATCH_SIZE):
-        vectors.extend(await _batch(client, model, list(texts[start:start + BATCH_SIZE]), timeout_s))
-    return vectors
+        batch, counted = await _batch(client, model, list(texts[start:start + BATCH_SIZE]), timeout_s)
+        vectors.extend(batch)
+        tokens += counted
+    return vectors, tokens
 
 
-async def _batch(client: AsyncOpenAI, model: str, texts: list[str], timeout_s: float) -> list[list[float]]:
+async def _batch(client: AsyncOpenAI, model: str, texts: list[str], timeout_s: float) -> tuple[list[list[float]], int]:
     try:
         async with asyncio.timeout(timeout_s):
             reply = await client.embeddings.create(model=model, input=texts, encoding_format="float",
@@ -62,7 +72,8 @@ async def _batch(client: AsyncOpenAI, model: str, texts: list[str], timeout_s: f
         raise ModelHTTPError(exc.status_code, model, exc.body) from exc
     except APIConnectionError as exc:
         raise ModelAPIError(model, exc.message) from exc
-    return _vectors(reply.data, len(texts))
+    usage = getattr(reply, "usage", None)
+    return _vectors(reply.data, len(texts)), int(getattr(usage, "prompt_tokens", 0) or 0)
 
 
 def _vectors(data: Sequence[object], expected: int) -> list[list[float]]:

@@ -87,7 +87,7 @@ async def search_and_cite(collection_ids: list[str], input: Input, top_k: int, c
         return ToolResult.fail("this tool has no knowledge collection it can search", code="knowledge_not_found")
     try:
         result = await knowledge_service.search_collections(rt=ctx.runtime, collection_ids=collection_ids,
-                                                            q=input.query, top_k=top_k)
+                                                            q=input.query, top_k=top_k, user_id=ctx.user_id)
     except AppError as err:
         return ToolResult.fail(err.message, code=err.code)
     results = [{"chunkId": h.chunk_id, "fileName": h.file_name, "page": h.page, "text": h.text,
