@@ -81,7 +81,8 @@ def test_a_knowledge_collection_from_upload_to_search_and_sources(
     admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
 ) -> None:
     """The knowledge pages share this browser: make a collection, upload a text file, see it indexed,
-    find it by a two-character Chinese word; then an agent's reply that searched it lists its sources."""
+    find it by a two-character Chinese word; then an agent's reply that searched it lists its sources, and
+    so does one in a chat the collection was attached to in the composer."""
     page = admin_page
     page.goto("/knowledge")
     expect(page.get_by_test_id("kb-empty")).to_be_visible()
@@ -125,3 +126,31 @@ def test_a_knowledge_collection_from_upload_to_search_and_sources(
     assert below and text_box and below["y"] > text_box["y"]  # under the reply's text
     sources.locator("summary").first.click()
     expect(sources.locator(".kb-chunk").first).to_contain_text("数据库每天凌晨备份一次")
+
+    # The same collection as the reader's own, attached in a new chat's composer: the chat's model gets a
+    # tool for it beside the agent's, the reply lists what it found, and the chat keeps the collection.
+    page.goto("/chat")
+    page.get_by_role("button", name="Knowledge").click()
+    page.locator("#kb-menu").get_by_role("button", name="手册").click()
+    chips = page.locator("#kb-tray .kb-chip .attach-name")
+    expect(chips).to_have_text(["手册"])
+    fake_model.push(call("my_knowledge", {"query": "signing key"}), text("Every ninety days."))
+    page.get_by_label("Message").fill("How often is the signing key rotated?")
+    page.get_by_role("button", name="Send").click()
+    reply = page.locator(".message.assistant").last
+    expect(reply.locator(".md")).to_have_text("Every ninety days.")
+    assert [t["function"]["name"] for t in fake_model.requests[-2]["tools"]] == ["handbook", "my_knowledge"]
+    sources = reply.get_by_test_id("sources")
+    expect(sources.locator("summary")).to_have_text(["运维.md"])
+    sources.locator("summary").first.click()
+    expect(sources.locator(".kb-chunk").first).to_contain_text("Rotate the signing key every ninety days.")
+    page.reload()
+    expect(chips).to_have_text(["手册"])
+    page.get_by_role("button", name="Stop searching 手册").click()
+    expect(page.locator("#kb-tray")).to_be_hidden()
+    fake_model.push(text("Noted."))
+    page.get_by_label("Message").fill("Thanks.")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".message.assistant").last.locator(".md")).to_have_text("Noted.")
+    assert [t["function"]["name"] for t in fake_model.requests[-1]["tools"]] == ["handbook"]
+    assert api(page, "GET", f"/api/agent-sessions/{page.url.rsplit('/', 1)[-1]}")["knowledge"] == []

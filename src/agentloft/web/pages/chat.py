@@ -11,6 +11,7 @@ from agentloft.agents.models import Agent
 from agentloft.auth.models import User
 from agentloft.chat import service as chat_service
 from agentloft.chat.attachments import MAX_ATTACHMENTS
+from agentloft.chat.knowledge import MAX_COLLECTIONS
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
@@ -87,6 +88,7 @@ async def _chat(
         selected_agent=agent if agent is not None else _first_agent(agents),
         file_max_bytes=rt.settings.file_max_bytes,
         max_attachments=MAX_ATTACHMENTS,
+        max_collections=MAX_COLLECTIONS,
     )
 
 

@@ -4,6 +4,9 @@
 // the server cannot read, or reading it failed. Sending waits until every upload is done and every chip
 // that cannot be sent is removed. A chip removed before sending deletes its upload: it was made for this
 // message only.
+//
+// Beside them, the chat's knowledge collections (`knowledgePicker`, below): one module, so an empty chat
+// loads no more than it did.
 import { api, upload as uploadFile } from '../api.js';
 import { errorText, h } from '../dom.js';
 import { t } from '../i18n.js';
@@ -140,5 +143,89 @@ export function attachmentTray({ tray, button, picker, dropZone, pasteTarget, ma
       items.length = 0;
       changed();
     },
+  };
+}
+
+// The composer's knowledge collections: the reader's own collections this chat searches (`knowledgeIds`,
+// kept on the session by the server). "Knowledge" opens the list of their collections; picking one adds
+// its chip above the message box, × removes it. The set goes with the next message only when it changed,
+// so a chat opened again searches what it searched before without the page sending it anew.
+/** The picker; `max` is the most collections one chat may search. */
+export function knowledgePicker({ tray, button, menu, max }) {
+  let chosen = []; // [{id, name}]
+  let changed = false;
+
+  function remove(item) {
+    chosen = chosen.filter((c) => c.id !== item.id);
+    changed = true;
+    render();
+    button.focus();
+  }
+
+  function chip(item) {
+    return h('li', { class: 'attach-chip kb-chip', dataset: { id: item.id } },
+      h('span', { class: 'attach-name', text: item.name }),
+      h('button', { type: 'button', class: 'linklike small attach-remove', text: '×',
+        'aria-label': t('chat.kb.remove', { name: item.name }), onclick: () => remove(item) }));
+  }
+
+  function render() {
+    tray.replaceChildren(...chosen.map(chip));
+    tray.hidden = !chosen.length;
+  }
+
+  function close() {
+    menu.hidden = true;
+    button.setAttribute('aria-expanded', 'false');
+  }
+
+  function pick(item) {
+    chosen = [...chosen, { id: item.id, name: item.name }];
+    changed = true;
+    render();
+    close();
+    button.focus();
+  }
+
+  function entries(items) {
+    const left = items.filter((c) => !chosen.some((k) => k.id === c.id));
+    if (!items.length) {
+      return [h('p', { class: 'muted small-text', text: t('chat.kb.none') }),
+        h('a', { href: '/knowledge', text: t('chat.kb.create') })];
+    }
+    if (chosen.length >= max) return [h('p', { class: 'muted small-text', text: t('chat.kb.tooMany', { max }) })];
+    if (!left.length) return [h('p', { class: 'muted small-text', text: t('chat.kb.allChosen') })];
+    return [h('ul', {}, ...left.map((c) => h('li', {},
+      h('button', { type: 'button', class: 'linklike kb-option', text: c.name, onclick: () => pick(c) }))))];
+  }
+
+  async function open() {
+    menu.hidden = false;
+    button.setAttribute('aria-expanded', 'true');
+    menu.replaceChildren(h('p', { class: 'muted small-text', text: t('chat.kb.loading') }));
+    try {
+      const page = await api('GET', '/api/knowledge?pageSize=100');
+      menu.replaceChildren(...entries(page.items));
+    } catch (error) {
+      menu.replaceChildren(h('p', { class: 'form-error', role: 'alert', text: errorText(error) }));
+    }
+    menu.querySelector('button, a')?.focus();
+  }
+
+  button.addEventListener('click', () => (menu.hidden ? open() : close()));
+  menu.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') { close(); button.focus(); }
+  });
+  document.addEventListener('click', (event) => {
+    if (!menu.hidden && !menu.contains(event.target) && !button.contains(event.target)) close();
+  });
+
+  return {
+    /** The session's collections as the server has them (a chat opened): nothing to send. */
+    show: (items) => { chosen = items.map((k) => ({ id: k.id, name: k.name })); changed = false; render(); },
+    /** The ids to send with the next message, or null when the set is as the chat has it. */
+    pending: () => (changed ? chosen.map((k) => k.id) : null),
+    /** The server took the set. */
+    sent: () => { changed = false; },
   };
 }

@@ -4,7 +4,7 @@ import { api, ApiError, errorFrom, requestHeaders } from '../api.js';
 import { autoGrow, enterBreaksLines, h, onEnterKey, showError } from '../dom.js';
 import { t } from '../i18n.js';
 import { notifyChunk } from './hooks.js';
-import { attachmentTray } from './attach.js';
+import { attachmentTray, knowledgePicker } from './attach.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
 import { sessionDrawer } from './drawer.js';
 import { followBottom } from './follow.js';
@@ -32,6 +32,12 @@ const files = attachmentTray({
   maxBytes: Number(form.dataset.maxBytes),
   maxFiles: Number(form.dataset.maxFiles),
   onChange: () => updateSend(),
+});
+const collections = knowledgePicker({
+  tray: document.getElementById('kb-tray'),
+  button: document.getElementById('kb-button'),
+  menu: document.getElementById('kb-menu'),
+  max: Number(form.dataset.maxCollections),
 });
 
 /** Send waits for the files: none may be uploading, being read, or unable to be sent. */
@@ -247,6 +253,8 @@ async function send(text) {
   const attached = files.ready();
   const body = { message: text, attachments: attached.map((f) => f.id) };
   if (state.sessionId) body.sessionId = state.sessionId;
+  const knowledgeIds = collections.pending();
+  if (knowledgeIds) body.knowledgeIds = knowledgeIds;
   setStreaming(true);
   let response;
   try {
@@ -264,6 +272,7 @@ async function send(text) {
   input.value = '';
   fitInput();
   files.clear();
+  collections.sent();
   const sent = newMessage(`local-user-${Date.now()}`, 'user', [{ type: 'text', text }]);
   sent.attachments = attached;
   addMessage(sent);
@@ -445,6 +454,7 @@ async function loadSession(id) {
   setHeader(detail.title, agentGone ? t('chat.agentGone') : detail.agentName || t('chat.plainModel'));
   if (agentGone) closeChat();
   renderMessages(detail.active ? detail.messages.map(beforeRun) : detail.messages);
+  collections.show(detail.knowledge || []);
   follower.jump();
   if (detail.active) await resume(id);
 }
