@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakes.ldap_server import LdapServer
 from tests.fakes.oidc_server import OidcProvider, query_of, sign_in_at_provider
 from tests.support import ApiClient, LiveApp
 
@@ -67,3 +68,34 @@ def oidc_sign_in(provider_browser: httpx.Client) -> OidcSignIn:
         return client.get(back)
 
     return walk
+
+
+@pytest.fixture(scope="session")
+def ldap_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LdapServer]:
+    server = LdapServer(tmp_path_factory.mktemp("slapd")).start()
+    yield server
+    server.stop()
+
+
+def ldap_body(url: str) -> dict[str, Any]:
+    """An LDAP provider ``dir`` on the test directory at ``url``."""
+    return {
+        "slug": "dir", "name": "Directory", "kind": "ldap", "url": url,
+        "bindDn": "cn=svc,dc=example,dc=com", "bindPassword": "svc-pw",
+        "userSearchBase": "ou=people,dc=example,dc=com", "groupSearchBase": "ou=groups,dc=example,dc=com",
+        "adminGroups": ["dir-admins"],
+    }
+
+
+@pytest.fixture
+def ldap_provider(admin: ApiClient, ldap_server: LdapServer) -> dict[str, Any]:
+    """An enabled LDAP provider ``dir`` on the app, on the test directory."""
+    allow_loopback(admin)
+    return admin.ok("POST", "/api/admin/auth-providers", json=ldap_body(ldap_server.url))
+
+
+def groups_of(app: LiveApp, user_id: int) -> list[tuple[str, str]]:
+    """The (name, source) of each group the user is in, read from the database."""
+    return sorted((name, source) for name, source in app.sql(
+        "SELECT g.name, g.source FROM groups g JOIN group_members m ON m.group_id = g.id WHERE m.user_id = ?",
+        (user_id,)))

@@ -10,7 +10,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from tests.fakes.oidc_server import OidcProvider, query_of
-from tests.identity.conftest import OidcSignIn
+from tests.identity.conftest import OidcSignIn, groups_of
 from tests.support import ApiClient, LiveApp
 
 
@@ -36,7 +36,7 @@ def test_sign_in_creates_links_and_promotes(
         me = browser.ok("GET", "/api/auth/me")
         assert me["username"] == "alice" and me["authProvider"] == "corp"
         assert me["role"] == "admin"  # a member of loft-admins
-    assert _groups_of(app, me["id"]) == [("engineering", "corp"), ("loft-admins", "corp")]
+    assert groups_of(app, me["id"]) == [("engineering", "corp"), ("loft-admins", "corp")]
     with app.client() as again:
         oidc_sign_in(again, "alice")
         assert again.ok("GET", "/api/auth/me")["id"] == me["id"]  # linked by (provider, subject)
@@ -47,12 +47,6 @@ def test_sign_in_creates_links_and_promotes(
     # An account a provider made has no password the form accepts.
     with app.client() as form:
         assert form.post("/api/auth/login", json={"username": "alice", "password": "!external"}).status_code == 401
-
-
-def _groups_of(app: LiveApp, user_id: int) -> list[tuple[str, str]]:
-    return sorted((name, source) for name, source in app.sql(
-        "SELECT g.name, g.source FROM groups g JOIN group_members m ON m.group_id = g.id WHERE m.user_id = ?",
-        (user_id,)))
 
 
 def test_leaving_the_admin_group_demotes(

@@ -20,10 +20,12 @@ from agentloft.auth.schemas import (
     UserUpdate,
 )
 from agentloft.core.dependencies import DbSession, Paging, Rt
-from agentloft.core.errors import TooMany
+from agentloft.core.errors import TooMany, Unauthorized
 from agentloft.core.schemas import DbInt, Page
 from agentloft.groups import service as groups_service
+from agentloft.identity import ldap
 from agentloft.system import service as system_service
+from agentloft.tools import netguard
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 admin_router = APIRouter(prefix="/api/admin/users", tags=["admin"])
@@ -60,13 +62,26 @@ async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -
 
 @router.post("/login", response_model=Me)
 async def login(body: LoginInput, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
-    """Sign in. Every attempt is counted by the throttle before the password is checked (``auth.throttle``);
-    a refused one is 429 ``login_throttled`` with ``Retry-After``."""
+    """Sign in with a local account or an LDAP provider's. Every attempt is counted by the throttle before
+    the password is checked (``auth.throttle``); a refused one is 429 ``login_throttled`` with ``Retry-After``."""
     await _count_attempt(request, rt, body.username)
-    user = await service.authenticate(db=db, username=body.username, password=body.password)
+    user = await _password_user(rt, db, body.username, body.password)
     await rt.throttle.succeeded(username=body.username)
     await sign_in_browser(response, rt, db, user)
     return _me(user)
+
+
+async def _password_user(rt: Rt, db: DbSession, username: str, password: str) -> User:
+    """The account a username and password sign in: a local account's first, then each enabled LDAP
+    provider's (``identity.ldap``); the local refusal when no directory knows the pair either."""
+    try:
+        return await service.authenticate(db=db, username=username, password=password)
+    except Unauthorized:
+        user = await ldap.sign_in_any(db=db, box=rt.box, allow=await netguard.instance_allow_list(rt),
+                                      username=username, password=password)
+        if user is None:
+            raise
+        return user
 
 
 async def _count_attempt(request: Request, rt: Rt, username: str) -> None:

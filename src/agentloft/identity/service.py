@@ -265,12 +265,3 @@ async def sign_in_external(*, db: AsyncSession, provider: AuthProvider, person: 
     await _apply_admin_groups(db, provider, user, person.groups)
     await db.flush()
     return user
-
-
-async def forget_sessions_of(*, db: AsyncSession, provider: AuthProvider, subject: str) -> None:
-    """The provider says this person is gone (an LDAP entry no longer found): sign their browsers out."""
-    from agentloft.auth import service as auth_service
-
-    user = await _linked_user(db, provider.id, subject)
-    if user is not None:
-        await auth_service.end_user_sessions(db=db, user_id=user.id)

@@ -225,7 +225,13 @@ async def check_target(
     domains = list(allowed_domains or [])
     if domains and not domain_matches(host, domains):
         raise Blocked(f"blocked: {host} is not in the allowed domains ({', '.join(domains)})")
-    addresses = await _resolve(host, port or (443 if scheme == "https" else 80))
+    return await check_host(host, port or (443 if scheme == "https" else 80), allow)
+
+
+async def check_host(host: str, port: int, allow: AllowList) -> IPAddress:
+    """The address to connect to for ``host``, or ``Blocked``: the check of :func:`check_target` for
+    clients that speak another protocol than HTTP (LDAP) and connect to the returned address."""
+    addresses = await _resolve(host, port)
     if allow.allows_name(host):
         return addresses[0]
     refusal = ""
