@@ -1,8 +1,9 @@
-"""The isolation matrix for groups: an agent, a model and a tool limited to a group are seen and reached by
-its members and admins, and by nobody else, on every path: agent lists and reads, chat, regenerate, edit,
-an approval's resume, the tools' lists and the model's tool list, agent-invoke (the caller user's groups
-decide, and the tool's list of agents never names a hidden one), A2A (card and tasks), the plain chat's
-model. A user who leaves the group keeps reading their old sessions but cannot continue them."""
+"""The isolation matrix for groups: an agent, a model, a tool and a knowledge collection limited to a group
+are seen and reached by its members and admins, and by nobody else, on every path: agent lists, reads and
+the chat page, chat, regenerate, the tools' lists and the model's tool list, agent-invoke (the caller
+user's groups decide, and the tool's list of agents never names a hidden one), A2A (card and tasks), the
+plain chat's model, the knowledge tool's collections. A user who leaves the group keeps reading their old
+sessions but cannot continue them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import pytest
 from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import ask, requests_of, tool_output
 from tests.chat.helpers import chat, post_stream
-from tests.fakes.openai_server import FakeModel, FakeModelServer, text
+from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
+from tests.knowledge.helpers import indexed
+from tests.knowledge.test_tool import knowledge_agent
 from tests.support import ApiClient, LiveApp
 
 
@@ -156,3 +159,19 @@ def test_the_plain_chat_uses_a_model_the_user_may_use(
         fake_model.requests.clear()
         assert post_stream(client, "/api/llm/chat", {"message": "hi"}).status == 200
         assert fake_model.requests[0]["model"] == ("open-model" if who == "outsider" else "team-model"), who
+
+
+def test_the_knowledge_tool_searches_a_limited_collection_only_for_members(
+    world: World, fake_model: FakeModel, model_id: int
+) -> None:
+    kb = indexed(world.admin, ("keys.md", "# Keys\n\nRotate the signing key every ninety days."))
+    assert world.admin.ok("PUT", f"/api/knowledge/{kb}", json={"groupIds": [world.team]})["groupIds"] == [world.team]
+    knowledge_agent(world.admin, model_id, [kb])
+    for who, client in world.clients().items():
+        fake_model.requests.clear()
+        fake_model.push(call("handbook", {"query": "signing key"}, id="c1"), text("done"))
+        assert chat(client, "helper", "keys?").status == 200
+        sent = fake_model.requests[-1]["messages"][-1]["content"]
+        assert ("ninety days" in sent) == (who != "outsider"), (who, sent)
+    r = world.member.post("/api/knowledge", json={"name": "mine", "groupIds": [world.team]})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "admin_required"

@@ -12,7 +12,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from agentloft.auth.dependencies import CurrentUser
+from agentloft.auth.models import User
 from agentloft.core.dependencies import Paging, Rt
+from agentloft.core.errors import Forbidden
 from agentloft.core.schemas import Page
 from agentloft.knowledge import service
 from agentloft.knowledge.schemas import (
@@ -28,6 +30,13 @@ from agentloft.knowledge.schemas import (
 router = APIRouter(prefix="/api/knowledge", tags=["knowledge"])
 
 
+def _groups_by_admins(user: User, group_ids: list[int] | None) -> None:
+    """Groups decide who agents search an admin's collection for; a user's own collection is never
+    searched by agents (``tools.types.knowledge``), so limiting it would mean nothing."""
+    if group_ids and not user.is_admin:
+        raise Forbidden("only administrators limit collections to groups", code="admin_required")
+
+
 async def _detail(rt: Rt, user_id: int, collection_id: str) -> CollectionDetail:
     summary, files = await service.get(rt=rt, user_id=user_id, collection_id=collection_id)
     return CollectionDetail.model_validate(
@@ -36,7 +45,9 @@ async def _detail(rt: Rt, user_id: int, collection_id: str) -> CollectionDetail:
 
 @router.post("", response_model=CollectionRead, status_code=201)
 async def create_collection(body: CollectionCreate, user: CurrentUser, rt: Rt) -> CollectionRead:
-    row = await service.create(rt=rt, user_id=user.id, name=body.name, description=body.description)
+    _groups_by_admins(user, body.group_ids)
+    row = await service.create(rt=rt, user_id=user.id, name=body.name, description=body.description,
+                               group_ids=body.group_ids)
     return CollectionRead.model_validate(row)
 
 
@@ -56,6 +67,7 @@ async def read_collection(collection_id: str, user: CurrentUser, rt: Rt) -> Coll
 @router.put("/{collection_id}", response_model=CollectionDetail)
 async def update_collection(collection_id: str, body: CollectionUpdate, user: CurrentUser,
                             rt: Rt) -> CollectionDetail:
+    _groups_by_admins(user, body.group_ids)
     await service.update(rt=rt, user_id=user.id, collection_id=collection_id,
                          changes=body.model_dump(exclude_unset=True))
     return await _detail(rt, user.id, collection_id)

@@ -14,7 +14,7 @@ its own state and, when it failed, why.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from agentloft.core import jobs
 from agentloft.core.db import one_or_404, rows_matched, utcnow
 from agentloft.files import service as files_service
 from agentloft.files.models import File
+from agentloft.groups import access
 from agentloft.knowledge import search
 from agentloft.knowledge.errors import CollectionNotFound, KnowledgeFileNotFound, no_search_terms
 from agentloft.knowledge.models import KnowledgeChunk, KnowledgeCollection, KnowledgeFile
@@ -49,6 +50,7 @@ class CollectionSummary:
     status: str
     created_at: datetime
     updated_at: datetime
+    group_ids: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -103,11 +105,21 @@ async def _owned_or_404(db: AsyncSession, user_id: int, collection_id: str) -> K
 # --- collections -------------------------------------------------------------------------------------
 
 
-async def create(*, rt: Runtime, user_id: int, name: str, description: str) -> CollectionSummary:
+async def _with_groups(db: AsyncSession, summaries: list[CollectionSummary]) -> list[CollectionSummary]:
+    groups = await access.groups_of(db=db, kind="collection", ids=[s.id for s in summaries])
+    return [replace(s, group_ids=groups[s.id]) for s in summaries]
+
+
+async def create(*, rt: Runtime, user_id: int, name: str, description: str,
+                 group_ids: Sequence[int] = ()) -> CollectionSummary:
+    """``group_ids``: who the knowledge tool searches it for (an admin's collection; ``groups.access``)."""
     row = KnowledgeCollection(user_id=user_id, name=name, description=description)
     async with rt.db.session() as db:
+        wanted = await access.check_group_ids(db=db, group_ids=group_ids)
         db.add(row)
-    return _summary((row, 0, 0, 0))
+        await db.flush()
+        await access.set_groups(db=db, kind="collection", resource_id=row.id, group_ids=wanted)
+    return replace(_summary((row, 0, 0, 0)), group_ids=wanted)
 
 
 async def list_collections(*, rt: Runtime, user_id: int, offset: int,
@@ -119,7 +131,7 @@ async def list_collections(*, rt: Runtime, user_id: int, offset: int,
         stmt = (_summaries().where(KnowledgeCollection.user_id == user_id)
                 .order_by(KnowledgeCollection.created_at.desc(), KnowledgeCollection.id.desc())
                 .offset(offset).limit(limit))
-        return [_summary(r) for r in (await db.execute(stmt)).all()], total
+        return await _with_groups(db, [_summary(r) for r in (await db.execute(stmt)).all()]), total
 
 
 async def get(*, rt: Runtime, user_id: int, collection_id: str) -> tuple[CollectionSummary, list[CollectionFile]]:
@@ -133,13 +145,17 @@ async def get(*, rt: Runtime, user_id: int, collection_id: str) -> tuple[Collect
             select(KnowledgeFile, File.name).join(File, File.id == KnowledgeFile.file_id)
             .where(KnowledgeFile.collection_id == collection_id)
             .order_by(KnowledgeFile.created_at, KnowledgeFile.file_id))
-        return _summary(row), [CollectionFile(id=f.file_id, name=name, status=f.status, error=f.error,
+        (summary,) = await _with_groups(db, [_summary(row)])
+        return summary, [CollectionFile(id=f.file_id, name=name, status=f.status, error=f.error,
                                               chunks=f.chunks) for f, name in files.all()]
 
 
 async def update(*, rt: Runtime, user_id: int, collection_id: str, changes: dict[str, Any]) -> None:
     async with rt.db.session() as db:
         row = await _owned_or_404(db, user_id, collection_id)
+        group_ids = changes.pop("group_ids", None)
+        if group_ids is not None:
+            await access.set_groups(db=db, kind="collection", resource_id=row.id, group_ids=group_ids)
         for key, value in changes.items():
             if value is not None:
                 setattr(row, key, value)

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core.errors import AppError
 from agentloft.core.schemas import ApiModel
+from agentloft.groups import access
 from agentloft.knowledge import service as knowledge_service
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
@@ -76,9 +77,14 @@ class KnowledgeTool(ToolType[Config, Input]):
         return reasons
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
+        """Searches the configured collections the calling user may use (``groups.access``: a collection
+        limited to groups is searched only for their members and admins)."""
+        viewer = access.Viewer(role=ctx.user_role, group_ids=ctx.group_ids)
         async with ctx.runtime.db.session() as db:
             found = await knowledge_service.admin_collection_ids(db=db, collection_ids=config.collection_ids)
-        return await search_and_cite([i for i in config.collection_ids if i in found], input, config.top_k, ctx)
+            limits = await access.load_limits(db=db, viewer=viewer)
+        ids = [i for i in config.collection_ids if i in found and limits.allows(viewer, "collection", i)]
+        return await search_and_cite(ids, input, config.top_k, ctx)
 
 
 async def search_and_cite(collection_ids: list[str], input: Input, top_k: int, ctx: ToolContext) -> ToolResult:
