@@ -71,6 +71,7 @@ ROUTER_MODULES = (
     "agentloft.groups.router",
     "agentloft.a2a.router",
     "agentloft.usage.router",
+    "agentloft.audit.router",
     "agentloft.web.router",
 )
 # Modules exposing ``async def startup(rt)`` and optionally ``async def shutdown(rt)``.
@@ -81,6 +82,7 @@ LIFECYCLE_MODULES = (
     "agentloft.tools.mcp.lifecycle",
     "agentloft.chat.lifecycle",
     "agentloft.a2a.lifecycle",
+    "agentloft.audit.lifecycle",
     "agentloft.defaults",
 )
 

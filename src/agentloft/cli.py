@@ -1,4 +1,4 @@
-"""``agentloft serve [--workers N] | db upgrade | doctor | backup PATH | restore PATH | user …``."""
+"""``agentloft serve [--workers N] | db upgrade | doctor | backup PATH | restore PATH | user … | audit verify``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from agentloft.core import migrate
 from agentloft.core.settings import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
+    from agentloft.audit.chain import Verdict
     from agentloft.auth.models import Role
 
 
@@ -247,6 +248,30 @@ def _user_password(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _audit_verdict(settings: Settings) -> Verdict:
+    from agentloft.audit import service
+    from agentloft.core.db import Database
+
+    db = Database(settings.resolved_database_url)
+    try:
+        async with db.read_session() as session:
+            return await service.verify(db=session)
+    finally:
+        await db.dispose()
+
+
+def _audit_verify(settings: Settings, args: argparse.Namespace) -> int:
+    """OK with how many events were checked, or the first broken link's id and why (exit code 1)."""
+    settings.prepare_data_dir()
+    migrate.upgrade(settings.resolved_database_url)
+    verdict = asyncio.run(_audit_verdict(settings))
+    if verdict.broken_at is None:
+        print(f"OK: {verdict.checked} events, the chain is unbroken")
+        return 0
+    print(f"BROKEN at event {verdict.broken_at}: {verdict.reason} ({verdict.checked} events before it are intact)")
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloft", description="Self-hosted AI agent platform")
     parser.add_argument("--version", action="version", version=f"agentloft {__version__}")
@@ -293,6 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     password.add_argument("username")
     password.add_argument("--password", default=None, help="prompted for when omitted")
     password.set_defaults(func=_user_password)
+
+    audit = sub.add_parser("audit", help="audit trail commands")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    audit_sub.add_parser("verify", help="check the audit trail's hash chain; exit code 1 names the first broken "
+                         "link").set_defaults(func=_audit_verify)
     return parser
 
 

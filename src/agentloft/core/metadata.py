@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 DOMAINS_WITH_TABLES = ("system", "auth", "llm", "agents", "tools", "tools.mcp", "chat", "documents", "a2a",
-                       "files", "knowledge", "groups", "usage", "identity")
+                       "files", "knowledge", "groups", "usage", "identity", "audit")
 # Tables that belong to no domain: the background jobs' queue, and what each user stores.
 CORE_TABLE_MODULES = ("agentloft.core.jobs", "agentloft.core.storage_quota")
 

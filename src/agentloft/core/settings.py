@@ -117,6 +117,12 @@ class Settings(BaseSettings):
         "kept. 0: no limit. The default 1 GiB is thousands of long documents with their histories and dozens "
         "of full-size files, while one account cannot fill the server's disk or database.",
     )
+    audit_retention_days: int = Field(
+        default=365, ge=0,
+        description="How many days the audit trail keeps its events; older ones are deleted by every server "
+        "process about once an hour, and the chain's recorded start moves with them, so `agentloft audit "
+        "verify` still checks what is kept. 0: keep them forever.",
+    )
     login_max_failures: int = Field(
         default=5, ge=1,
         description="Sign-in attempts an account gets at once, from any address; after that each further "

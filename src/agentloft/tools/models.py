@@ -36,6 +36,9 @@ class AgentTool(TimestampMixin, Base):
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     needs_approval: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     admin_only: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    # whether the audit trail keeps each call's arguments (``tool.call``); off, it keeps only their names
+    audit_arguments: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False,
+                                                  server_default=text("false"))
 
 
 class AgentToolAssociation(Base):

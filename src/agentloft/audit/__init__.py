@@ -1,0 +1,1 @@
+"""The audit trail: an append-only, hash-chained record of what people and agents did."""
