@@ -91,6 +91,14 @@ def test_invoke_streams_to_panel_and_stores_source(
     (owner,), = app.sql("SELECT u.username FROM agent_sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?",
                         (callee_session,))
     assert owner == "alice", "the callee session belongs to the calling user"
+    # The audit trail: the delegation (written with the task row), and the call that made it.
+    trail = admin.ok("GET", "/api/admin/audit", params={"type": "a2a.delegation"})["items"]
+    assert [(e["target"], e["detail"]["callerAgentId"], e["detail"]["callerSessionId"], e["detail"]["calleeAgentId"],
+             e["detail"]["via"]) for e in trail] == [
+        (f"task:{task_id}", caller["id"], reply.session_id, callee["id"], "agent-invoke")]
+    calls = admin.ok("GET", "/api/admin/audit", params={"type": "tool.call"})["items"]
+    assert [(e["detail"]["tool"], e["detail"]["outcome"], e["detail"]["sessionId"]) for e in calls] == [
+        ("ask-agent", "success", reply.session_id)]
 
     # The session list shows the caller's conversation only, never the task's session.
     listed = user.ok("GET", "/api/agent-sessions")

@@ -47,6 +47,9 @@ def test_sign_in_creates_links_and_promotes(
     # An account a provider made has no password the form accepts.
     with app.client() as form:
         assert form.post("/api/auth/login", json={"username": "alice", "password": "!external"}).status_code == 401
+    # The audit trail words a provider's sign-ins as it words the form's, naming the provider.
+    trail = admin.ok("GET", "/api/admin/audit", params={"type": "auth.sign_in", "userId": me["id"]})["items"]
+    assert [e["detail"]["method"] for e in trail] == ["oidc:corp", "oidc:corp"]
 
 
 def test_leaving_the_admin_group_demotes(
@@ -68,6 +71,8 @@ def test_bad_state_is_refused(app: LiveApp, oidc_provider: dict[str, Any], oidc_
         assert browser.get("/api/auth/me").status_code == 401
     with app.client() as stranger:  # a callback without the flow cookie
         _refused_with(stranger.get("/auth/oidc/corp/callback?code=x&state=y"), "sso_state_invalid")
+    failed = app.sql("SELECT detail FROM audit_events WHERE type = 'auth.sign_in_failed'")
+    assert len(failed) == 2 and all("sso_state_invalid" in str(d) and "oidc:corp" in str(d) for (d,) in failed)
 
 
 def test_wrong_nonce_is_refused(app: LiveApp, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn) -> None:

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentloft.a2a import remote
 from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
 from agentloft.agents.models import LOCAL, REMOTE, Agent
+from agentloft.audit import service as audit_service
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
 from agentloft.chat.leases import task_lease
@@ -159,7 +160,19 @@ async def create_task(
         )
         db.add(row)
         await db.flush()
+        await _record_delegation(db, callee=callee, caller=caller, task_id=task_id)
     return row
+
+
+async def _record_delegation(db: AsyncSession, *, callee: Agent, caller: Caller, task_id: str) -> None:
+    """``a2a.delegation`` in the task's own transaction: no task without its event. The caller agent is
+    None for an outside A2A client (``via: a2a``)."""
+    await audit_service.record(db=db, type="a2a.delegation", actor=audit_service.Actor(id=caller.user_id),
+                               target=f"task:{task_id}", detail={
+                                   "taskId": task_id, "via": caller.context.get("via"),
+                                   "callerAgentId": caller.agent_id, "callerSessionId": caller.session_id,
+                                   "calleeAgentId": callee.id, "calleeAgentSlug": callee.slug,
+                                   "calleeKind": callee.kind, "recursionDepth": caller.recursion_depth + 1})
 
 
 def new_task_id() -> str:

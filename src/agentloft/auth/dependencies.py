@@ -17,16 +17,20 @@ outlive its revocation, or lock the owner out of their account.
 from __future__ import annotations
 
 import weakref
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
 
+from agentloft.audit import capture
+from agentloft.audit import service as audit_service
 from agentloft.auth import service
 from agentloft.auth.models import User
 from agentloft.core.crypto import token_hash
 from agentloft.core.db import Database, utcnow
+from agentloft.core.dependencies import DbSession
 from agentloft.core.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "agentloft_session"
@@ -119,10 +123,40 @@ async def _current_user(user: Annotated[User | None, Depends(_optional_user)]) -
     return user
 
 
-async def _admin_user(user: Annotated[User, Depends(_current_user)]) -> User:
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def client_ip(connection: HTTPConnection) -> str | None:
+    """The caller's address as the server sees it (behind a proxy: what ``--forwarded-allow-ips`` lets
+    uvicorn take from ``X-Forwarded-For``)."""
+    return connection.client.host if connection.client else None
+
+
+def actor_of(connection: HTTPConnection, user: User | None) -> audit_service.Actor:
+    """Who the audit trail says did what this request does."""
+    return audit_service.Actor(id=user.id if user else None, name=user.username if user else None,
+                               ip=client_ip(connection))
+
+
+async def _admin_user(request: Request, user: Annotated[User, Depends(_current_user)],
+                      db: DbSession) -> AsyncIterator[User]:
+    """An admin, and for a request that may change something, an ``admin.change`` event of what the
+    request's transaction changed (``audit.capture``), written in that transaction before it commits:
+    every admin-only endpoint is on the trail through this one dependency, and a change whose event
+    cannot be written is rolled back with it."""
     if not user.is_admin:
         raise Forbidden("administrators only", code="admin_required")
-    return user
+    if request.method in SAFE_METHODS:
+        yield user
+        return
+    capture.watch(db)
+    yield user
+    changes = await capture.changes(db)
+    if changes:
+        await audit_service.record(
+            db=db, type="admin.change", actor=actor_of(request, user), target=f"{request.method} {request.url.path}",
+            detail={"method": request.method, "path": request.url.path, "changes": changes},
+        )
 
 
 def require_session(request: Request) -> None:
@@ -145,5 +179,7 @@ async def request_user(request: Request) -> User | None:
 
 OptionalUser = Annotated[User | None, Depends(_optional_user)]
 CurrentUser = Annotated[User, Depends(_current_user)]
-AdminUser = Annotated[User, Depends(_admin_user)]
+# scope "function": its closing part (the ``admin.change`` event) runs when the endpoint returns, inside the
+# request's transaction (``core.dependencies.DbSession``, the same session), before that commits.
+AdminUser = Annotated[User, Depends(_admin_user, scope="function")]
 SessionUser = Annotated[User, Depends(_cookie_user)]

@@ -5,7 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from agentloft.auth import service
-from agentloft.auth.dependencies import SESSION_COOKIE, AdminUser, CurrentUser, SessionUser, require_session
+from agentloft.auth.dependencies import (
+    SESSION_COOKIE,
+    AdminUser,
+    CurrentUser,
+    SessionUser,
+    client_ip,
+    require_session,
+)
 from agentloft.auth.models import User
 from agentloft.auth.schemas import (
     Credentials,
@@ -20,7 +27,7 @@ from agentloft.auth.schemas import (
     UserUpdate,
 )
 from agentloft.core.dependencies import DbSession, Paging, Rt
-from agentloft.core.errors import TooMany, Unauthorized
+from agentloft.core.errors import AppError, TooMany, Unauthorized
 from agentloft.core.schemas import DbInt, Page
 from agentloft.groups import service as groups_service
 from agentloft.identity import ldap
@@ -35,9 +42,12 @@ def _me(user: User) -> Me:
     return Me(id=user.id, username=user.username, role=user.role, auth_provider=user.auth_provider or "local")
 
 
-async def sign_in_browser(response: Response, rt: Rt, db: DbSession, user: User) -> None:
-    """Start a session for ``user`` and hand its cookie to the browser (every way of signing in ends here)."""
+async def sign_in_browser(request: Request, response: Response, rt: Rt, db: DbSession, user: User,
+                   method: str = "password") -> None:
+    """Start a session for ``user``, record it (``auth.sign_in``, with ``method``: how they proved who they are)
+    in the same transaction, and hand its cookie to the browser (every way of signing in ends here)."""
     token = await service.start_session(db=db, user=user, days=rt.settings.session_days)
+    await service.record_sign_in(db=db, user=user, ip=client_ip(request), method=method)
     response.set_cookie(
         SESSION_COOKIE,
         token,
@@ -50,24 +60,31 @@ async def sign_in_browser(response: Response, rt: Rt, db: DbSession, user: User)
 
 
 @router.post("/signup", response_model=Me, status_code=201)
-async def signup(body: Credentials, response: Response, rt: Rt, db: DbSession) -> Me:
+async def signup(body: Credentials, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
     """Create an account and sign in. The first account becomes admin; later ones need sign-up open."""
     instance = await system_service.get_settings(db=db, settings=rt.settings)
     user = await service.signup(
         db=db, username=body.username, password=body.password, signup_open=instance.signup_open
     )
-    await sign_in_browser(response, rt, db, user)
+    await sign_in_browser(request, response, rt, db, user, method="signup")
     return _me(user)
 
 
 @router.post("/login", response_model=Me)
 async def login(body: LoginInput, request: Request, response: Response, rt: Rt, db: DbSession) -> Me:
     """Sign in with a local account or an LDAP provider's. Every attempt is counted by the throttle before
-    the password is checked (``auth.throttle``); a refused one is 429 ``login_throttled`` with ``Retry-After``."""
+    the password is checked (``auth.throttle``); a refused one is 429 ``login_throttled`` with ``Retry-After``.
+    A wrong password or a disabled account is recorded (``auth.sign_in_failed``); a throttled attempt is
+    not, as no password was checked and a flood must not be able to fill the trail."""
     await _count_attempt(request, rt, body.username)
-    user = await _password_user(rt, db, body.username, body.password)
+    try:
+        user = await _password_user(rt, db, body.username, body.password)
+    except AppError as exc:
+        await _failed(request, rt, body.username, exc.code)
+        raise
     await rt.throttle.succeeded(username=body.username)
-    await sign_in_browser(response, rt, db, user)
+    local = (user.auth_provider or "local") == "local"
+    await sign_in_browser(request, response, rt, db, user, method="password" if local else f"ldap:{user.auth_provider}")
     return _me(user)
 
 
@@ -82,6 +99,13 @@ async def _password_user(rt: Rt, db: DbSession, username: str, password: str) ->
         if user is None:
             raise
         return user
+
+
+async def _failed(request: Request, rt: Rt, username: str, reason: str) -> None:
+    """Record a refused sign-in in a transaction of its own (the request's is rolled back)."""
+    async with rt.db.session() as db:
+        await service.record_sign_in_failure(db=db, username=username, reason=reason, ip=client_ip(request),
+                                             method="password")
 
 
 async def _count_attempt(request: Request, rt: Rt, username: str) -> None:
@@ -115,8 +139,9 @@ async def change_password(
 
 @router.post("/logout", status_code=204)
 async def logout(request: Request, response: Response, db: DbSession) -> Response:
-    if token := request.cookies.get(SESSION_COOKIE):
-        await service.end_session(db=db, token=token)
+    """End the browser's session, recorded (``auth.sign_out``) with it; signing out of no session is not."""
+    if (token := request.cookies.get(SESSION_COOKIE)) and (user := await service.end_session(db=db, token=token)):
+        await service.record_sign_out(db=db, user=user, ip=client_ip(request))
     response.status_code = 204
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

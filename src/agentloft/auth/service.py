@@ -17,6 +17,7 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agentloft.audit import service as audit_service
 from agentloft.auth.models import ApiToken, AuthSession, User
 from agentloft.auth.schemas import TokenCreated, UserCreate, UserUpdate
 from agentloft.core.crypto import new_token, token_hash
@@ -144,8 +145,40 @@ async def start_session(*, db: AsyncSession, user: User, days: int) -> str:
     return token
 
 
-async def end_session(*, db: AsyncSession, token: str) -> None:
-    await db.execute(delete(AuthSession).where(AuthSession.token_hash == token_hash(token)))
+async def end_session(*, db: AsyncSession, token: str) -> User | None:
+    """Sign the browser with this session token out; whose session it was (None: no such session)."""
+    owner = select(User).join(AuthSession, AuthSession.user_id == User.id).where(
+        AuthSession.token_hash == token_hash(token))
+    user = (await db.execute(owner)).scalar_one_or_none()
+    if user is not None:
+        await db.execute(delete(AuthSession).where(AuthSession.token_hash == token_hash(token)))
+    return user
+
+
+# --- the audit trail of signing in and out -------------------------------------------------------------
+# Every way of signing in (a password, an identity provider) records through these two, so the trail
+# words them alike: ``method`` says which way.
+
+
+async def record_sign_in(*, db: AsyncSession, user: User, ip: str | None, method: str) -> None:
+    """``auth.sign_in``, in the transaction that starts the session (no session without its event)."""
+    await audit_service.record(db=db, type="auth.sign_in", actor=audit_service.Actor(user.id, user.username, ip),
+                               target=f"user:{user.id}", detail={"method": method})
+
+
+async def record_sign_in_failure(*, db: AsyncSession, username: str | None, reason: str, ip: str | None,
+                                 method: str) -> None:
+    """``auth.sign_in_failed``: the username tried (whether or not it exists; None when a provider refused
+    before naming anyone), why, from where. Written by the caller in a transaction of its own, since the
+    failed attempt's is rolled back."""
+    await audit_service.record(db=db, type="auth.sign_in_failed", actor=audit_service.Actor(ip=ip),
+                               target=f"username:{username[:200]}" if username else None,
+                               detail={"username": username, "reason": reason, "method": method})
+
+
+async def record_sign_out(*, db: AsyncSession, user: User, ip: str | None) -> None:
+    await audit_service.record(db=db, type="auth.sign_out", actor=audit_service.Actor(user.id, user.username, ip),
+                               target=f"user:{user.id}", detail={})
 
 
 async def end_user_sessions(*, db: AsyncSession, user_id: int) -> None:

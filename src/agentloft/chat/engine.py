@@ -70,6 +70,7 @@ from pydantic_core import PydanticSerializationError
 
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
+from agentloft.audit import service as audit_service
 from agentloft.chat import knowledge as chat_knowledge
 from agentloft.chat import service
 from agentloft.chat.budgeted import BudgetedModel
@@ -685,6 +686,14 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
                                         calls=result.pending)
         session_status = AWAITING_APPROVAL if result.status == AWAITING_APPROVAL else IDLE
         await service.set_session_state(db=db, session_id=turn.session_id, status=session_status, history=history)
+        await _record_tool_calls(db, turn)
+
+
+async def _record_tool_calls(db: Any, turn: PreparedTurn) -> None:
+    """The run's ``tool.call`` events, last in the save's transaction (the audit chain's lock is held from
+    here to the commit): no statement at all for a turn that called no tool, three for one that did."""
+    if turn.scope.audit:
+        await audit_service.record_many(db=db, entries=turn.scope.audit)
 
 
 def _record_usage(db: Any, turn: PreparedTurn, tokens: usage_service.Tokens) -> None:

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from agentloft.auth.dependencies import CurrentUser
+from agentloft.auth.dependencies import CurrentUser, client_ip
 from agentloft.chat import search, service, titles, turns
 from agentloft.chat.dependencies import OwnedSession
 from agentloft.chat.models import AgentMessage, AgentSession
@@ -205,9 +205,10 @@ async def resend(session_id: str, message_id: str, body: ResendRequest, user: Cu
 
 
 @router.post("/api/agent-sessions/{session_id}/approvals", response_model=None)
-async def answer_approval(session_id: str, body: ApprovalAnswer, user: CurrentUser, rt: Rt) -> Response:
+async def answer_approval(session_id: str, body: ApprovalAnswer, request: Request, user: CurrentUser,
+                          rt: Rt) -> Response:
     key, waiting = await turns.answer(rt, user=user, session_id=session_id, tool_call_id=body.tool_call_id,
-                                      approved=body.approved, reason=body.reason)
+                                      approved=body.approved, reason=body.reason, ip=client_ip(request))
     if key is None:
         return JSONResponse(ApprovalWaiting(waiting_for=waiting).model_dump(by_alias=True), status_code=202)
     return sse_response(rt, key, session_id=session_id)

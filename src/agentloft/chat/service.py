@@ -540,16 +540,18 @@ async def add_approvals(
 
 async def answer_approval(
     *, db: AsyncSession, session_id: str, tool_call_id: str, approved: bool, reason: str | None
-) -> None:
-    """Record one answer. 404 when the session never asked about this call, 409 when it was answered."""
+) -> str:
+    """Record one answer; the tool's name. 404 when the session never asked about this call, 409 when it
+    was answered."""
     stmt = (
         update(ChatApproval)
         .where(ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id,
                ChatApproval.status == "pending")
         .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow())
+        .returning(ChatApproval.tool_name)
     )
-    if await rows_matched(db, stmt) == 1:
-        return
+    if (tool_name := (await db.execute(stmt)).scalar_one_or_none()) is not None:
+        return tool_name
     exists = select(ChatApproval.id).where(
         ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id
     )

@@ -28,6 +28,8 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
+from agentloft.audit.chain import Actor, Entry
+from agentloft.audit.redact import redact
 from agentloft.core.runtime import Runtime
 from agentloft.tools.base import MAX_FILE_BYTES, ToolContext, ToolFile, ToolResult
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
@@ -77,6 +79,8 @@ class RunScope:
     recursion_depth: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     group_ids: frozenset[int] = frozenset()  # the user's (``groups.access``)
+    # the run's ``tool.call`` events, written with the turn's other writes when it is saved (``engine._save``)
+    audit: list[Entry] = field(default_factory=list)
 
 
 class RunToolset(AbstractToolset[Any]):
@@ -135,6 +139,7 @@ class RunToolset(AbstractToolset[Any]):
         if not ctx.tool_call_approved and needs_approval(run_tool_, tool_args, tctx):
             raise ApprovalRequired()
         result = await run_tool(run_tool_, tool_args, tctx)
+        self._scope.audit.append(tool_call_entry(run_tool_, tool_args, result, tctx))
         if not result.success:
             # The model sees the failure as such, and the stream carries ``tool-output-error``. A failure
             # with a code also sends ``data-tool-error`` first, so the page can word it for the reader.
@@ -143,6 +148,22 @@ class RunToolset(AbstractToolset[Any]):
                 await _emitter(ctx)("tool-error", {"toolCallId": ctx.tool_call_id, "code": code})
             raise ToolFailed(result.error or f"tool '{name}' failed")
         return model_return(result)
+
+
+def tool_call_entry(tool: RunTool, args: dict[str, Any], result: ToolResult, ctx: ToolContext) -> Entry:
+    """A call as the audit trail keeps it (``tool.call``): which tool, for whom, in which agent and session,
+    how it ended and how long it took; its arguments only when the tool is marked to keep them
+    (``auditArguments``), else only their names."""
+    detail: dict[str, Any] = {
+        "tool": tool.name, "toolId": tool.id, "toolCallId": ctx.tool_call_id, "agentId": ctx.agent_id,
+        "sessionId": ctx.session_id, "outcome": "success" if result.success else "failed",
+        "code": result.metadata.get("code"), "durationMs": result.metadata.get("durationMs"),
+    }
+    if tool.audit_arguments:
+        detail["arguments"] = redact(args)
+    else:
+        detail["argumentNames"] = sorted(str(k) for k in args)
+    return Entry(type="tool.call", actor=Actor(id=ctx.user_id), target=f"tool:{tool.name}", detail=detail)
 
 
 def _emitter(ctx: RunContext[Any]) -> Callable[[str, dict[str, Any]], Awaitable[None]]:

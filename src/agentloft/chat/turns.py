@@ -10,6 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentloft.audit import service as audit_service
 from agentloft.auth.models import User
 from agentloft.chat import attachments, engine, service
 from agentloft.chat import knowledge as chat_knowledge
@@ -109,13 +112,15 @@ async def _resent_input(rt: Runtime, *, user: User, model: ModelConfig, session_
 
 
 async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str, approved: bool,
-                 reason: str | None) -> tuple[str | None, list[str]]:
-    """Record an answer; when it was the last one, resume the run. Returns (buffer key or None, ids
-    still waiting)."""
+                 reason: str | None, ip: str | None = None) -> tuple[str | None, list[str]]:
+    """Record an answer (with its ``tool.approval`` event, in one transaction); when it was the last one,
+    resume the run. Returns (buffer key or None, ids still waiting)."""
     async with rt.db.session() as db:
         await service.get_session(db=db, session_id=session_id, user_id=user.id)
-        await service.answer_approval(db=db, session_id=session_id, tool_call_id=tool_call_id,
-                                      approved=approved, reason=reason)
+        tool_name = await service.answer_approval(db=db, session_id=session_id, tool_call_id=tool_call_id,
+                                                  approved=approved, reason=reason)
+        await _record_answer(db, user=user, ip=ip, session_id=session_id, tool_call_id=tool_call_id,
+                             tool_name=tool_name, approved=approved, reason=reason)
     async with rt.db.session() as db:
         waiting = [a.tool_call_id for a in await service.pending_approvals(db=db, session_id=session_id)]
     if waiting:
@@ -128,6 +133,15 @@ async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str,
         raise
     rt.runs.spawn(_background(rt, turn))
     return turn.buffer_key, []
+
+
+async def _record_answer(db: AsyncSession, *, user: User, ip: str | None, session_id: str, tool_call_id: str,
+                         tool_name: str, approved: bool, reason: str | None) -> None:
+    """``tool.approval``: who answered which call, approved or rejected, and why."""
+    await audit_service.record(
+        db=db, type="tool.approval", actor=audit_service.Actor(user.id, user.username, ip), target=f"tool:{tool_name}",
+        detail={"tool": tool_name, "sessionId": session_id, "toolCallId": tool_call_id,
+                "decision": "approved" if approved else "rejected", "reason": reason})
 
 
 async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:

@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Body, Request, Response
 from fastapi.responses import RedirectResponse
 
-from agentloft.auth.dependencies import AdminUser
+from agentloft.auth import service as auth_service
+from agentloft.auth.dependencies import AdminUser, client_ip
 from agentloft.auth.router import sign_in_browser
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.public_url import public_base_url
@@ -111,9 +112,11 @@ async def oidc_callback(slug: str, request: Request, rt: Rt, db: DbSession) -> R
         )
         user = await service.sign_in_external(db=db, provider=provider, person=person)
     except SignInRefused as exc:
-        await db.rollback()
+        await db.rollback()  # nothing of the refused sign-in is kept but its audit event, committed here
+        await auth_service.record_sign_in_failure(db=db, username=None, reason=exc.code, ip=client_ip(request),
+                                                  method=f"oidc:{slug}")
         return _back_to_login(exc.code, target)
     resp = RedirectResponse(safe_next(target), status_code=303)
     resp.delete_cookie(oidc.FLOW_COOKIE, path=oidc.FLOW_PATH)
-    await sign_in_browser(resp, rt, db, user)
+    await sign_in_browser(request, resp, rt, db, user, method=f"oidc:{slug}")
     return resp

@@ -48,6 +48,7 @@ class RunTool:
     config: BaseModel
     needs_approval: bool
     timeout_s: float = DEFAULT_TIMEOUT_S
+    audit_arguments: bool = False  # the audit trail keeps this tool's call arguments (``tool.call``)
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:

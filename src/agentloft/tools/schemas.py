@@ -54,6 +54,8 @@ class AgentToolCreate(ApiModel):
     needs_approval: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
     admin_only: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
     group_ids: GroupIds = Field(default_factory=list, description=GROUP_IDS_DOC)
+    audit_arguments: StrictBool = Field(default=False, description="Keep each call's arguments in the audit "
+                                        "trail (off: only the names of the arguments given).")
 
 
 class AgentToolUpdate(ApiModel):
@@ -69,6 +71,7 @@ class AgentToolUpdate(ApiModel):
     needs_approval: StrictBool | None = None
     admin_only: StrictBool | None = None
     group_ids: GroupIds | None = Field(default=None, description=GROUP_IDS_DOC)
+    audit_arguments: StrictBool | None = None
 
 
 class AgentToolRead(ApiModel):
@@ -83,6 +86,7 @@ class AgentToolRead(ApiModel):
     needs_approval: bool
     admin_only: bool
     group_ids: list[int] = Field(default_factory=list, description=GROUP_IDS_DOC)
+    audit_arguments: bool
     unavailable: str | None = Field(
         default=None,
         description="Why the tool cannot run now although it may be enabled (its MCP server is disabled): "

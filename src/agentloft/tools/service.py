@@ -230,6 +230,7 @@ def to_read(row: AgentTool) -> AgentToolRead:
         enabled=row.enabled,
         needs_approval=row.needs_approval,
         admin_only=bool(row.admin_only),
+        audit_arguments=bool(row.audit_arguments),
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
@@ -296,6 +297,7 @@ async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -
         admin_only=int(
             data.admin_only if data.admin_only is not None else getattr(tool_type, "default_admin_only", False)
         ),
+        audit_arguments=data.audit_arguments,
     )
     _apply_config(row, tool_type, rt.box, data.config, stored={})
     _check_enableable(row, tool_type, rt.box)
@@ -335,7 +337,7 @@ async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: Agen
         row.type = tool_type.slug
     if changes.get("slug") and await _slug_taken(db, changes["slug"], except_id=row.id):
         raise _slug_conflict(changes["slug"])
-    for field in ("slug", "name", "description", "enabled", "needs_approval"):
+    for field in ("slug", "name", "description", "enabled", "needs_approval", "audit_arguments"):
         if changes.get(field) is not None:
             setattr(row, field, changes[field])
     if changes.get("admin_only") is not None:
@@ -420,12 +422,14 @@ class _RowVersion:
     description: str
     config: str
     secrets: str
+    audit_arguments: bool = False
 
     @classmethod
     def of(cls, row: AgentTool) -> _RowVersion:
         return cls(id=row.id, slug=row.slug, name=row.name, description=row.description or "",
                    config=json.dumps(row.config or {}, sort_keys=True),
-                   secrets=json.dumps(row.secrets_enc or {}, sort_keys=True))
+                   secrets=json.dumps(row.secrets_enc or {}, sort_keys=True),
+                   audit_arguments=bool(row.audit_arguments))
 
 
 def build_run_tool(
@@ -464,6 +468,7 @@ def _built(*, tool_type: AnyToolType, box: SecretBox, version: _RowVersion, need
         config=config,
         needs_approval=needs_approval,
         timeout_s=_timeout_s(config),
+        audit_arguments=version.audit_arguments,
     )
 
 
