@@ -17,10 +17,14 @@ stream read directly by the same client in the same run (the floor).
   the floor's (medians).
 - ``concurrent``: ``--concurrent`` chats of ``--concurrent-chunks`` chunks at once, floor then the agent
   without tools then the Assistant, in ``--rounds`` rounds (wall time; medians of the rounds' ratios).
+- ``usage``: what usage recording and a budget check add to a follow-up turn (the agent without tools,
+  10 chunks): CPU, statements and transactions per turn in blocks alternating between the code with both
+  switched off in the server (``/_bench/usage/off``: the baseline, as before usage was recorded), recording
+  alone, and recording with an everyone budget that every turn checks.
 - ``memory``: resident memory idle, at the peak of ``--burst`` concurrent chats, and every 10 s for a
   minute after the burst.
 
-    python -m bench.turn_cost [--scenarios cpu,first,concurrent,memory] [--rounds 3] [--turns 30]
+    python -m bench.turn_cost [--scenarios cpu,first,concurrent,memory,usage] [--rounds 3] [--turns 30]
                               [--turn-kind follow-up|new] [--postgres postgresql://user:pw@host/postgres]
                               [--profile FILE]
 
@@ -105,6 +109,8 @@ class _Control:
 
         self.app = app
         self.profiler = cProfile.Profile(time.thread_time)  # CPU of the event loop's thread, not wall time
+        self.usage_off: dict[str, Any] = {}
+        self.statements = _Statements()
 
     def handle(self, path: str, query: str) -> dict[str, Any]:
         if path == "profile/start":
@@ -131,6 +137,10 @@ class _Control:
                 " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in task.get_stack(limit=6))
                 for task in asyncio.all_tasks())
             return dict(where.most_common(20))
+        elif path.startswith("usage/"):
+            return _usage_switch(path.removeprefix("usage/"), self.usage_off)
+        elif path.startswith("statements/"):
+            return self.statements.handle(path.removeprefix("statements/"), self.app.state.db.engine)
         elif path == "releases":
             return {"releases": self.app.state.memory.releases}
         elif path == "holders":  # a diagnostic: what keeps the first object of a type alive
@@ -142,6 +152,53 @@ class _Control:
             counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
             return dict(counts.most_common(int(query or 40)))
         return {}
+
+
+def _usage_switch(op: str, saved: dict[str, Any]) -> dict[str, Any]:
+    """``usage/off``: turns run as before usage was recorded — no record added to the save, no budget
+    read before the turn (so no model wrapper either); ``usage/on`` puts both back. The baseline of the
+    ``usage`` scenario, in the same process and run as what it is compared with."""
+    from agentloft.chat import engine
+    from agentloft.usage import budgets
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    if op == "off" and not saved:
+        saved.update(record=engine._record_usage, refuse=budgets.refuse_over)
+        engine._record_usage = nothing
+        budgets.refuse_over = nothing
+    elif op == "on" and saved:
+        engine._record_usage, budgets.refuse_over = saved.pop("record"), saved.pop("refuse")
+    return {"off": bool(saved)}
+
+
+class _Statements:
+    """``statements/start`` and ``statements/stop``: the statements and transactions (BEGINs) the app's
+    engine ran in between, as ``tests/chat/test_turn_statements.py`` counts them."""
+
+    def __init__(self) -> None:
+        self.counts = {"statements": 0, "transactions": 0}
+
+    def _statement(self, *_: Any) -> None:
+        self.counts["statements"] += 1
+
+    def _begin(self, conn: Any) -> None:
+        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            self.counts["transactions"] += 1
+
+    def handle(self, op: str, engine: Any) -> dict[str, Any]:
+        from sqlalchemy import event
+
+        sync = engine.sync_engine
+        if op == "start":
+            self.counts = {"statements": 0, "transactions": 0}
+            event.listen(sync, "before_cursor_execute", self._statement)
+            event.listen(sync, "begin", self._begin)
+        elif op == "stop":
+            event.remove(sync, "before_cursor_execute", self._statement)
+            event.remove(sync, "begin", self._begin)
+        return dict(self.counts)
 
 
 def _holders(type_name: str, depth: int = 14) -> list[str]:
@@ -402,6 +459,51 @@ async def scenario_memory(t: Target, args: argparse.Namespace, app_url: str) -> 
     return {"idle_mb": idle, "peak_mb": peak, "after": after, "server": server}
 
 
+USAGE_VARIANTS = {"off": "before usage (baseline)", "record": "usage recorded", "budget": "recorded + budget check"}
+
+
+async def _usage_block(t: Target, app_url: str, turns: int) -> tuple[float, float, float]:
+    """CPU seconds, statements and transactions per follow-up turn of the agent without tools (cookie,
+    10 chunks) over ``turns`` turns."""
+    sessions = [(await chat(t, "bench", 10, "cookie")).headers["x-session-id"] for _ in range(turns)]
+    await settle(t.pid)
+    await _get(app_url, "/_bench/statements/start")
+    before = cpu_seconds(t.pid)
+    for session_id in sessions:
+        await chat(t, "bench", 10, "cookie", session_id)
+    await settle(t.pid)
+    spent = cpu_seconds(t.pid) - before
+    counts = await _get(app_url, "/_bench/statements/stop")
+    return spent / turns, counts["statements"] / turns, counts["transactions"] / turns
+
+
+async def _budget(app_url: str, auth: dict[str, str], on: bool) -> None:
+    """An everyone budget no turn reaches (every turn then checks it and runs on the budgeted model), or none."""
+    async with httpx.AsyncClient(base_url=app_url, timeout=60, headers=auth) as client:
+        for b in (await client.get("/api/admin/budgets")).json()["items"]:
+            (await client.delete(f"/api/admin/budgets/{b['id']}")).raise_for_status()
+        if on:
+            (await client.post("/api/admin/budgets", json={"scope": "everyone", "period": "month",
+                                                            "maxTokens": 10**12})).raise_for_status()
+
+
+async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> dict[str, dict[str, float]]:
+    """What usage recording and the budget check add to a turn: blocks of follow-up turns alternating
+    between ``USAGE_VARIANTS`` over ``--rounds`` rounds (medians)."""
+    samples: dict[str, list[tuple[float, float, float]]] = {v: [] for v in USAGE_VARIANTS}
+    await _usage_block(t, app_url, 5)  # warm the path
+    for _ in range(args.rounds):
+        for variant in USAGE_VARIANTS:
+            await _get(app_url, "/_bench/usage/" + ("off" if variant == "off" else "on"))
+            await _budget(app_url, t.auth["cookie"], variant == "budget")
+            samples[variant].append(await _usage_block(t, app_url, args.turns))
+    await _get(app_url, "/_bench/usage/on")
+    await _budget(app_url, t.auth["cookie"], False)
+    return {v: {"turn_ms": statistics.median(x[0] for x in xs) * 1000,
+                "statements": statistics.median(x[1] for x in xs),
+                "transactions": statistics.median(x[2] for x in xs)} for v, xs in samples.items()}
+
+
 async def _get(app_url: str, path: str) -> Any:
     async with httpx.AsyncClient(base_url=app_url, timeout=60) as client:
         return (await client.get(path)).json()
@@ -456,6 +558,8 @@ async def main(args: argparse.Namespace, database_url: str) -> None:
                 results["concurrent"] = await scenario_concurrent(t, args)
             if "memory" in scenarios:
                 results["memory"] = await scenario_memory(t, args, app_url)
+            if "usage" in scenarios:
+                results["usage"] = await scenario_usage(t, args, app_url)
             wal = Path(data) / "agentloft.core.db-wal"
             results["wal_mb"] = wal.stat().st_size / 2**20 if wal.exists() else None
             report(args, results)
@@ -495,6 +599,15 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
         for slug in AGENTS:
             print(f"  {AGENTS[slug]:22s} {c[slug + '_s']:.2f} s ({c[slug + '_ratio']:.2f}x; "
                   f"rounds {c['ratios'][slug]})")
+    if "usage" in r:
+        u = r["usage"]
+        base = u["off"]
+        print(f"usage: follow-up turns of the agent without tools, 10 chunks, medians of {args.rounds} rounds "
+              f"of {args.turns}")
+        for name, v in u.items():
+            print(f"  {USAGE_VARIANTS[name]:26s} {v['turn_ms']:6.2f} ms/turn ({v['turn_ms'] / base['turn_ms']:.3f}x, "
+                  f"{v['turn_ms'] - base['turn_ms']:+.2f} ms), {v['statements']:.1f} statements, "
+                  f"{v['transactions']:.1f} transactions per turn")
     if "memory" in r:
         m = r["memory"]
         after = ", ".join(f"+{s}s {mb:.0f}" for s, mb in m["after"])

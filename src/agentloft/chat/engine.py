@@ -675,7 +675,7 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
     the reply so an edit or a regeneration can cut the history back to where a later turn started.
     ``tokens``: what this run used, recorded with the reply in the same transaction."""
     async with rt.db.session() as db:
-        _record_usage(db, turn, tokens)
+        await _record_usage(db, turn, tokens)
         await service.update_message(
             db=db, message_id=turn.message_id, content=result.text, parts=collector.parts,
             status=result.status, error=result.error, input_tokens=result.input_tokens,
@@ -696,13 +696,13 @@ async def _record_tool_calls(db: Any, turn: PreparedTurn) -> None:
         await audit_service.record_many(db=db, entries=turn.scope.audit)
 
 
-def _record_usage(db: Any, turn: PreparedTurn, tokens: usage_service.Tokens) -> None:
+async def _record_usage(db: Any, turn: PreparedTurn, tokens: usage_service.Tokens) -> None:
     """The run's usage record, for the user the turn runs as (an A2A callee's turn runs as the user whose
     turn called it, or as the outside caller's user)."""
     s = turn.scope
     if s.user_id is None:  # every turn runs as a user; a scope without one has nobody to count for
         return
-    usage_service.record(db=db, user_id=s.user_id, source=turn.usage_source, tokens=tokens, model=turn.model_row,
+    await usage_service.record(db=db, user_id=s.user_id, source=turn.usage_source, tokens=tokens, model=turn.model_row,
                          agent_id=s.agent_id, session_id=turn.session_id)
 
 

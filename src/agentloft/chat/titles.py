@@ -62,7 +62,7 @@ async def name_session(rt: Runtime, *, user: User, session_id: str) -> AgentSess
         log.info("no title for session %s", session_id, exc_info=True)
     async with rt.db.session() as db:
         # the call's tokens count for the session's owner, whose turn it names (``usage.service``)
-        usage_service.record(db=db, user_id=user.id, source="title", tokens=used, model=model_row,
+        await usage_service.record(db=db, user_id=user.id, source="title", tokens=used, model=model_row,
                              agent_id=row.agent_id, session_id=session_id)
         await service.set_generated_title(db=db, session_id=session_id, title=title)
         return await service.get_session(db=db, session_id=session_id, user_id=user.id)

@@ -127,7 +127,7 @@ async def embed_file(rt: Runtime, payload: dict[str, Any]) -> None:
             if chosen is None or chosen.id != model.id:
                 return  # another model was chosen meanwhile: its own job embeds this file
             # the collection's owner caused it: their files, their collection (``usage.service``)
-            usage_service.record(db=db, user_id=owner, source="knowledge", model=model,
+            await usage_service.record(db=db, user_id=owner, source="knowledge", model=model,
                                  tokens=usage_service.Tokens(input=tokens))
             written = await vectors.store(db, collection_id=collection_id, model_id=model.id,
                                           chunk_ids=[cid for cid, _ in batch], vectors=values)
@@ -176,7 +176,7 @@ async def vector_ranking(rt: Runtime, db: AsyncSession, *, stamps: dict[str, Sta
         return None
     cache.down_until.pop(model.id, None)
     if user_id is not None:
-        usage_service.record(db=db, user_id=user_id, source="knowledge", model=model,
+        await usage_service.record(db=db, user_id=user_id, source="knowledge", model=model,
                              tokens=usage_service.Tokens(input=tokens))
     return await vectors.nearest(cache, db, stamps=stamps, model_id=model.id,
                                  query=vectors.normalised(raw)[0], limit=limit)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, case, func, select
+from sqlalchemy import ColumnElement, Select, case, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents.models import Agent
@@ -75,14 +75,15 @@ def cost_of(*, model: ModelConfig | None, tokens: Tokens) -> float | None:
     return (tokens.input * model.input_price_per_mtok + tokens.output * model.output_price_per_mtok) / 1_000_000
 
 
-def record(*, db: AsyncSession, user_id: int, source: Source, tokens: Tokens, model: ModelConfig | None,
-           agent_id: int | None = None, session_id: str | None = None) -> None:
-    """Add the record of one run to ``db``'s transaction (written with its commit, nothing before). A run
-    that used nothing (it failed before the model answered) leaves no record."""
+async def record(*, db: AsyncSession, user_id: int, source: Source, tokens: Tokens, model: ModelConfig | None,
+                 agent_id: int | None = None, session_id: str | None = None) -> None:
+    """Write the record of one run in ``db``'s transaction (kept or dropped with it). A run that used
+    nothing (it failed before the model answered) leaves no record. One Core INSERT rather than an ORM
+    object: a turn's save pays a statement, not a unit of work's flush (``bench/turn_cost.py``)."""
     if not tokens:
         return
     now = utcnow()
-    db.add(UsageRecord(
+    await db.execute(insert(UsageRecord).values(
         user_id=user_id, agent_id=agent_id, model_id=model.id if model is not None else None,
         session_id=session_id, source=source, input_tokens=tokens.input, output_tokens=tokens.output,
         cache_read_tokens=tokens.cache_read, cache_write_tokens=tokens.cache_write,
