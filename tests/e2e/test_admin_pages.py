@@ -4,10 +4,16 @@ refused in-place change whose row goes back to what the server holds."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import HeldRequests, api
+from tests.fakes.oidc_server import OidcProvider
+from tests.identity.conftest import oidc_server  # noqa: F401  (the test OpenID provider, once per session)
+from tests.support import LiveApp
 
 pytestmark = pytest.mark.e2e
 
@@ -96,3 +102,28 @@ def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Pa
     expect(form).to_be_visible()
     form.get_by_label("Kind").select_option("remote")
     expect(form.get_by_label("System prompt")).to_be_hidden()
+
+
+def test_signing_in_with_an_identity_provider(
+    admin_page: Page, new_page: Callable[..., Page], app: LiveApp, oidc_server: OidcProvider  # noqa: F811
+) -> None:
+    """The sign-in page's button, the provider's own login form, and back signed in where the sign-in
+    began; the admin list of users says the account is the provider's."""
+    api(admin_page, "PUT", "/api/admin/settings", {"allowedInternalHosts": ["127.0.0.1"]})
+    client_id = f"agentloft-e2e-{app.url.rsplit(':', 1)[1]}"
+    oidc_server.register(client_id, "e2e-secret", [f"{app.url}/auth/oidc/corp/callback"])
+    api(admin_page, "POST", "/api/admin/auth-providers", {
+        "slug": "corp", "name": "Corp SSO", "kind": "oidc", "issuer": oidc_server.issuer, "clientId": client_id,
+        "clientSecret": "e2e-secret", "scopes": ["openid", "email", "profile", "groups"],
+        "adminGroups": ["loft-admins"]})
+    page = new_page()
+    page.goto("/login?next=/admin/users")
+    page.get_by_role("button", name="Sign in with Corp SSO").click()
+    expect(page.get_by_role("heading", name="Test identity provider")).to_be_visible()
+    page.get_by_label("Login").fill("alice")
+    page.get_by_label("Password").fill("alice-pw")
+    page.get_by_role("button", name="Sign in to the test provider").click()
+    expect(page).to_have_url(re.compile(r"/admin/users$"))
+    alice = page.locator("tr[data-username='alice']")
+    expect(alice.locator("td[data-provider]")).to_have_text("corp")  # an admin: a member of loft-admins
+    expect(page.locator("tr[data-username='root'] td[data-provider]")).to_have_text("Password")

@@ -1,4 +1,5 @@
-// Admin: create users, change roles, set a password, disable and enable accounts.
+// Admin: create users, change roles, set a password, sign an account out everywhere, disable and enable
+// accounts; each row says how the account signs in (a password, or its identity provider's slug).
 import { api } from '../api.js';
 import { badge, busy, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
@@ -21,11 +22,15 @@ function row(user) {
   return h('tr', { dataset: { username: user.username } },
     h('td', {}, user.username, user.id === me.id ? h('span', { class: 'muted', text: ` (${t('admin.users.you')})` }) : null),
     h('td', {}, roleSelect(user)),
+    h('td', { dataset: { provider: user.authProvider },
+      text: user.authProvider === 'local' ? t('admin.users.localSignIn') : user.authProvider }),
     h('td', {}, user.disabled ? badge(t('status.disabled'), 'danger') : badge(t('status.active'), 'ok')),
     h('td', { text: formatDate(user.createdAt) }),
     h('td', { class: 'actions' },
       h('button', { type: 'button', class: 'small', text: t('admin.users.setPassword'),
         onclick: (e) => askPassword(e.currentTarget.closest('td'), user) }),
+      h('button', { type: 'button', class: 'small', text: t('admin.users.endSessions'),
+        onclick: (e) => endSessions(e.currentTarget, user) }),
       h('button', {
         type: 'button', class: user.disabled ? 'small' : 'small danger',
         text: user.disabled ? t('action.enable') : t('action.disable'),
@@ -58,6 +63,20 @@ function askPassword(cell, user) {
   });
   cell.replaceChildren(form);
   input.focus();
+}
+
+/** Sign the account out of every browser at once (its API tokens stay). */
+async function endSessions(button, user) {
+  showError(errorBox, null);
+  await busy(button, async () => {
+    try {
+      await api('POST', `/api/admin/users/${user.id}/sessions/end`);
+      status.textContent = t('admin.users.sessionsEnded', { name: user.username });
+      status.hidden = false;
+    } catch (error) {
+      showError(errorBox, error);
+    }
+  });
 }
 
 const refresh = tableRefresher({ url: '/api/admin/users', tbody, row });
