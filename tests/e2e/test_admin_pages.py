@@ -107,15 +107,26 @@ def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Pa
 def test_signing_in_with_an_identity_provider(
     admin_page: Page, new_page: Callable[..., Page], app: LiveApp, oidc_server: OidcProvider  # noqa: F811
 ) -> None:
-    """The sign-in page's button, the provider's own login form, and back signed in where the sign-in
-    began; the admin list of users says the account is the provider's."""
+    """A provider added and edited in Admin → Settings → Sign-in; the sign-in page's button, the
+    provider's own login form, and back signed in where the sign-in began; the admin list of users says
+    the account is the provider's."""
     api(admin_page, "PUT", "/api/admin/settings", {"allowedInternalHosts": ["127.0.0.1"]})
     client_id = f"agentloft-e2e-{app.url.rsplit(':', 1)[1]}"
     oidc_server.register(client_id, "e2e-secret", [f"{app.url}/auth/oidc/corp/callback"])
-    api(admin_page, "POST", "/api/admin/auth-providers", {
-        "slug": "corp", "name": "Corp SSO", "kind": "oidc", "issuer": oidc_server.issuer, "clientId": client_id,
-        "clientSecret": "e2e-secret", "scopes": ["openid", "email", "profile", "groups"],
-        "adminGroups": ["loft-admins"]})
+    admin_page.goto("/admin/settings")  # the provider added in Admin → Settings → Sign-in
+    form = admin_page.locator("#provider-form")
+    form.get_by_label("Slug").fill("corp")
+    form.get_by_label("Name", exact=True).fill("Corp")
+    form.get_by_label("Issuer URL").fill(oidc_server.issuer)
+    form.get_by_label("Client ID").fill(client_id)
+    form.get_by_label("Client secret").fill("e2e-secret")
+    form.get_by_label("Scopes").fill("openid, email, profile, groups")
+    form.get_by_label("Admin groups").fill("loft-admins")
+    form.get_by_role("button", name="Save").click()
+    admin_page.locator("#providers-table tr[data-slug='corp']").get_by_role("button", name="Edit").click()
+    form.get_by_label("Name", exact=True).fill("Corp SSO")  # an edit keeps the secret it does not send
+    form.get_by_role("button", name="Save").click()
+    expect(admin_page.locator("#providers-table tr[data-slug='corp']")).to_contain_text("Corp SSO")
     page = new_page()
     page.goto("/login?next=/admin/users")
     page.get_by_role("button", name="Sign in with Corp SSO").click()
