@@ -86,6 +86,11 @@ def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page
     role.select_option("user")  # the only admin: refused
     expect(page.locator(".form-error")).to_have_text("The last administrator cannot be removed or demoted.")
     expect(page.locator("select[data-role='root']")).to_have_value("admin")
+    # Admin → Usage from the same navigation: the vendored chart library draws both charts (CSP allows it)
+    page.get_by_role("link", name="Usage").click()
+    expect(page.locator("#usage-tokens-chart canvas")).to_have_count(1)
+    expect(page.locator("#usage-cost-chart .u-legend")).to_contain_text("Cost")
+    expect(page.locator("#usage-table tr.total")).to_contain_text("Total")
 
 
 def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Page) -> None:

@@ -38,3 +38,10 @@ async def agents_page(request: Request, _: AdminPage) -> Response:
 @router.get("/admin/settings")
 async def settings_page(request: Request, _: AdminPage) -> Response:
     return render_page(request, "admin/settings.html", section="settings")
+
+
+@router.get("/admin/usage")
+async def usage_page(request: Request, _: AdminPage) -> Response:
+    """Tokens and cost per day as charts, and everyone's usage by user, group, agent or model as a table
+    (``/api/admin/usage``; the vendored uPlot draws the charts)."""
+    return render_page(request, "admin/usage.html", section="usage")
