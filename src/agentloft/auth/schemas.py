@@ -67,12 +67,12 @@ class UserRead(ApiModel):
     created_at: datetime
     auth_provider: str = Field(description='"local", or the slug of the identity provider of the account.')
     email: str | None = None
+    groups: list[GroupRef] = Field(default_factory=list, description="Filled in the admins' list of users.")
 
     @field_validator("auth_provider", mode="before")
     @classmethod
     def _local(cls, value: str | None) -> str:
         return value or "local"
-    groups: list[GroupRef] = Field(default_factory=list, description="Filled in the admins' list of users.")
 
 
 class TokenCreate(ApiModel):
