@@ -298,6 +298,13 @@ def test_a_model_failure_shows_a_readable_error_and_chat_goes_on(
     send(page, "Try again")
     expect(page.locator(".message.assistant .md").last).to_have_text("Back again.")
     expect(page.locator(".message.user")).to_have_count(2)
+    # A budget nearly used up: the chat says what is left above the composer (none was shown before)
+    expect(page.get_by_test_id("budget-note")).to_be_hidden()
+    used = api(page, "GET", "/api/usage")["total"]
+    api(page, "POST", "/api/admin/budgets", {"scope": "everyone", "period": "day",
+                                             "maxTokens": used["inputTokens"] + used["outputTokens"] + 2})
+    page.reload()
+    expect(page.get_by_test_id("budget-note")).to_contain_text("Your daily budget is nearly used up: 2 tokens left")
 
 
 def test_a_second_tab_behind_the_chat_catches_up_when_refused(

@@ -26,6 +26,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.usage.turns": "Turns",
         "admin.usage.total": "Total",
         "admin.usage.none": "(none)",
+        "chat.budget.tokens": "tokens",
+        "chat.budget.left.day": "Your daily budget is nearly used up: {left} left until {resetsAt}.",
+        "chat.budget.left.month": "Your monthly budget is nearly used up: {left} left until {resetsAt}.",
     },
     "zh-CN": {
         "admin.nav.usage": "用量",
@@ -50,5 +53,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "admin.usage.turns": "轮次",
         "admin.usage.total": "合计",
         "admin.usage.none": "（无）",
+        "chat.budget.tokens": "个令牌",
+        "chat.budget.left.day": "你的每日预算即将用完：剩余 {left}，{resetsAt} 重置。",
+        "chat.budget.left.month": "你的每月预算即将用完：剩余 {left}，{resetsAt} 重置。",
     },
 }

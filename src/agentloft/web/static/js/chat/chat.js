@@ -5,6 +5,7 @@ import { autoGrow, enterBreaksLines, h, onEnterKey, showError } from '../dom.js'
 import { t } from '../i18n.js';
 import { notifyChunk } from './hooks.js';
 import { attachmentTray, knowledgePicker } from './attach.js';
+import { refreshBudgetNote } from './budget-note.js';
 import { applyChunk, fromApi, MessageView, newMessage } from './message.js';
 import { sessionDrawer } from './drawer.js';
 import { followBottom } from './follow.js';
@@ -230,6 +231,7 @@ async function follow(response) {
     repaint();
     setStreaming(false);
     refreshSessions();
+    refreshBudgetNote();
   }
   if (!link.signal.aborted) await syncFromServer(); // cut off: what the server saved comes on reconnecting
 }
@@ -541,3 +543,4 @@ async function start() {
   input.focus();
 }
 start();
+refreshBudgetNote();
