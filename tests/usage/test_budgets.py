@@ -77,6 +77,9 @@ def test_a_user_over_budget_is_refused_before_the_turn_with_429(
     assert app.sql("SELECT count(*) FROM agent_sessions")[0][0] == 1
     regen = user.post(f"/api/agent-sessions/{sid}/regenerate")
     assert regen.status_code == 429 and regen.json()["error"]["code"] == "budget_exceeded"
+    trail = admin.ok("GET", "/api/admin/audit", params={"type": "budget.refused"})["items"]
+    assert [(e["actorId"], e["detail"]["period"], e["detail"]["maxTokens"]) for e in trail] == [
+        (alice_id(app), "day", 15)] * 3  # the follow-up, the new chat and the regeneration
     # another user, whom the budget does not name, chats on
     assert chat(admin, "helper", "mine").status == 200
 

@@ -273,7 +273,7 @@ async def prepare_turn(
     await rt.runs.claim(lease)  # before the database says it runs: a sweeper never sees it unowned
     try:
         async with rt.db.session() as db:  # one short write transaction
-            allowance = await budgets.refuse_over(rt, db, user_id=r.user_id, model=inputs.model_row)
+            allowance = await _refuse_over(rt, db, user_id=r.user_id, model=inputs.model_row)
             reply_id, raw_history, knowledge_ids = await service.begin_turn(
                 db=db, session_id=r.session_id, user_id=r.user_id, agent_id=agent.id if agent else None,
                 user_text=r.user_text, model_id=inputs.model_row.id, extra=r.message_extra, create=create,
@@ -291,6 +291,22 @@ async def prepare_turn(
                                 tools=tools, allowance=allowance, usage_source=_source_of(r))
     except BaseException:
         await rt.runs.release(lease)
+        raise
+
+
+async def _refuse_over(rt: Runtime, db: Any, *, user_id: int, model: ModelConfig) -> budgets.Allowance | None:
+    """``budgets.refuse_over``, with a refusal recorded (``budget.refused``) in a transaction of its own: the
+    turn's is rolled back, so that nothing of the refused turn is kept."""
+    try:
+        return await budgets.refuse_over(rt, db, user_id=user_id, model=model)
+    except budgets.BudgetExceeded as exc:
+        b = exc.standing.budget
+        async with rt.db.session() as own:
+            await audit_service.record(
+                db=own, type="budget.refused", actor=audit_service.Actor(id=user_id), target=f"budget:{b.id}",
+                detail={"budgetId": b.id, "scope": b.scope, "scopeId": b.scope_id, "period": b.period,
+                        "maxTokens": b.max_tokens, "maxCost": b.max_cost, "usedTokens": exc.standing.used_tokens,
+                        "usedCost": exc.standing.used_cost, "resetsAt": exc.standing.resets_at.isoformat()})
         raise
 
 
@@ -315,7 +331,7 @@ async def prepare_rewind(
     await rt.runs.claim(lease)
     try:
         async with rt.db.session() as db:
-            allowance = await budgets.refuse_over(rt, db, user_id=user_id, model=inputs.model_row)
+            allowance = await _refuse_over(rt, db, user_id=user_id, model=inputs.model_row)
             cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
                                             text=new_text, model_id=inputs.model_row.id,
                                             running_limit=running_limit)
