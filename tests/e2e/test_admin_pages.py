@@ -1,6 +1,7 @@
 """What the admin pages share (``js/pages/admin-common.js``), in a real browser: deleting a row after a
 confirmation (and not without one), a refused save that keeps the editor open with the reason, and a
-refused in-place change whose row goes back to what the server holds."""
+refused in-place change whose row goes back to what the server holds; and Admin → Groups' members, named
+on Admin → Users."""
 
 from __future__ import annotations
 
@@ -91,6 +92,19 @@ def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page
     expect(page.locator("#usage-tokens-chart canvas")).to_have_count(1)
     expect(page.locator("#usage-cost-chart .u-legend")).to_contain_text("Cost")
     expect(page.locator("#usage-table tr.total")).to_contain_text("Total")
+
+    # Admin → Groups: a group made, its members ticked, and Admin → Users naming it on the member's row
+    page.get_by_role("link", name="Groups").click()
+    page.locator("#group-form").get_by_label("Name").fill("Team")
+    page.get_by_role("button", name="Add group").click()
+    row = page.locator("tbody tr[data-group='Team']")
+    expect(row.locator(".member-count")).to_have_text("0")
+    row.get_by_role("button", name="Members").click()
+    row.get_by_role("group", name="Members of Team").get_by_label("root").check()
+    row.get_by_role("button", name="Save").click()
+    expect(row.locator(".member-count")).to_have_text("1")
+    page.get_by_role("link", name="Users").click()
+    expect(page.locator("tbody tr[data-username='root'] td.groups")).to_have_text("Team")
 
 
 def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Page) -> None:

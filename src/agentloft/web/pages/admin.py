@@ -25,6 +25,11 @@ async def users_page(request: Request, _: AdminPage) -> Response:
     return render_page(request, "admin/users.html", section="users")
 
 
+@router.get("/admin/groups")
+async def groups_page(request: Request, _: AdminPage) -> Response:
+    return render_page(request, "admin/groups.html", section="groups")
+
+
 @router.get("/admin/models")
 async def models_page(request: Request, _: AdminPage) -> Response:
     return render_page(request, "admin/models.html", section="models")

@@ -25,6 +25,7 @@ function row(user) {
     h('td', { dataset: { provider: user.authProvider },
       text: user.authProvider === 'local' ? t('admin.users.localSignIn') : user.authProvider }),
     h('td', {}, user.disabled ? badge(t('status.disabled'), 'danger') : badge(t('status.active'), 'ok')),
+    h('td', { class: 'groups' }, ...(user.groups || []).map((g) => badge(g.source === 'local' ? g.name : `${g.name} (${g.source})`))),
     h('td', { text: formatDate(user.createdAt) }),
     h('td', { class: 'actions' },
       h('button', { type: 'button', class: 'small', text: t('admin.users.setPassword'),
