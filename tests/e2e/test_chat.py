@@ -305,6 +305,10 @@ def test_a_model_failure_shows_a_readable_error_and_chat_goes_on(
                                              "maxTokens": used["inputTokens"] + used["outputTokens"] + 2})
     page.reload()
     expect(page.get_by_test_id("budget-note")).to_contain_text("Your daily budget is nearly used up: 2 tokens left")
+    # My usage: the reader's own tokens, charted per day and summed in the table
+    page.goto("/usage")
+    expect(page.locator("#usage-tokens-chart canvas")).to_have_count(1)
+    expect(page.locator("#usage-table tr.total")).to_contain_text(f"{used['inputTokens']:,}")
 
 
 def test_a_second_tab_behind_the_chat_catches_up_when_refused(

@@ -19,6 +19,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "home",
     "auth",
     "tokens",
+    "usage",
     "admin",
     "admin_tools",
     "admin_mcp",

@@ -5,6 +5,7 @@ from __future__ import annotations
 STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "admin.nav.usage": "Usage",
+        "nav.usage": "My usage",
         "admin.usage.title": "Usage",
         "admin.usage.from": "From",
         "admin.usage.to": "To",
@@ -32,6 +33,7 @@ STRINGS: dict[str, dict[str, str]] = {
     },
     "zh-CN": {
         "admin.nav.usage": "用量",
+        "nav.usage": "我的用量",
         "admin.usage.title": "用量",
         "admin.usage.from": "开始日期",
         "admin.usage.to": "结束日期",

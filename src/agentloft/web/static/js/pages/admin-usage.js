@@ -1,5 +1,6 @@
-// Admin → Usage: tokens and cost per day as charts (the vendored uPlot, global `uPlot`), and the usage of
-// the chosen range grouped by user, group, agent, model or day as a table (`/api/admin/usage`).
+// Admin → Usage and My usage: tokens and cost per day as charts (the vendored uPlot, global `uPlot`), and
+// the usage of the chosen range grouped as chosen, as a table: everyone's (`/api/admin/usage`), or the
+// reader's own where the form names `/api/usage` (`data-api`).
 import { api } from '../api.js';
 import { h, showError } from '../dom.js';
 import { t } from '../i18n.js';
@@ -9,6 +10,7 @@ const errorBox = document.querySelector('.form-error');
 const tbody = document.querySelector('#usage-table tbody');
 const csv = document.getElementById('usage-csv');
 const charts = [];
+const source = form.dataset.api || '/api/admin/usage';
 
 function query() {
   const data = new FormData(form);
@@ -53,12 +55,11 @@ function drawTable(report) {
 async function load() {
   showError(errorBox, null);
   const params = query();
-  csv.href = `/api/admin/usage.csv?${params}`;
+  if (csv) csv.href = `/api/admin/usage.csv?${params}`;
   const days = new URLSearchParams(params);
   days.set('groupBy', 'day');
   try {
-    const [report, perDay] = await Promise.all([api('GET', `/api/admin/usage?${params}`),
-      api('GET', `/api/admin/usage?${days}`)]);
+    const [report, perDay] = await Promise.all([api('GET', `${source}?${params}`), api('GET', `${source}?${days}`)]);
     drawTable(report);
     drawCharts(perDay);
   } catch (err) {
