@@ -1,7 +1,9 @@
 """How many database statements and transactions one chat turn costs: a follow-up turn (bearer token,
 50 chunks) is counted on the app's engine with SQLAlchemy's events, from the request to the saved reply,
-so the count cannot creep back up unnoticed. The issue's budget: at most 3 transactions and 12
-statements (BEGIN, COMMIT and ROLLBACK included)."""
+so the count cannot creep back up unnoticed. The budget: at most 3 transactions and 14 statements
+(BEGIN, COMMIT and ROLLBACK included). It was 12 until usage and budgets (issue 33) added two statements
+inside the turn's existing transactions and none of their own: the read of the budgets that apply, in the
+transaction that begins the turn, and the usage record's INSERT, in the one that saves the reply."""
 
 from __future__ import annotations
 
@@ -96,4 +98,4 @@ def test_a_follow_up_turn_stays_within_its_statement_budget(
         statements.on = False
     assert second.text.strip().startswith("word")
     assert statements.transactions <= 3, statements.sql
-    assert len(statements.entries) <= 12, statements.sql
+    assert len(statements.entries) <= 14, statements.sql
