@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from agentloft import __version__
 from agentloft.a2a.server import A2AServers
@@ -30,6 +31,7 @@ from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
 from agentloft.core.jobs import JobRunner
 from agentloft.core.memory import MemoryReleaser
+from agentloft.core.requests import RequestIds
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
 from agentloft.files import jobs as files_jobs
@@ -190,6 +192,15 @@ def body_limits(settings: Settings) -> list[RouteLimit]:
                        too_large.message)]
 
 
+class AgentloftApp(FastAPI):
+    """FastAPI with the request ids (``core.requests``) around everything, Starlette's server-error
+    middleware included: a middleware added the usual way runs inside that one, and the 500 it answers
+    would go out without the id the log line names."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return RequestIds(super().build_middleware_stack())
+
+
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
     settings = settings or load_settings()
     settings.prepare_data_dir()
@@ -220,7 +231,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
             if rt.redis is not None:
                 await rt.redis.aclose()
 
-    app = FastAPI(title="agentloft", version=__version__, lifespan=lifespan)
+    app = AgentloftApp(title="agentloft", version=__version__, lifespan=lifespan)
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     app.add_middleware(CompressPages)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, routes=body_limits(settings))  # before any reader

@@ -78,6 +78,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from agentloft.app import create_app
+    from agentloft.core.logs import log_config
 
     settings.prepare_data_dir()
     settings.ensure_secret_key()  # before any worker starts, so they all read the same one
@@ -89,7 +90,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     print(f"agentloft serving on http://{host}:{port} with {count} worker(s)  (data: {settings.data_dir.resolve()})",
           flush=True)
-    options: dict[str, Any] = {"host": host, "port": port, "log_level": args.log_level,
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": args.log_level, "access_log": False,
+                               "log_config": log_config(settings.log_format, args.log_level),
                                "timeout_graceful_shutdown": settings.shutdown_grace_seconds + SHUTDOWN_FLUSH_S,
                                **proxy_options(settings)}
     if count == 1:

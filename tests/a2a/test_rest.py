@@ -66,7 +66,8 @@ def test_rest_needs_a_token_and_a_known_method(
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
     wrong = anon.delete("/a2a/coder/rest/message:send", headers=auth)
     assert wrong.status_code == 405 and wrong.json()["error"] == {
-        "code": "method_not_allowed", "message": "no A2A REST method at DELETE /message:send"}
+        "code": "method_not_allowed", "message": "no A2A REST method at DELETE /message:send",
+        "requestId": wrong.headers["x-request-id"]}
     assert anon.get("/a2a/nobody/rest/tasks/x", headers=auth).status_code == 404
 
 

@@ -192,7 +192,8 @@ def test_openapi_lists_endpoints(anon: ApiClient) -> None:
 
 def test_unknown_api_route_uses_error_shape(anon: ApiClient) -> None:
     r = anon.get("/api/nope")
-    assert r.status_code == 404 and r.json() == {"error": {"code": "not_found", "message": "Not Found"}}
+    assert r.status_code == 404 and r.json() == {"error": {
+        "code": "not_found", "message": "Not Found", "requestId": r.headers["x-request-id"]}}
     r = anon.request("PATCH", "/api/auth/me")
     assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
 

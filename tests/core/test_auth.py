@@ -30,7 +30,8 @@ def test_admin_opens_signup(app: LiveApp, admin: ApiClient) -> None:
 def test_me_requires_sign_in(anon: ApiClient) -> None:
     r = anon.get("/api/auth/me")
     assert r.status_code == 401
-    assert r.json() == {"error": {"code": "not_authenticated", "message": "sign in first"}}
+    assert r.json() == {"error": {"code": "not_authenticated", "message": "sign in first",
+                                  "requestId": r.headers["x-request-id"]}}
 
 
 def test_signup_validation_is_422_with_fields(anon: ApiClient) -> None:
@@ -59,7 +60,8 @@ def test_logout_ends_session(admin: ApiClient) -> None:
 def test_login_wrong_password(anon: ApiClient, admin: ApiClient) -> None:
     r = anon.post("/api/auth/login", json={"username": "admin", "password": "wrong-password"})
     assert r.status_code == 401
-    assert r.json()["error"] == {"code": "invalid_credentials", "message": "wrong username or password"}
+    assert r.json()["error"] == {"code": "invalid_credentials", "message": "wrong username or password",
+                                 "requestId": r.headers["x-request-id"]}
 
 
 def test_unknown_user_login_is_401(anon: ApiClient) -> None:

@@ -26,7 +26,8 @@ def test_crud_round_trip(app: LiveApp, user: ApiClient) -> None:
     user.ok("DELETE", f"{BASE}/{doc['id']}", status=204)
     r = user.get(f"{BASE}/{doc['id']}")
     assert r.status_code == 404
-    assert r.json() == {"error": {"code": "document_not_found", "message": "document not found or no access"}}
+    assert r.json() == {"error": {"code": "document_not_found", "message": "document not found or no access",
+                                  "requestId": r.headers["x-request-id"]}}
     assert app.sql("SELECT count(*) FROM agent_documents") == [(0,)]
 
 
@@ -159,12 +160,16 @@ def test_second_user_and_admin_get_not_found_everywhere(
         ]:
             r = other.request(method, url, json=body)
             assert r.status_code == 404, (method, url, r.text)
-            assert r.json()["error"] == {"code": "document_not_found", "message": "document not found or no access"}
+            assert r.json()["error"] == {"code": "document_not_found", "message": "document not found or no access",
+                                         "requestId": r.headers["x-request-id"]}
         assert other.ok("GET", BASE)["total"] == 0
         assert other.ok("GET", BASE, params={"q": "secret"})["total"] == 0
     assert user.ok("GET", f"{BASE}/{doc['id']}")["content"] == "secret words v2"
     missing = bob.get(f"{BASE}/ad_nothing_0000000000")
-    assert missing.json() == bob.get(f"{BASE}/{doc['id']}").json()  # no way to tell the two apart
+    hidden = bob.get(f"{BASE}/{doc['id']}")
+    assert missing.json()["error"]["requestId"] != hidden.json()["error"]["requestId"]
+    assert ({**missing.json()["error"], "requestId": ""} == {**hidden.json()["error"], "requestId": ""}), \
+        "no way to tell the two apart"
 
 
 def test_deleting_a_user_deletes_their_documents_and_index(app: LiveApp, make_user) -> None:

@@ -21,6 +21,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentloft.auth.dependencies import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, bearer_token
+from agentloft.core.errors import error_fields
 
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -62,7 +63,7 @@ class CSRFMiddleware:
     @staticmethod
     async def _refuse(send: Send) -> None:
         body = json.dumps(
-            {"error": {"code": "csrf_failed", "message": "missing or wrong X-CSRF-Token header"}}
+            {"error": error_fields("csrf_failed", "missing or wrong X-CSRF-Token header")}
         ).encode()
         await send(
             {

@@ -1,4 +1,8 @@
-"""One error shape for the whole API: ``{"error": {"code", "message", "fields"?, "fieldCodes"?}}``.
+"""One error shape for the whole API: ``{"error": {"code", "message", "requestId"?, "fields"?, "fieldCodes"?}}``.
+
+``requestId`` is the id of the request that failed (``core.requests``; also in its ``X-Request-ID``
+header and in its log line), present whenever the error answers a request, so a user's report of an
+error leads to its log lines.
 
 Services raise ``AppError`` (or a subclass); they never build HTTP responses. The handlers here turn
 domain errors, FastAPI validation errors and stray HTTP exceptions into that shape; pages get the same
@@ -28,6 +32,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentloft.core.db import NulRefused
+from agentloft.core.requests import current_request_id
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +112,19 @@ class AppError(Exception):
         self.headers = headers  # sent with the error response, e.g. a 429's ``Retry-After``
 
     def body(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        err = error_fields(self.code, self.message)
         if self.fields:
             err["fields"] = {path: p.text for path, p in self.fields.items()}
             err["fieldCodes"] = {path: p.code for path, p in self.fields.items()}
         return {"error": err}
+
+
+def error_fields(code: str, message: str) -> dict[str, Any]:
+    """The inside of an error body: its code, message and the current request's id (when there is one)."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if (rid := current_request_id()) is not None:
+        err["requestId"] = rid
+    return err
 
 
 class NotFound(AppError):
@@ -264,7 +277,7 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
     code = own if isinstance(own, str) else _STATUS_CODES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     return JSONResponse(
-        {"error": {"code": code, "message": message}},
+        {"error": error_fields(code, message)},
         status_code=exc.status_code,
         headers=getattr(exc, "headers", None),
     )
@@ -292,7 +305,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse(
-            {"error": {"code": "internal_error", "message": "Internal server error"}}, status_code=500
+            {"error": error_fields("internal_error", "Internal server error")}, status_code=500
         )
 
     @app.exception_handler(StaleDataError)

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
         "may go on to finish. Those still running then are saved as interrupted, with their text so far, and "
         "their streams end with the interruption; the process exits within about this plus 10 s.",
     )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="How `agentloft serve` writes its log lines: `text`, or `json` (one object per line, with "
+        "`requestId` and the fields of the request's or turn's line) for a log collector.",
+    )
     openai_base_url: str | None = Field(
         default=None, description="Bootstrap model: created (or updated) on start so a first run needs no clicks."
     )

@@ -51,7 +51,8 @@ def test_a_server_listing_more_than_the_limit_is_refused_and_left_as_it_was(
         assert r.json()["error"] == {
             "code": "mcp_server_too_many_tools",
             "message": "MCP server 'many': it lists more than 5 tools, the most one server may have here "
-                       "(AGENTLOFT_MCP_MAX_TOOLS); its tools were left as they were"}
+                       "(AGENTLOFT_MCP_MAX_TOOLS); its tools were left as they were",
+            "requestId": r.headers["x-request-id"]}
         kept = tools_by_name(admin.ok("GET", f"/api/admin/mcp-servers/{server['id']}/tools"))
         assert sorted(kept) == sorted(tools) and kept["tool_0"]["enabled"] is True
         assert not any(t["missing"] for t in kept.values()), "the tools past the limit took none away"
