@@ -25,5 +25,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("agent_sessions") as batch:
-        batch.drop_column("knowledge_ids")
+    # in place (SQLite 3.35+): a batch copy of the table would break the search triggers that name it
+    op.drop_column("agent_sessions", "knowledge_ids")

@@ -59,9 +59,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.drop_column("auth_provider")
-        batch.drop_column("email")
+    # in place (SQLite 3.35+): a batch copy of users would drop the table that other tables' triggers and
+    # foreign keys name, which SQLite refuses while they are in use
+    op.drop_column("users", "auth_provider")
+    op.drop_column("users", "email")
     op.drop_index(op.f("ix_user_identities_provider_id"), table_name="user_identities")
     op.drop_index(op.f("ix_user_identities_user_id"), table_name="user_identities")
     op.drop_table("user_identities")
