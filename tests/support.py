@@ -200,3 +200,14 @@ async def wait_until(condition: Callable[[], bool | Awaitable[bool]], *, limit_s
             if await result if inspect.isawaitable(result) else result:
                 return
             await asyncio.sleep(every_s)
+
+
+def same_answer(a: httpx.Response, b: httpx.Response) -> bool:
+    """Whether two error answers say the same, each with the id of its own request left out (every error
+    body carries ``requestId``, which tells two requests apart and nothing else)."""
+
+    def said(r: httpx.Response) -> dict[str, Any]:
+        body = r.json()
+        return {**body, "error": {k: v for k, v in body["error"].items() if k != "requestId"}}
+
+    return said(a) == said(b)
