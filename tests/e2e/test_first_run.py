@@ -214,7 +214,7 @@ def test_presets_in_the_admin_model_form(
     picker = page.get_by_label("Embedding model for knowledge search")
     expect(picker.locator("option")).to_have_text(["None: text search only", "Embedder"])
     picker.select_option(label="Embedder")
-    page.get_by_role("button", name="Save").click()
+    page.locator("#settings-form").get_by_role("button", name="Save").click()  # not the sign-in provider form
     expect(page.get_by_role("status")).to_be_visible()
     page.reload()
     expect(picker).to_have_value(str(app.sql("SELECT id FROM model_configs WHERE kind = 'embedding'")[0][0]))

@@ -129,7 +129,7 @@ def test_admin_manages_users_tokens_and_settings(page: Page, app: LiveApp, new_p
     expect(page.get_by_label("Name new chats with their model")).not_to_be_checked()  # off in test servers
     page.get_by_label("Name new chats with their model").check()
     page.get_by_label("Internal hosts tools may reach").fill("searx.local\n10.0.0.0/24")
-    page.get_by_role("button", name="Save").click()
+    page.locator("#settings-form").get_by_role("button", name="Save").click()  # not the sign-in provider form
     expect(page.get_by_role("status")).to_be_visible()
     page.reload()
     expect(page.get_by_label("Internal hosts tools may reach")).to_have_value("searx.local\n10.0.0.0/24")
