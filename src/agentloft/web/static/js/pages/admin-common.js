@@ -1,8 +1,8 @@
-// What the admin pages share: a table reloaded from the API, the editor dialog's save, a row's delete,
-// and a change made in place (a toggle, a select). Each page keeps only what is its own: its rows, its
+// What the admin pages share: a table reloaded from the API, the editor dialog's save, a create form, a row's
+// delete, and a change made in place (a toggle, a select). Each page keeps only what is its own: its rows, its
 // form's body, its extra controls.
 import { api, loadAll } from '../api.js';
-import { busy, confirmDialog, resetFormErrors, showError, showFormError } from '../dom.js';
+import { busy, confirmDialog, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 
 /** The function that reloads a table: every item of `url` as `row(item)`; `empty` shows when none. */
 export function tableRefresher({ url, tbody, row, empty = null }) {
@@ -27,6 +27,25 @@ export function onSave(form, save, { modal, refresh }) {
         await refresh();
       } catch (error) {
         showFormError(form, error);
+      }
+    });
+  });
+}
+
+/** The page's create form (not a dialog): its fields are POSTed to `url`, then the form empties and the
+ * table reloads. Each problem shows once: beside its field, or in `errorBox`. */
+export function onCreate(form, url, { errorBox, refresh }) {
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    resetFormErrors(form);
+    showError(errorBox, null);
+    await busy(form.querySelector('button[type=submit]'), async () => {
+      try {
+        await api('POST', url, readForm(form));
+        form.reset();
+        await refresh();
+      } catch (error) {
+        showFormError(form, error, errorBox);
       }
     });
   });

@@ -1,9 +1,9 @@
 // Admin: create local groups, choose their members, delete groups. Groups synced from a sign-in provider
 // are shown with their source and cannot be edited here (the provider decides at each sign-in).
 import { api, loadAll } from '../api.js';
-import { badge, busy, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { badge, busy, h, showError } from '../dom.js';
 import { t } from '../i18n.js';
-import { removeItem, tableRefresher } from './admin-common.js';
+import { onCreate, removeItem, tableRefresher } from './admin-common.js';
 
 const form = document.getElementById('group-form');
 const errorBox = document.querySelector('.form-error');
@@ -56,19 +56,6 @@ async function editMembers(cell, group) {
 
 const refresh = tableRefresher({ url: '/api/admin/groups', tbody, row, empty });
 
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  resetFormErrors(form);
-  showError(errorBox, null);
-  await busy(form.querySelector('button[type=submit]'), async () => {
-    try {
-      await api('POST', '/api/admin/groups', readForm(form));
-      form.reset();
-      await refresh();
-    } catch (error) {
-      showFormError(form, error, errorBox);
-    }
-  });
-});
+onCreate(form, '/api/admin/groups', { errorBox, refresh });
 
 refresh().catch((e) => showError(errorBox, e));

@@ -1,9 +1,9 @@
 // Admin: create users, change roles, set a password, sign an account out everywhere, disable and enable
 // accounts; each row says how the account signs in (a password, or its identity provider's slug).
 import { api } from '../api.js';
-import { badge, busy, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
+import { badge, busy, h, showError } from '../dom.js';
 import { formatDate, t } from '../i18n.js';
-import { changeItem, tableRefresher } from './admin-common.js';
+import { changeItem, onCreate, tableRefresher } from './admin-common.js';
 
 const form = document.getElementById('user-form');
 const errorBox = document.querySelector('.form-error');
@@ -86,19 +86,6 @@ function update(control, user, change) {
   return changeItem({ control, method: 'PATCH', url: `/api/admin/users/${user.id}`, body: change, errorBox, refresh });
 }
 
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  resetFormErrors(form);
-  showError(errorBox, null);
-  await busy(form.querySelector('button[type=submit]'), async () => {
-    try {
-      await api('POST', '/api/admin/users', readForm(form));
-      form.reset();
-      await refresh();
-    } catch (error) {
-      showFormError(form, error, errorBox); // each problem once: beside its field, or in the box
-    }
-  });
-});
+onCreate(form, '/api/admin/users', { errorBox, refresh });
 
 refresh().catch((e) => showError(errorBox, e));
