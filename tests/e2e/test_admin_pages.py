@@ -128,7 +128,7 @@ def test_signing_in_with_an_identity_provider(
 ) -> None:
     """A provider added and edited in Admin → Settings → Sign-in; the sign-in page's button, the
     provider's own login form, and back signed in where the sign-in began; the admin list of users says
-    the account is the provider's."""
+    the account is the provider's, with the groups the provider named."""
     api(admin_page, "PUT", "/api/admin/settings", {"allowedInternalHosts": ["127.0.0.1"]})
     client_id = f"agentloft-e2e-{app.url.rsplit(':', 1)[1]}"
     oidc_server.register(client_id, "e2e-secret", [f"{app.url}/auth/oidc/corp/callback"])
@@ -156,4 +156,6 @@ def test_signing_in_with_an_identity_provider(
     expect(page).to_have_url(re.compile(r"/admin/users$"))
     alice = page.locator("tr[data-username='alice']")
     expect(alice.locator("td[data-provider]")).to_have_text("corp")  # an admin: a member of loft-admins
+    for group in ("engineering (corp)", "loft-admins (corp)"):  # the groups the provider named, synced
+        expect(alice.locator("td.groups")).to_contain_text(group)
     expect(page.locator("tr[data-username='root'] td[data-provider]")).to_have_text("Password")
