@@ -7,19 +7,26 @@ domain's start-up hook (bootstrap model, tool registry, defaults, interrupted ru
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp
 
-from agentloft import __version__
+from agentloft import __version__, defaults
+from agentloft.a2a import lifecycle as a2a_lifecycle
+from agentloft.a2a import router as a2a_router
 from agentloft.a2a.server import A2AServers
+from agentloft.agents import router as agents_router
+from agentloft.audit import lifecycle as audit_lifecycle
+from agentloft.audit import router as audit_router
+from agentloft.auth import router as auth_router
 from agentloft.auth.csrf import CSRFMiddleware
 from agentloft.auth.throttle import CounterStore, LoginThrottle, MemoryCounters
+from agentloft.chat import lifecycle as chat_lifecycle
+from agentloft.chat import router as chat_router
 from agentloft.chat.buffers import MemoryStreamBuffers, StreamBuffers
 from agentloft.chat.checkpoint import CheckpointWriter
 from agentloft.chat.leases import Leases, MemoryLeases
@@ -34,13 +41,27 @@ from agentloft.core.memory import MemoryReleaser
 from agentloft.core.requests import RequestIds
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
+from agentloft.documents import router as documents_router
 from agentloft.files import jobs as files_jobs
+from agentloft.files import router as files_router
 from agentloft.files.errors import FileTooLarge
 from agentloft.files.store import build_store
+from agentloft.groups import router as groups_router
+from agentloft.identity import router as identity_router
 from agentloft.knowledge import embedding as knowledge_embedding
 from agentloft.knowledge import jobs as knowledge_jobs
+from agentloft.knowledge import router as knowledge_router
+from agentloft.llm import lifecycle as llm_lifecycle
+from agentloft.llm import router as llm_router
 from agentloft.llm.clients import ModelClients
+from agentloft.system import lifecycle as system_lifecycle
+from agentloft.system import router as system_router
+from agentloft.tools import lifecycle as tools_lifecycle
+from agentloft.tools import router as tools_router
+from agentloft.tools.mcp import lifecycle as mcp_lifecycle
+from agentloft.tools.mcp import router as mcp_router
 from agentloft.tools.registry import ToolRegistry
+from agentloft.usage import router as usage_router
 from agentloft.web import errors as web_errors
 from agentloft.web import router as web_router
 from agentloft.web.security_headers import SecurityHeaders
@@ -55,45 +76,46 @@ log = logging.getLogger(__name__)
 # message or A2A request, which buries everything else wherever INFO is shown.
 REQUEST_LOGGERS = ("httpx", "httpx2")
 
-# Modules exposing ``router`` (and optionally ``admin_router``); order matters only for the docs.
-# The chat routes come first: FastAPI tries the routers in this order on every request, and a chat's
-# start is the request whose every tenth of a millisecond shows (no two routers share a path).
-ROUTER_MODULES = (
-    "agentloft.chat.router",
-    "agentloft.auth.router",
-    "agentloft.system.router",
-    "agentloft.llm.router",
-    "agentloft.agents.router",
-    "agentloft.tools.router",
-    "agentloft.tools.mcp.router",
-    "agentloft.documents.router",
-    "agentloft.files.router",
-    "agentloft.knowledge.router",
-    "agentloft.identity.router",
-    "agentloft.groups.router",
-    "agentloft.a2a.router",
-    "agentloft.usage.router",
-    "agentloft.audit.router",
-    "agentloft.web.router",
+# Every router, in the order FastAPI tries them on each request (a module's ``router``, then its
+# ``admin_router``). The chat routes come first: a chat's start is the request whose every tenth of a
+# millisecond shows (no two routers share a path).
+ROUTERS: tuple[APIRouter, ...] = (
+    chat_router.router,
+    auth_router.router, auth_router.admin_router,
+    system_router.router,
+    llm_router.router, llm_router.admin_router,
+    agents_router.router, agents_router.admin_router,
+    tools_router.router, tools_router.admin_router,
+    mcp_router.admin_router,
+    documents_router.router,
+    files_router.router,
+    knowledge_router.router,
+    identity_router.router, identity_router.admin_router,
+    groups_router.admin_router,
+    a2a_router.router,
+    usage_router.router, usage_router.admin_router,
+    audit_router.admin_router,
+    web_router.router,
 )
-# Modules exposing ``async def startup(rt)`` and optionally ``async def shutdown(rt)``.
-LIFECYCLE_MODULES = (
-    "agentloft.system.lifecycle",  # first: refuses to start beside a process it must not run with
-    "agentloft.llm.lifecycle",
-    "agentloft.tools.lifecycle",
-    "agentloft.tools.mcp.lifecycle",
-    "agentloft.chat.lifecycle",
-    "agentloft.a2a.lifecycle",
-    "agentloft.audit.lifecycle",
-    "agentloft.defaults",
+Hook = Callable[[Runtime], Awaitable[None]]
+# Each domain's start-up work, in this order.
+STARTUP_HOOKS: tuple[Hook, ...] = (
+    system_lifecycle.startup,  # first: refuses to start beside a process it must not run with
+    llm_lifecycle.startup,
+    tools_lifecycle.startup,
+    mcp_lifecycle.startup,
+    chat_lifecycle.startup,
+    a2a_lifecycle.startup,
+    audit_lifecycle.startup,
+    defaults.startup,
 )
-
-
-def _hooks(attr: str) -> list[Callable[[Runtime], Awaitable[None]]]:
-    """Every lifecycle module must import: one that cannot stops the app instead of silently taking its
-    start-up work (or its routes) with it."""
-    mods = [importlib.import_module(m) for m in LIFECYCLE_MODULES]
-    return [getattr(m, attr) for m in mods if hasattr(m, attr)]
+# What is let go at shutdown: the reverse of the start-up order.
+SHUTDOWN_HOOKS: tuple[Hook, ...] = (
+    a2a_lifecycle.shutdown,
+    chat_lifecycle.shutdown,
+    mcp_lifecycle.shutdown,
+    system_lifecycle.shutdown,
+)
 
 
 def _shared_parts(settings: Settings) -> tuple[SharedRedis | None, StreamBuffers, Leases, CounterStore]:
@@ -213,7 +235,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
         rt = build_runtime(settings)
         app.state.runtime = rt
         app.state.db = rt.db
-        for hook in _hooks("startup"):
+        for hook in STARTUP_HOOKS:
             await hook(rt)
         await rt.jobs.start(rt)  # after start-up: handlers may use anything it set up
         _freeze_startup_objects()
@@ -225,7 +247,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
         finally:
             await app.state.memory.stop()
             await rt.jobs.stop()
-            for hook in reversed(_hooks("shutdown")):
+            for hook in SHUTDOWN_HOOKS:
                 await hook(rt)
             await rt.db.dispose()
             if rt.redis is not None:
@@ -237,11 +259,8 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, routes=body_limits(settings))  # before any reader
     app.add_middleware(SecurityHeaders, allow_remote_images=settings.allow_remote_images)
     _install_error_handlers(app, settings)
-    for name in ROUTER_MODULES:
-        mod = importlib.import_module(name)
-        for attr in ("router", "admin_router"):
-            if hasattr(mod, attr):
-                app.include_router(getattr(mod, attr))
+    for router in ROUTERS:
+        app.include_router(router)
     web_router.mount_static(app)
     return app
 

@@ -4,7 +4,6 @@ bug (a form's checkbox value, a number) saved as if it were meant."""
 
 from __future__ import annotations
 
-import importlib
 import types
 from collections.abc import Iterator
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -12,7 +11,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Strict
 
-from agentloft.app import ROUTER_MODULES
+from agentloft.app import ROUTERS
 from tests.support import ApiClient
 
 LAX = ("yes", "on", "true", 1, 0, "1", "off", 1.0)
@@ -41,12 +40,10 @@ def _lax_bools(tp: Any, where: str, metadata: tuple[Any, ...], seen: set[type]) 
 
 
 def _request_bodies() -> Iterator[tuple[str, Any]]:
-    for name in ROUTER_MODULES:
-        module = importlib.import_module(name)
-        for attr in ("router", "admin_router"):
-            for route in getattr(getattr(module, attr, None), "routes", []):
-                if isinstance(route, APIRoute) and route.body_field is not None:
-                    yield f"{sorted(route.methods)} {route.path}", route.body_field.field_info.annotation
+    for router in ROUTERS:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and route.body_field is not None:
+                yield f"{sorted(route.methods or ())} {route.path}", route.body_field.field_info.annotation
 
 
 def test_every_boolean_a_request_body_takes_is_strict() -> None:
