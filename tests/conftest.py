@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 
+from agentloft.auth import service as auth_service
 from agentloft.core import migrate
 from tests import redis_db
 from tests.fakes.openai_server import FakeModel, FakeModelServer
@@ -20,7 +22,17 @@ from tests.support import ApiClient, LiveApp, start_app
 _counter = itertools.count()
 
 
+def _cheap_password_hashes() -> None:
+    """Hash test passwords with argon2 at its lowest cost. The product's cost (~0.2 s of CPU and 64 MiB per
+    hash, by design) was paid two to four times by nearly every test (the admin's sign-up, each user's
+    creation and sign-in): on a busy 2-CPU machine ``tests/usage tests/groups`` took 332 s with it and 26 s
+    without. Verification reads the cost from each hash, so hashes made elsewhere still verify."""
+    auth_service._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    auth_service._DUMMY_HASH = auth_service._hasher.hash("a password no account has")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _cheap_password_hashes()
     config.addinivalue_line(
         "markers", "sqlite_only(reason): tests SQLite itself (PRAGMAs, FTS5); skipped only in the PostgreSQL pass"
     )
