@@ -38,6 +38,8 @@ from agentloft.core.db import Database
 from agentloft.core.errors import install_error_handlers
 from agentloft.core.jobs import JobRunner
 from agentloft.core.memory import MemoryReleaser
+from agentloft.core.metrics import Metrics
+from agentloft.core.metrics import build as build_metrics
 from agentloft.core.requests import RequestIds
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
@@ -148,10 +150,14 @@ def _install_error_handlers(app: FastAPI, settings: Settings) -> None:
         redis.install_error_handler(app)
 
 
-def build_runtime(settings: Settings) -> Runtime:
+def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime:
     """The runtime with every shared service built, before any start-up hook runs."""
+    metrics = metrics or Metrics()
     redis, buffers, leases, counters = _shared_parts(settings)
     db = Database(settings.resolved_database_url)
+    metrics.watch_pool(db.engine)
+    if redis is not None:
+        redis.on_error = metrics.redis_error
     rt = Runtime(
         settings=settings,
         db=db,
@@ -166,6 +172,7 @@ def build_runtime(settings: Settings) -> Runtime:
         jobs=JobRunner(db, poll_seconds=settings.job_poll_seconds, lease_seconds=settings.job_lease_seconds,
                        max_attempts=settings.job_max_attempts, concurrency=settings.job_concurrency),
         redis=redis,
+        metrics=metrics,
     )
     rt.a2a = A2AServers(rt)
     register_jobs(rt)
@@ -219,20 +226,24 @@ class AgentloftApp(FastAPI):
     middleware included: a middleware added the usual way runs inside that one, and the 500 it answers
     would go out without the id the log line names."""
 
+    metrics: Metrics = Metrics()
+
     def build_middleware_stack(self) -> ASGIApp:
-        return RequestIds(super().build_middleware_stack())
+        observe = self.metrics.request if self.metrics.enabled else None
+        return RequestIds(super().build_middleware_stack(), observe=observe)
 
 
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
     settings = settings or load_settings()
     settings.prepare_data_dir()
     quiet_request_logs()
+    metrics = build_metrics(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if run_migrations:
             migrate.upgrade(settings.resolved_database_url)
-        rt = build_runtime(settings)
+        rt = build_runtime(settings, metrics)
         app.state.runtime = rt
         app.state.db = rt.db
         for hook in STARTUP_HOOKS:
@@ -252,8 +263,10 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
             await rt.db.dispose()
             if rt.redis is not None:
                 await rt.redis.aclose()
+            rt.metrics.close()
 
     app = AgentloftApp(title="agentloft", version=__version__, lifespan=lifespan)
+    app.metrics = metrics
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     app.add_middleware(CompressPages)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, routes=body_limits(settings))  # before any reader

@@ -145,6 +145,7 @@ class RedisStreamBuffers(StreamBuffers):
             await self._end(keys=[rkey], args=[op.data[0], max(1, round(self.grace_seconds * 1000))], client=pipe)
 
     def _warn(self, exc: BaseException) -> None:
+        self.redis.on_error()
         now = time.monotonic()
         if now - self._last_warning > 30:
             self._last_warning = now

@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +73,7 @@ from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.audit import service as audit_service
 from agentloft.chat import knowledge as chat_knowledge
-from agentloft.chat import service
+from agentloft.chat import service, turn_log
 from agentloft.chat.budgeted import BudgetedModel
 from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
@@ -166,6 +167,7 @@ class PreparedTurn:
     # source its usage is recorded under (``usage.service``)
     allowance: budgets.Allowance | None = None
     usage_source: Source = "chat"
+    started: float = field(default_factory=time.perf_counter)  # when its request began to prepare it
 
 
 # --- models and tools --------------------------------------------------------------------------------
@@ -469,6 +471,7 @@ class _Outcome:
     output: Any = None
     stopped: str | None = None  # "stopped" | "interrupted"
     run: Any = None  # pydantic-ai's event stream of the run, once it started
+    model_calls: int = 0  # requests this run sent to the model
     # The closing chunks (``finish``, ``[DONE]``): held back until the turn is saved, because a client
     # acts on ``finish`` at once (answers an approval, sends the next message) and must find the saved
     # state (pending approvals, an idle session) when it does.
@@ -523,6 +526,7 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
                 # Let the readers send the first text before this run reads on: a fast model has
                 # the rest of its reply queued already, and decoding it would delay the first words.
                 first_text = False
+                rt.metrics.first_text(time.perf_counter() - turn.started)
                 await asyncio.sleep(0)
     finally:
         await source.aclose()  # ends the run (and its model stream) when this loop ended first
@@ -555,6 +559,7 @@ def _capture(events: Any, outcome: _Outcome) -> None:
         outcome.messages = events.all_messages()
         outcome.tokens = usage_service.tokens_of(events.usage)
         outcome.input_tokens, outcome.output_tokens = outcome.tokens.input, outcome.tokens.output
+        outcome.model_calls = events.usage.requests
     except Exception:  # the run never started
         log.debug("no run state to capture", exc_info=True)
     result = events.result
@@ -576,6 +581,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     collector = PartsCollector(turn.parts)
     outcome = _Outcome()
     runs = rt.runs
+    rt.metrics.turn_started(turn.usage_source)
     runs.enter(turn.session_id)
     cancelled: BaseException | None = None
     try:
@@ -593,6 +599,7 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     try:
         await rt.checkpoints.settle(turn.message_id)
         result = await _finish(rt, turn, stream, collector, outcome)
+        turn_log.ended(rt, turn, result, outcome.tokens, outcome.model_calls)
     finally:
         await runs.release(session_lease(turn.session_id))  # saved: nobody has to finish it now
     if cancelled is not None:

@@ -89,6 +89,7 @@ class RedisLeases(Leases):
         return self.redis.key("ctl", worker)
 
     def warn_unreachable(self, what: str, exc: BaseException) -> None:
+        self.redis.on_error()
         now = time.monotonic()
         if now - self._last_warning > 30:
             self._last_warning = now

@@ -108,7 +108,10 @@ class ChatApproval(Base):
     makes a second (or concurrent) answer a 409."""
 
     __tablename__ = "chat_approvals"
-    __table_args__ = (UniqueConstraint("session_id", "tool_call_id"),)
+    # the pending calls alone, counted at each metrics scrape (migration 0035_pending_approvals)
+    __table_args__ = (UniqueConstraint("session_id", "tool_call_id"),
+                      Index("ix_chat_approvals_pending", "id", sqlite_where=text("status = 'pending'"),
+                            postgresql_where=text("status = 'pending'")))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(

@@ -64,8 +64,12 @@ SSE_HEADERS = {
 
 
 async def _frames(rt: Runtime, key: str) -> AsyncIterator[str]:
-    async for frames in rt.buffers.subscribe(key):
-        yield frames
+    rt.metrics.follower(+1)
+    try:
+        async for frames in rt.buffers.subscribe(key):
+            yield frames
+    finally:
+        rt.metrics.follower(-1)
 
 
 def sse_response(rt: Runtime, key: str, *, session_id: str | None = None, resume: bool = False) -> StreamingResponse:

@@ -24,6 +24,7 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
+    text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -563,6 +564,14 @@ async def answer_approval(
 async def approvals_of_message(*, db: AsyncSession, message_id: str) -> list[ChatApproval]:
     stmt = select(ChatApproval).where(ChatApproval.message_id == message_id).order_by(ChatApproval.id)
     return list((await db.execute(stmt)).scalars())
+
+
+async def count_pending_approvals(*, db: AsyncSession) -> int:
+    """How many tool calls wait for an answer, all users together: a number for the metrics
+    (``approvals_pending``), never a row. Its condition is the literal of ``ix_chat_approvals_pending``,
+    which holds only the pending calls, so the count costs the same however many were ever answered."""
+    stmt = select(func.count()).select_from(ChatApproval).where(text("status = 'pending'"))
+    return int((await db.execute(stmt)).scalar_one())
 
 
 async def pending_approvals(*, db: AsyncSession, session_id: str) -> list[ChatApproval]:

@@ -140,6 +140,7 @@ class RunToolset(AbstractToolset[Any]):
             raise ApprovalRequired()
         result = await run_tool(run_tool_, tool_args, tctx)
         self._scope.audit.append(tool_call_entry(run_tool_, tool_args, result, tctx))
+        self._scope.runtime.metrics.tool_call(run_tool_.type.slug, result.success, result.metadata.get("code"))
         if not result.success:
             # The model sees the failure as such, and the stream carries ``tool-output-error``. A failure
             # with a code also sends ``data-tool-error`` first, so the page can word it for the reader.

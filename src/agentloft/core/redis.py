@@ -21,7 +21,8 @@ imports anyway) that one process on its own never uses.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -51,6 +52,8 @@ class SharedRedis:
     prefix: str
     url: str
     """For a synchronous client of a thread's own (the run leases' heartbeat)."""
+    on_error: Callable[[], None] = field(default=lambda: None)
+    """Called each time Redis could not be reached (the metrics' ``redis_errors_total``)."""
 
     def key(self, *parts: str) -> str:
         """``<prefix>:<part>:<part>…``, the one way key and channel names are made."""
@@ -80,6 +83,9 @@ def install_error_handler(app: FastAPI) -> None:
 
     async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
         log.warning("%s %s: Redis unreachable: %s", request.method, request.url.path, exc)
+        redis = request.app.state.runtime.redis
+        if redis is not None:
+            redis.on_error()
         return error_response(Unavailable(REDIS_DOWN, code="redis_unavailable"))
 
     for redis_error in UNREACHABLE:

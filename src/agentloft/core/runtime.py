@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
 from agentloft.core.jobs import JobRunner
+from agentloft.core.metrics import Metrics
 from agentloft.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class Runtime:
     in ``app.register_jobs``."""
     redis: SharedRedis | None = None
     """The Redis several workers share (``AGENTLOFT_REDIS_URL``); None for one process on its own."""
+    metrics: Metrics = field(default_factory=Metrics)
+    """What the app reports to Prometheus (``core.metrics``); the no-op base when metrics are off."""
     knowledge_cache: KnowledgeCache | None = None
     """Knowledge postings and vectors kept in memory for search (``knowledge.cache``); made on the first
     knowledge search, so a process that never does one never loads numpy."""

@@ -94,6 +94,16 @@ class Settings(BaseSettings):
         description="How `agentloft serve` writes its log lines: `text`, or `json` (one object per line, with "
         "`requestId` and the fields of the request's or turn's line) for a log collector.",
     )
+    metrics: bool = Field(
+        default=False,
+        description="Serve Prometheus metrics on `/metrics` (core.metrics): to loopback clients, and to others "
+        "with `Authorization: Bearer` and `AGENTLOFT_METRICS_TOKEN`. Off: `/metrics` is 404.",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        description="The bearer token a scraper on another machine sends to `/metrics`; unset, only loopback "
+        "clients are answered (others get 403).",
+    )
     openai_base_url: str | None = Field(
         default=None, description="Bootstrap model: created (or updated) on start so a first run needs no clicks."
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from agentloft.auth.dependencies import AdminUser
+from agentloft.chat import service as chat_service
+from agentloft.core import metrics as prometheus
 from agentloft.core.dependencies import DbSession, Rt
+from agentloft.core.errors import NotFound
 from agentloft.system import health as probes
 from agentloft.system import service
 from agentloft.system.schemas import InstanceSettings, InstanceSettingsUpdate
@@ -40,6 +43,19 @@ async def readyz(rt: Rt) -> JSONResponse:
 
 for _probe in (healthz, readyz):
     router.add_api_route(f"/{_probe.__name__}", _probe, methods=["HEAD"], include_in_schema=False)
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(request: Request, rt: Rt) -> Response:
+    """Prometheus metrics (``core.metrics``): 404 while ``AGENTLOFT_METRICS`` is off; then to loopback
+    clients, and to others with the bearer token."""
+    if not rt.metrics.enabled:
+        raise NotFound("there is nothing at this address")
+    host = request.client.host if request.client else None
+    prometheus.check_scraper(host, request.headers.get("authorization"), rt.settings.metrics_token)
+    async with rt.db.read_session() as db:
+        pending = await chat_service.count_pending_approvals(db=db)
+    return Response(rt.metrics.exposition(pending), media_type=prometheus.CONTENT_TYPE)
 
 
 @router.get("/api/admin/settings", response_model=InstanceSettings)

@@ -123,6 +123,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.method_not_allowed": "This address does not take this kind of request.",
         "apiError.service_unavailable": "Something the server needs is down for now. Try again in a moment.",
         "apiError.redis_unavailable": "The server's shared store is unreachable for now. Try again in a moment.",
+        "apiError.metrics_loopback_only": "Metrics are answered only to the server's own machine.",
+        "apiError.metrics_token_required": "Metrics need a valid token.",
         "apiError.tool_type_not_creatable": "Tools of this type are not made by hand: they come from their "
         "source (an MCP server's refresh).",
         "apiError.last_admin": "The last administrator cannot be removed or demoted.",
@@ -368,6 +370,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.method_not_allowed": "该地址不接受这种请求。",
         "apiError.service_unavailable": "服务器所需的服务暂时不可用。请稍后再试。",
         "apiError.redis_unavailable": "服务器的共享存储暂时无法连接。请稍后再试。",
+        "apiError.metrics_loopback_only": "监控指标只对服务器本机提供。",
+        "apiError.metrics_token_required": "获取监控指标需要有效的令牌。",
         "apiError.tool_type_not_creatable": "这种类型的工具不能手动创建：它们来自其来源（MCP 服务器的刷新）。",
         "apiError.last_admin": "不能删除或降级最后一位管理员。",
         "apiError.agent_slug_taken": "已有使用该标识的智能体，请换一个标识。",
