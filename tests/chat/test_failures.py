@@ -38,7 +38,9 @@ def test_model_http_500_is_an_error_chunk_and_the_session_stays_usable(
     assert res.types[-1] == "[DONE]"
     # The kind of failure comes first, for the page to word it in the reader's language; it is kept.
     # The provider's own words go along as they are (no catalog can translate them).
-    data = {"code": "model_http", "status": 500, "detail": "the model is overloaded"}
+    # With the id of the request that started the reply: the page shows it as the failure's reference.
+    data = {"code": "model_http", "status": 500, "detail": "the model is overloaded",
+            "requestId": res.headers["x-request-id"]}
     assert res.of("data-error") == [{"type": "data-error", "data": data}]
     saved = user.ok("GET", f"/api/agent-sessions/{res.session_id}")["messages"][-1]["parts"]
     assert {"type": "data-error", "data": data} in saved
@@ -78,7 +80,7 @@ def test_a_connection_dropped_after_text_arrived_says_so_not_unreachable(
     res = chat(user, "helper", "count")
     assert res.text == "one two "
     assert res.of("error")[0]["errorText"] == "The model's connection broke off in the middle of the reply."
-    assert res.of("data-error")[0]["data"] == {"code": "model_cut"}
+    assert res.of("data-error")[0]["data"] == {"code": "model_cut", "requestId": res.headers["x-request-id"]}
     status, content, _ = _failed(app, res.session_id)
     assert (status, content) == ("failed", "one two ")
 
@@ -89,7 +91,7 @@ def test_connection_refused(app: LiveApp, user: ApiClient, admin: ApiClient, fak
     make_agent(admin, "gone", modelId=model["id"])
     res = chat(user, "gone", "anyone there?")
     assert res.of("error")[0]["errorText"] == "The model could not be reached (connection failed)."
-    assert res.of("data-error")[0]["data"] == {"code": "model_unreachable"}
+    assert res.of("data-error")[0]["data"] == {"code": "model_unreachable", "requestId": res.headers["x-request-id"]}
     _assert_freed(app, res, "could not be reached")
     again = chat(user, "gone", "still nobody?", session_id=res.session_id)
     assert again.status == 200 and again.of("error")  # told again, not refused as busy
@@ -107,7 +109,8 @@ def test_model_timeout(tmp_path: Path, template_db: Path, fake_model_server: Fak
             fake_model.default = lambda body: Step(text="late", first_delay=5)
             res = chat(admin, "sleepy", "are you awake?")
             assert res.of("error")[0]["errorText"] == "The model did not answer in time."
-            assert res.of("data-error")[0]["data"] == {"code": "model_timeout"}
+            assert res.of("data-error")[0]["data"] == {"code": "model_timeout",
+                                                       "requestId": res.headers["x-request-id"]}
             assert _failed(live, res.session_id)[0] == "failed"
     finally:
         live.stop()

@@ -103,3 +103,11 @@ def test_text_lines_name_the_request_id() -> None:
     finally:
         logging.getLogger().handlers[:] = root_handlers
     assert out.getvalue().rstrip().endswith("INFO agentloft.test_logs [abc123] hello")
+
+
+@pytest.mark.parametrize(("language", "words"), [("en", "Reference: "), ("zh-CN", "参考编号：")])
+def test_the_html_error_page_shows_the_request_id(anon: ApiClient, language: str, words: str) -> None:
+    r = anon.get("/no-such-page", headers={"Accept": "text/html", "Accept-Language": language,
+                                            "X-Request-ID": "page-ref-7"})
+    assert r.status_code == 404 and 'data-testid="error-page"' in r.text
+    assert f'data-testid="error-reference">{words}page-ref-7</p>' in r.text

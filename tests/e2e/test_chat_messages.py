@@ -127,6 +127,8 @@ def test_a_failure_is_explained_in_chinese(
     # above the box, live and after a reload.
     for _ in range(2):
         expect(page.get_by_test_id("error-detail")).to_have_text("no such model")
+        # the id of the request that started the reply, which names its log lines
+        expect(page.get_by_test_id("error-reference")).to_have_text(re.compile(r"^参考编号：[0-9a-f]{32}$"))
         expect(error).not_to_contain_text("The model answered")
         expect(page.locator(".message.assistant .bubble")).to_be_hidden()
         page.reload()

@@ -76,7 +76,7 @@ def test_a_silent_model_gets_one_attempt_within_the_timeout(
         anthropic.default, requests = (lambda body: Reply(hang=True)), anthropic.requests
     res = chat(boss, "quiet", "anyone there?")
     assert res.of("error")[0]["errorText"] == TIMED_OUT
-    assert res.of("data-error")[0]["data"] == {"code": "model_timeout"}
+    assert res.of("data-error")[0]["data"] == {"code": "model_timeout", "requestId": res.headers["x-request-id"]}
     assert len(requests) == 1, "no retry was stacked on the timeout"
     assert _reply(quick, res.session_id)[:2] == ("failed", "")
 

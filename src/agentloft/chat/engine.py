@@ -60,7 +60,6 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.ui.vercel_ai.response_types import (
     AbortChunk,
     BaseChunk,
-    DataChunk,
     DoneChunk,
     ErrorChunk,
     FinishChunk,
@@ -79,7 +78,7 @@ from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
 from agentloft.chat.parts import PartsCollector
 from agentloft.chat.runs import current_stop_reason
-from agentloft.chat.stream import EngineEventStream
+from agentloft.chat.stream import EngineEventStream, failure_chunk
 from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.db import whole_characters
 from agentloft.core.errors import AppError, Conflict, NotFound
@@ -615,11 +614,12 @@ def _crashed(stream: EngineEventStream, collector: PartsCollector, outcome: _Out
     """End the stream of a run that failed outside the model's stream: an ``error`` chunk, then the
     closing chunks (those the stream produced already, else its own)."""
     stream.failure_text = stream.failure_text or f"The reply failed: {_internal(exc)}."
-    error = ErrorChunk(error_text=stream.failure_text)
+    failure, error = failure_chunk({"code": "failed"}), ErrorChunk(error_text=stream.failure_text)
+    collector.feed(failure)
     collector.feed(error)
     closing = outcome.closing or [stream.encode_event(FinishChunk(finish_reason="error")),
                                   stream.encode_event(DoneChunk())]
-    outcome.closing = [stream.encode_event(error), *closing]
+    outcome.closing = [stream.encode_event(failure), stream.encode_event(error), *closing]
 
 
 _INTERRUPTED_NOTE = "The server shut down while this reply was being written."
@@ -634,7 +634,7 @@ def _ending(reason: str) -> list[BaseChunk]:
     failure of kind ``interrupted`` (``data-error``, then the ``error``), which the page words as it words
     an interrupted reply it loads, instead of showing it as stopped by the user."""
     if reason == "interrupted":
-        return [DataChunk(type="data-error", data={"code": "interrupted"}), ErrorChunk(error_text=_INTERRUPTED_NOTE),
+        return [failure_chunk({"code": "interrupted"}), ErrorChunk(error_text=_INTERRUPTED_NOTE),
                 DoneChunk()]
     return [AbortChunk(reason=_STOP_NOTES[reason]), DoneChunk()]
 

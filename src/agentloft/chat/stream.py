@@ -13,16 +13,26 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.messages import TextPart
 from pydantic_ai.ui.vercel_ai import VercelAIEventStream
 from pydantic_ai.ui.vercel_ai.response_types import BaseChunk, DataChunk, ErrorChunk
 
+from agentloft.core.requests import current_request_id
 from agentloft.llm.failures import classify
 from agentloft.usage.budgets import BudgetExceeded
 
 log = logging.getLogger(__name__)
+
+
+def failure_chunk(data: dict[str, Any]) -> DataChunk:
+    """The ``data-error`` part of a failed reply, with the id of the request that started the turn
+    (``requestId``): the page shows it as the failure's reference, and it names the turn's log lines. The
+    ``error`` chunk itself cannot carry it: the Vercel AI SDK's parser allows it no other field."""
+    rid = current_request_id()
+    return DataChunk(type="data-error", data={**data, "requestId": rid} if rid else data)
 
 
 @dataclass
@@ -48,13 +58,13 @@ class EngineEventStream(VercelAIEventStream):
             # a budget ran out between two model calls: the page words it from the code and its values
             self.failure_text = error.message
             values = error.fields["budget"].code.get("params", {})
-            yield DataChunk(type="data-error", data={"code": error.code, **values})
+            yield failure_chunk({"code": error.code, **values})
             yield ErrorChunk(error_text=self.failure_text)
             return
         log.warning("model run failed: %r", error)
         failure = classify(error, mid_reply=self.answering)
         self.failure_text = failure.text
-        yield DataChunk(type="data-error", data=failure.data())
+        yield failure_chunk(failure.data())
         yield ErrorChunk(error_text=self.failure_text)
 
     async def before_response(self) -> AsyncIterator[BaseChunk]:

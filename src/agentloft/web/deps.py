@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from agentloft.auth.dependencies import OptionalUser
 from agentloft.auth.models import User
 from agentloft.core.errors import AppError, Forbidden, invalid_request
+from agentloft.core.requests import current_request_id
 from agentloft.web.templating import render_page
 
 
@@ -41,7 +42,8 @@ def safe_next(target: str | None, default: str = "/") -> str:
 
 def error_page(request: Request, err: AppError) -> Response:
     return render_page(
-        request, "error.html", status=err.status, status_code=err.status, code=err.code, message=err.message
+        request, "error.html", status=err.status, status_code=err.status, code=err.code, message=err.message,
+        request_id=current_request_id(),
     )
 
 

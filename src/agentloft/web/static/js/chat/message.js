@@ -276,7 +276,10 @@ function failureNote(message, actions) {
   const box = h('div', { class: 'message-error', role: 'alert', dataset: { testid: 'message-error', code } },
     h('strong', { text: title }),
     hint ? h('p', { class: 'error-hint', text: hint }) : null,
-    detail ? h('p', { class: 'error-detail small-text', dataset: { testid: 'error-detail' }, text: detail }) : null);
+    detail ? h('p', { class: 'error-detail small-text', dataset: { testid: 'error-detail' }, text: detail }) : null,
+    // the id of the request that started the reply, as in the server's log lines: what a report quotes
+    info.requestId ? h('p', { class: 'error-reference small-text', dataset: { testid: 'error-reference' },
+      text: t('error.reference', { id: info.requestId }) }) : null);
   return box;
 }
 
