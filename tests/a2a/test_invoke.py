@@ -4,6 +4,8 @@ callee agent; the callee's reply streams into the panel's buffer and is stored w
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -85,9 +87,10 @@ def test_invoke_streams_to_panel_and_stores_source(
     ]
     assert app.sql("SELECT DISTINCT source FROM agent_messages WHERE session_id = ?", (reply.session_id,)) == [
         ("user",)]
-    assert app.sql("SELECT id, session_id, agent_id, caller_agent_id, caller_session_id, state, "
-                   "visible_in_sidebar FROM a2a_task_sessions") == [
-        (task_id, callee_session, callee["id"], caller["id"], reply.session_id, "completed", 0)]
+    assert app.sql("SELECT id, session_id, agent_id, caller_agent_id, caller_session_id, state "
+                   "FROM a2a_task_sessions") == [
+        (task_id, callee_session, callee["id"], caller["id"], reply.session_id, "completed")]
+    assert app.sql("SELECT hidden FROM agent_sessions WHERE id = ?", (callee_session,)) == [(1,)]
     (owner,), = app.sql("SELECT u.username FROM agent_sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?",
                         (callee_session,))
     assert owner == "alice", "the callee session belongs to the calling user"
@@ -112,11 +115,51 @@ def test_visible_task_session_is_listed(app: LiveApp, user: ApiClient, pair: Age
     fake_model.push(ask("coder", "q"), callee_step(text("a")), caller_step(text("ok")))
     chat(user, "general", "go")
     assert user.ok("GET", "/api/agent-sessions")["total"] == 1
-    # Hidden by the task row's flag, not by the messages' source: flip it and the session shows.
+    # Hidden by the session's flag, not by the messages' source: flip it and the session shows.
     (task_session,), = app.sql("SELECT session_id FROM a2a_task_sessions")
-    app.sql("UPDATE a2a_task_sessions SET visible_in_sidebar = 1")
+    app.sql("UPDATE agent_sessions SET hidden = false WHERE id = ?", (task_session,))
     ids = [s["id"] for s in user.ok("GET", "/api/agent-sessions")["items"]]
     assert task_session in ids and len(ids) == 2
+
+
+# Lists one user's sessions in a fresh interpreter where no A2A module can be imported: what hides an A2A
+# task's session must not depend on the A2A domain having been imported (it once did: a filter its models
+# appended to the chat service on import).
+WITHOUT_A2A = """
+import asyncio, json, sys
+sys.modules["agentloft.a2a"] = None  # importing any A2A module now fails
+from agentloft.chat import service
+from agentloft.core.db import Database
+from agentloft.core.schemas import PageParams
+
+
+async def listed() -> dict:
+    db = Database(sys.argv[1])
+    try:
+        async with db.session() as s:
+            rows, total = await service.list_sessions(db=s, user_id=int(sys.argv[2]), page=PageParams())
+            hits = await service.search_sessions(db=s, user_id=int(sys.argv[2]), q="A2A", page=PageParams())
+            return {"ids": [r.id for r in rows], "total": total, "found": [h.session.id for h in hits.items]}
+    finally:
+        await db.dispose()
+
+
+print(json.dumps(asyncio.run(listed())))
+"""
+
+
+def test_the_sidebar_never_lists_a_task_session_whatever_was_imported(
+    app: LiveApp, user: ApiClient, pair: Agents, fake_model: FakeModel
+) -> None:
+    fake_model.push(ask("coder", "q"), callee_step(text("a")), caller_step(text("ok")))
+    reply = chat(user, "general", "go")
+    (owner,), = app.sql("SELECT user_id FROM agent_sessions WHERE id = ?", (reply.session_id,))
+    url = app.database_url or f"sqlite+aiosqlite:///{app.db_path}"
+    done = subprocess.run([sys.executable, "-c", WITHOUT_A2A, url, str(owner)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"ids": [reply.session_id], "total": 1, "found": []}
+    assert len(app.sql("SELECT id FROM agent_sessions")) == 2  # the task's session is there, only unlisted
 
 
 def test_panel_follows_live(app: LiveApp, user: ApiClient, pair: Agents, fake_model: FakeModel) -> None:

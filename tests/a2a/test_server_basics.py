@@ -99,9 +99,9 @@ def test_restart_fails_tasks_left_running(tmp_path: Path, template_db: Path) -> 
     with first.client() as c:
         c.ok("POST", "/api/auth/signup", json={"username": "admin", "password": "password123"})
     first.sql(
-        "INSERT INTO a2a_task_sessions (id, user_id, state, visible_in_sidebar, task_data, created_at, "
-        "updated_at) VALUES ('t-run', 1, 'working', 0, ?, '2026-01-01', '2026-01-01'), "
-        "('t-done', 1, 'completed', 0, NULL, '2026-01-01', '2026-01-01')",
+        "INSERT INTO a2a_task_sessions (id, user_id, state, task_data, created_at, "
+        "updated_at) VALUES ('t-run', 1, 'working', ?, '2026-01-01', '2026-01-01'), "
+        "('t-done', 1, 'completed', NULL, '2026-01-01', '2026-01-01')",
         (json.dumps({"id": "t-run", "status": {"state": "TASK_STATE_WORKING"}}),),
     )
     first.stop()

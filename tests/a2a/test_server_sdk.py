@@ -46,8 +46,9 @@ def test_stream_reply_then_get_task(app: LiveApp, coder: dict[str, Any], token: 
                    "ORDER BY sort_order")
     assert rows == [("user", "write add()", "a2a", task_id, None),
                     ("assistant", "def add(a, b): return a + b", "a2a", task_id, None)]
-    (state, visible, agent_id), = app.sql("SELECT state, visible_in_sidebar, agent_id FROM a2a_task_sessions")
-    assert (state, visible, agent_id) == ("completed", 0, coder["id"])
+    (state, hidden, agent_id), = app.sql("SELECT t.state, s.hidden, t.agent_id FROM a2a_task_sessions t "
+                                         "JOIN agent_sessions s ON s.id = t.session_id")
+    assert (state, bool(hidden), agent_id) == ("completed", True, coder["id"])
 
 
 def test_a_fast_reply_goes_out_in_fewer_bigger_chunks(

@@ -1,5 +1,5 @@
 """Chat search leaves A2A out: the callee's session and its messages (``source = 'a2a'``) are never found,
-not even when its task row makes it visible in the sidebar; the calling session is found by its own
+not even when it is made visible in the sidebar; the calling session is found by its own
 messages."""
 
 from __future__ import annotations
@@ -25,6 +25,6 @@ def test_a2a_sessions_and_messages_are_not_searched(
     (task_session,), = app.sql("SELECT session_id FROM a2a_task_sessions")
     assert found(user, "编程") == [reply.session_id]  # the caller's own message
     assert found(user, "排序") == [] and found(user, "quicksort") == [] and found(user, "快速") == []
-    app.sql("UPDATE a2a_task_sessions SET visible_in_sidebar = 1")
+    app.sql("UPDATE agent_sessions SET hidden = false WHERE id = ?", (task_session,))
     assert task_session in [s["id"] for s in user.ok("GET", "/api/agent-sessions")["items"]]
     assert found(user, "排序") == [] and found(user, "写一个") == []

@@ -1,8 +1,8 @@
 """``a2a_task_sessions``: one row per A2A task, internal (agent-invoke) or external (A2A clients).
 
 The task id is the row id. ``session_id`` is the callee's chat session, owned by the calling user, which
-holds the task's messages (``agent_messages.source = 'a2a'``). ``visible_in_sidebar`` keeps such sessions
-out of the session list unless someone deliberately shows them. ``task_data`` keeps the A2A ``Task`` as
+holds the task's messages (``agent_messages.source = 'a2a'``); it is created hidden
+(``AgentSession.hidden``), so it stays out of the session list. ``task_data`` keeps the A2A ``Task`` as
 protocol JSON for tasks served over the A2A server, so ``GetTask`` works from any process and after a
 restart.
 ``task_version`` counts the saves of ``task_data``.
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, Select, String, Text, exists, select
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agentloft.chat import service as chat_service
-from agentloft.chat.models import AgentMessage, AgentSession
+from agentloft.chat.models import AgentMessage
 from agentloft.core.db import Base, TimestampMixin
 
 # Task states, as the A2A protocol names them (lower-case, no prefix).
@@ -41,7 +40,6 @@ class A2ATaskSession(TimestampMixin, Base):
     caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     caller_context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     state: Mapped[str] = mapped_column(String(16), nullable=False, default="submitted")
-    visible_in_sidebar: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
     task_data: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # Bumped on every save of ``task_data`` (compare-and-set), so concurrent writers on several workers
     # see each other (a2a/server.py, ``RowTaskStore``).
@@ -53,16 +51,3 @@ class A2ATaskSession(TimestampMixin, Base):
 Index("idx_agent_messages_source", AgentMessage.source)
 Index("ix_agent_messages_a2a_task_id", AgentMessage.a2a_task_id)
 
-
-def hide_task_sessions(stmt: Select[Any]) -> Select[Any]:
-    """Session-list filter (seed 003, 3.1.3): a session that exists for an A2A task stays out of the list
-    unless its task row says ``visible_in_sidebar = 1``. NOT EXISTS rather than the seed's LEFT JOIN,
-    so a session can never be listed twice."""
-    hidden = select(A2ATaskSession.id).where(
-        A2ATaskSession.session_id == AgentSession.id, A2ATaskSession.visible_in_sidebar == 0
-    )
-    return stmt.where(~exists(hidden))
-
-
-if hide_task_sessions not in chat_service.SESSION_LIST_FILTERS:
-    chat_service.SESSION_LIST_FILTERS.append(hide_task_sessions)

@@ -145,7 +145,7 @@ async def create_task(
     task_id = task_id or new_task_id()
     async with rt.db.session() as db:
         session = await chat_service.create_session(
-            db=db, user_id=caller.user_id, agent_id=callee.id, title=f"A2A: {callee.name}"
+            db=db, user_id=caller.user_id, agent_id=callee.id, title=f"A2A: {callee.name}", hidden=True
         )
         row = A2ATaskSession(
             id=task_id,
@@ -156,7 +156,6 @@ async def create_task(
             caller_session_id=caller.session_id,
             caller_context={"recursionDepth": caller.recursion_depth + 1, **caller.context},
             state="submitted",
-            visible_in_sidebar=0,
         )
         db.add(row)
         await db.flush()

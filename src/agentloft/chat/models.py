@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.core.db import Base, StorableJSON, StorableString, StorableText, TimestampMixin, UTCDateTime, utcnow
@@ -61,6 +61,10 @@ class AgentSession(TimestampMixin, Base):
     # (``chat.knowledge``), in the order they were attached; a deleted one is dropped where it is read.
     # A server default only, as ``AgentMessage.attachments``
     knowledge_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, server_default="[]")
+    # added by 0036_hidden_sessions: kept out of the user's lists, search and running count; set when the
+    # session is created (an A2A task's session, ``a2a.service.create_task``), so no list depends on
+    # which domains a process imported.
+    hidden: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
 
 
 class AgentMessage(TimestampMixin, Base):

@@ -4,7 +4,7 @@ Matching and indexes are ``agentloft.core.textsearch``'s, the same as the docume
 must occur (folded: NFKC, case) in the session's title or in at least one of its messages; one and two
 character terms (Chinese words, "AI") use the gram index, longer ones the trigram index. Messages that
 came from A2A (``source = 'a2a'``) are not indexed, and sessions that exist for an A2A task, deleted
-sessions and whatever the session list hides (``service.SESSION_LIST_FILTERS``) are left out.
+sessions and the sessions the session list hides (``AgentSession.hidden``) are left out.
 
 Ranking, on both databases: more terms in the title first, then weighted hits (a term in the title
 ``TITLE_WEIGHT``, in the messages ``MESSAGE_WEIGHT``), then the most recently active session. The total
@@ -204,16 +204,13 @@ def _pg_hits(query: Query, user_id: int) -> CTE:
 # --- sessions from hits ------------------------------------------------------------------------------
 
 
-def _visible(stmt: Select[Any], user_id: int, filters: list[Callable[[Select[Any]], Select[Any]]]) -> Select[Any]:
-    """The user's own, not deleted, non-A2A sessions that the session list would show."""
+def _visible(stmt: Select[Any], user_id: int) -> Select[Any]:
+    """The user's own, not deleted, non-A2A sessions that the session list would show (not ``hidden``)."""
     # A session an A2A task made starts with an A2A message (one index lookup per session).
     from_a2a = exists().where(AgentMessage.session_id == AgentSession.id, AgentMessage.sort_order == 0,
                               AgentMessage.source == A2A)
-    stmt = stmt.where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
-                      AgentSession.kind != A2A, ~from_a2a)
-    for narrow in filters:
-        stmt = narrow(stmt)
-    return stmt
+    return stmt.where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
+                      AgentSession.hidden.is_(False), AgentSession.kind != A2A, ~from_a2a)
 
 
 def _per_session(hits: CTE, n_terms: int) -> Subquery:
@@ -263,12 +260,10 @@ async def search_sessions(
     offset: int,
     limit: int,
     narrow: Callable[[Select[Any]], Select[Any]] | None = None,
-    filters: list[Callable[[Select[Any]], Select[Any]]] | None = None,
 ) -> Hits | None:
     """One page of the user's sessions matching ``q``, best first, and the total; None when ``q`` has
-    no terms. ``narrow`` adds the caller's own conditions (kind, agent); ``filters`` are the session
-    list's. One statement: where each term is found, the sessions holding all of them with the total,
-    the page, and the page's best messages."""
+    no terms. ``narrow`` adds the caller's own conditions (kind, agent). One statement: where each term
+    is found, the sessions holding all of them with the total, the page, and the page's best messages."""
     query = textsearch.parse_query(q)
     if query.empty:
         return None
@@ -279,7 +274,7 @@ async def search_sessions(
     hits = _pg_hits(query, user_id) if pg else _sqlite_hits(query, user_id)
     agg = _per_session(hits, len(query.terms))
     sessions = select(AgentSession).join(agg, agg.c.sid == AgentSession.id)
-    sessions = _visible(sessions if narrow is None else narrow(sessions), user_id, filters or [])
+    sessions = _visible(sessions if narrow is None else narrow(sessions), user_id)
     matching = sessions.add_columns(agg.c.tt, agg.c.mt, func.count().over().label("total"))
 
     inner = _ranking(agg.c.tt, agg.c.mt, AgentSession.updated_at, AgentSession.id)

@@ -7,7 +7,6 @@ Turns themselves run in ``chat.engine``; the functions at the bottom (``start_tu
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NoReturn
 
@@ -55,10 +54,6 @@ from agentloft.llm.models import ModelConfig
 
 TITLE_LENGTH = 60
 
-# Filters other domains add to the session list (A2A hides the sessions its tasks create). Each takes the
-# select over ``AgentSession`` and returns it narrowed; registered at import time of that domain.
-SESSION_LIST_FILTERS: list[Callable[[Select[Any]], Select[Any]]] = []
-
 
 # Only the start of a message can reach a title: parse no more of it (it runs as a turn starts).
 TITLE_SOURCE_CHARS = 400
@@ -75,10 +70,13 @@ def title_from(text: str) -> str:
 
 
 async def create_session(
-    *, db: AsyncSession, user_id: int, agent_id: int | None, kind: str = "agent", title: str = ""
+    *, db: AsyncSession, user_id: int, agent_id: int | None, kind: str = "agent", title: str = "",
+    hidden: bool = False,
 ) -> AgentSession:
+    """A new idle session; ``hidden`` keeps it out of the user's lists for good (an A2A task's session)."""
     row = AgentSession(
-        id=new_id("as"), user_id=user_id, agent_id=agent_id, kind=kind, title=title_from(title), status=IDLE
+        id=new_id("as"), user_id=user_id, agent_id=agent_id, kind=kind, title=title_from(title), status=IDLE,
+        hidden=hidden,
     )
     db.add(row)
     await db.flush()
@@ -102,13 +100,12 @@ async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSessio
 async def list_sessions(
     *, db: AsyncSession, user_id: int, page: PageParams, kind: str | None = None, agent_id: int | None = None
 ) -> tuple[list[AgentSession], int]:
-    base = select(AgentSession).where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None))
+    base = select(AgentSession).where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
+                                      AgentSession.hidden.is_(False))
     if kind:
         base = base.where(AgentSession.kind == kind)
     if agent_id is not None:
         base = base.where(AgentSession.agent_id == agent_id)
-    for narrow in SESSION_LIST_FILTERS:
-        base = narrow(base)
     total = int((await db.execute(select(func.count()).select_from(base.subquery()))).scalar_one())
     stmt = base.order_by(AgentSession.updated_at.desc(), AgentSession.id.desc())
     rows = (await db.execute(stmt.offset(page.offset).limit(page.page_size))).scalars()
@@ -128,7 +125,7 @@ async def search_sessions(
         return stmt if agent_id is None else stmt.where(AgentSession.agent_id == agent_id)
 
     hits = await search.search_sessions(db=db, user_id=user_id, q=q, offset=page.offset, limit=page.page_size,
-                                        narrow=narrow, filters=SESSION_LIST_FILTERS)
+                                        narrow=narrow)
     if hits is None:
         raise Invalid("the search has no terms",
                       fields={"q": problem("no_search_terms", "enter something to search for")})
@@ -415,14 +412,12 @@ def _owner(db: AsyncSession, user_id: int, limit: int | None) -> Any:
 
 
 def _running(user_id: int) -> Select[Any]:
-    """How many of the user's chats are running: those the session list shows (``SESSION_LIST_FILTERS``:
-    an A2A task's session is not a chat of the user's), on the partial index of migration 0019, whose
-    condition only the literal ``'running'`` matches (a parameter would not)."""
-    stmt = select(func.count(AgentSession.id)).where(
-        AgentSession.user_id == user_id, AgentSession.status == literal_column(f"'{RUNNING}'"))
-    for narrow in SESSION_LIST_FILTERS:
-        stmt = narrow(stmt)
-    return stmt
+    """How many of the user's chats are running: those the session list shows (not ``hidden``: an A2A
+    task's session is not a chat of the user's), on the partial index of migration 0019, whose condition
+    only the literal ``'running'`` matches (a parameter would not)."""
+    return select(func.count(AgentSession.id)).where(
+        AgentSession.user_id == user_id, AgentSession.status == literal_column(f"'{RUNNING}'"),
+        AgentSession.hidden.is_(False))
 
 
 def _refuse_above(running: int, limit: int) -> None:
