@@ -55,6 +55,22 @@ async def test_counter_window_starts_at_the_first_hit_and_is_never_extended(cloc
     assert await counters.hit("k", 10) == Count(1, 10)
 
 
+async def test_give_back_lowers_a_live_count_only(clock: Clock) -> None:
+    counters = MemoryCounters(clock=clock)
+    await counters.hit("k", 10)
+    await counters.hit("k", 10)
+    await counters.give_back("k", "missing")
+    assert await counters.hit("k", 10) == Count(2, 10)  # the same window, one less
+    await counters.give_back("k")
+    await counters.give_back("k")
+    await counters.give_back("k")  # never below zero
+    assert await counters.hit("k", 10) == Count(1, 10)
+    clock.now += 10
+    await counters.give_back("k")  # an ended window is left alone: the next hit starts a new one
+    assert await counters.hit("k", 10) == Count(1, 10)
+    assert len(counters) == 1
+
+
 async def test_concurrent_hits_get_distinct_counts() -> None:
     counters = MemoryCounters()
     counts = await asyncio.gather(*(counters.hit("k", 60) for _ in range(50)))
@@ -137,6 +153,15 @@ async def test_success_starts_the_account_over(clock: Clock) -> None:
     await _waits(throttle, clock, checks=9)
     await throttle.succeeded(username="ALICE")  # usernames are case-insensitive
     assert await _waits(throttle, clock, checks=5) == []
+
+
+async def test_an_unchecked_attempt_is_given_back_to_the_account_not_the_address(clock: Clock) -> None:
+    throttle = _throttle(clock, address=8)
+    for _ in range(7):  # the directory is down: seven attempts, none of them checked
+        assert (await throttle.attempt(username="alice", address="192.0.2.1")).allowed
+        await throttle.not_checked(username="Alice")
+    assert await _waits(throttle, clock, checks=1) == []  # the account never had to wait
+    assert not (await throttle.attempt(username="bob", address="192.0.2.1")).allowed  # the address counted all
 
 
 async def test_real_user_from_another_address_after_the_attackers_failures(clock: Clock) -> None:

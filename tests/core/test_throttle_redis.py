@@ -40,6 +40,21 @@ async def test_a_window_starts_at_its_first_hit_and_is_never_extended(
     assert (await a.hit("k", 60)).value == 1
 
 
+async def test_give_back_lowers_a_live_count_and_never_makes_one(
+    workers: tuple[RedisCounters, RedisCounters],
+) -> None:
+    a, b = workers
+    await a.hit("k", 60)
+    await a.hit("k", 60)
+    await b.give_back("k", "missing")
+    again = await a.hit("k", 60)
+    assert again.value == 2 and again.resets_in < 60  # the same window, one less
+    await b.give_back("k", "k", "k", "k")
+    assert (await a.hit("k", 60)).value == 1  # never below zero
+    first = await a.hit("missing", 60)
+    assert first.value == 1 and first.resets_in > 59  # a key given back before it existed: a fresh one
+
+
 async def test_hits_from_two_workers_at_once_get_distinct_counts(
     workers: tuple[RedisCounters, RedisCounters],
 ) -> None:

@@ -22,6 +22,12 @@ counts. An attempt is counted in each limit in turn and stops at the first one i
 attempt is counted only up to the tier that refused it (whose window does not move): hammering during a
 wait never reaches the longer tiers.
 
+An attempt whose password nobody could check (the only directory that might know the person could not be
+reached) is given back to the account's tiers afterwards (``not_checked``): a directory outage is not the
+person's wrong password and must not lock them out once it is over. Giving back only lowers counts
+that were raised before the check, so the race the counting-first order closes stays closed; the
+address keeps its count, as for a successful sign-in.
+
 The stores: ``MemoryCounters`` in the one process of the embedded default; ``RedisCounters``
 (``auth.throttle_redis``, a module of its own so that a process without Redis never imports the client
 library) when several workers share a Redis (``AGENTLOFT_REDIS_URL``), so an attempt counts the same on
@@ -66,6 +72,10 @@ class CounterStore(Protocol):
         """Forget ``keys`` (missing keys are fine)."""
         ...
 
+    async def give_back(self, *keys: str) -> None:
+        """Take one off each of ``keys`` that is above zero in its current window (others stay as they are)."""
+        ...
+
 
 class MemoryCounters:
     """The counters of one process, for the single-process default.
@@ -93,6 +103,13 @@ class MemoryCounters:
     async def clear(self, *keys: str) -> None:
         for key in keys:
             self._counts.pop(key, None)
+
+    async def give_back(self, *keys: str) -> None:
+        now = self._clock()
+        for key in keys:
+            value, ends = self._counts.get(key, (0, now))
+            if value > 0 and ends > now:
+                self._counts[key] = (value - 1, ends)
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -178,6 +195,10 @@ class LoginThrottle:
     async def succeeded(self, *, username: str) -> None:
         """The password was right: the account starts over (its address keeps its count)."""
         await self.store.clear(*(key for key, _ in self._account_keys(username)))
+
+    async def not_checked(self, *, username: str) -> None:
+        """An allowed attempt's password could not be checked at all: the account gets it back."""
+        await self.store.give_back(*(key for key, _ in self._account_keys(username)))
 
     def _keys(self, username: str, address: str) -> Iterator[tuple[str, Limit]]:
         at = address_key(address)

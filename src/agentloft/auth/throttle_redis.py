@@ -24,6 +24,16 @@ end
 return {value, left}
 """
 
+# One give-back: DECR where the key still exists above zero (a key whose window ended is gone, and must
+# not come back as -1 with no expiry).
+_GIVE_BACK = """
+for _, key in ipairs(KEYS) do
+  local value = tonumber(redis.call('GET', key) or '0')
+  if value > 0 then redis.call('DECR', key) end
+end
+return 0
+"""
+
 
 class RedisCounters:
     """The counters in Redis, shared by every worker (``AGENTLOFT_REDIS_URL``): one key per counter,
@@ -33,6 +43,7 @@ class RedisCounters:
     def __init__(self, redis: SharedRedis) -> None:
         self.redis = redis
         self._hit = redis.client.register_script(_HIT)
+        self._give_back = redis.client.register_script(_GIVE_BACK)
 
     def _key(self, key: str) -> str:
         return self.redis.key("throttle", key)
@@ -44,3 +55,7 @@ class RedisCounters:
     async def clear(self, *keys: str) -> None:
         if keys:
             await self.redis.client.delete(*(self._key(k) for k in keys))
+
+    async def give_back(self, *keys: str) -> None:
+        if keys:
+            await self._give_back(keys=[self._key(k) for k in keys])
