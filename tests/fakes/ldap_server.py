@@ -1,7 +1,10 @@
 """Debian's ``slapd`` as a private directory on a free port, its own config and database in a temporary
 directory, loaded from ``tests/fakes/ldap/seed.ldif`` before it starts (``slapadd``), so it answers from
 its first connection. Needs the packages ``slapd`` and ``ldap-utils`` (``scripts/test`` installs them as
-root)."""
+root).
+
+It speaks TLS with a certificate for 127.0.0.1 signed by a throwaway CA (``ca``, see ``tls_ca``): on
+``url`` plain LDAP that StartTLS upgrades, on ``ldaps_url`` TLS from the first byte."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import time
 from pathlib import Path
 
 from tests.fakes.oidc_server import free_port
+from tests.fakes.tls_ca import TestCa
 
 SEED = Path(__file__).parent / "ldap" / "seed.ldif"
 SUFFIX = "dc=example,dc=com"
@@ -30,6 +34,10 @@ suffix "{suffix}"
 rootdn "cn=root,{suffix}"
 rootpw root-pw
 """
+TLS_CONFIG = """TLSCACertificateFile {ca}
+TLSCertificateFile {cert}
+TLSCertificateKeyFile {key}
+"""
 
 
 def _binary(name: str) -> str:
@@ -44,17 +52,24 @@ class LdapServer:
         self.dir = workdir
         self.port = free_port()
         self.url = f"ldap://127.0.0.1:{self.port}"
+        self.ldaps_port = free_port()
+        self.ldaps_url = f"ldaps://127.0.0.1:{self.ldaps_port}"
+        self.ca = TestCa()
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 20.0) -> LdapServer:
         (self.dir / "db").mkdir(parents=True, exist_ok=True)
         conf = self.dir / "slapd.conf"
-        conf.write_text(CONFIG.format(dir=self.dir, suffix=SUFFIX))
+        ca = self.dir / "ca.crt"
+        ca.write_text(self.ca.pem)
+        cert, key = self.ca.issue(self.dir, ["127.0.0.1"])
+        conf.write_text(CONFIG.format(dir=self.dir, suffix=SUFFIX) + TLS_CONFIG.format(ca=ca, cert=cert, key=key))
         subprocess.run([_binary("slapadd"), "-f", str(conf), "-l", str(SEED)], check=True, capture_output=True)
-        self._proc = subprocess.Popen([_binary("slapd"), "-f", str(conf), "-h", f"{self.url}/", "-d", "0"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._proc = subprocess.Popen(
+            [_binary("slapd"), "-f", str(conf), "-h", f"{self.url}/ {self.ldaps_url}/", "-d", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout_s
-        while not self._listening():
+        while not (self._listening(self.port) and self._listening(self.ldaps_port)):
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 err = self._proc.stderr.read().decode() if self._proc.stderr and self._proc.poll() is not None else ""
                 self.stop()
@@ -62,9 +77,10 @@ class LdapServer:
             time.sleep(0.05)  # polling the port: the condition itself, checked 20 times a second
         return self
 
-    def _listening(self) -> bool:
+    @staticmethod
+    def _listening(port: int) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return True
         except OSError:
             return False

@@ -3,6 +3,7 @@ PUT, bad input in the one error shape, admins only."""
 
 from __future__ import annotations
 
+from tests.fakes.tls_ca import TestCa
 from tests.support import ApiClient, LiveApp
 
 OIDC = {"slug": "corp", "name": "Corp", "kind": "oidc", "issuer": "https://id.example.com/",
@@ -49,6 +50,25 @@ def test_bad_input_is_refused_clearly(admin: ApiClient) -> None:
     assert r.status_code == 422 and r.json()["error"]["fieldCodes"]["kind"]["code"] == "not_editable"
     r = admin.put(f"/api/admin/auth-providers/{first['id']}", json={"scopes": "openid"})
     assert r.status_code == 422 and "scopes" in r.json()["error"]["fields"]
+
+
+def test_tls_settings_are_checked_when_written(admin: ApiClient) -> None:
+    """StartTLS on an ldaps:// URL, and CA certificates that are not PEM certificates, are 422s; a PEM
+    bundle is kept as sent and returned (it is not a secret)."""
+    r = admin.post("/api/admin/auth-providers", json={**LDAP, "startTls": True})
+    assert r.status_code == 422 and r.json()["error"]["fieldCodes"]["startTls"]["code"] == "start_tls_with_ldaps"
+    for bad in ("not a certificate", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----",
+                "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----"):
+        r = admin.post("/api/admin/auth-providers", json={**LDAP, "tlsCaCert": bad})
+        assert r.status_code == 422 and r.json()["error"]["fieldCodes"]["tlsCaCert"]["code"] == "not_pem_certificate"
+    assert admin.ok("GET", "/api/admin/auth-providers")["items"] == []  # nothing half-written
+    bundle = TestCa().pem + TestCa("another CA").pem
+    made = admin.ok("POST", "/api/admin/auth-providers", json={**LDAP, "tlsCaCert": bundle})
+    assert made["tlsCaCert"] == bundle.strip() and made["startTls"] is False
+    r = admin.put(f"/api/admin/auth-providers/{made['id']}", json={"url": "ldap://ldap.example.com", "startTls": True})
+    assert r.status_code == 200 and r.json()["tlsCaCert"] == bundle.strip()
+    r = admin.put(f"/api/admin/auth-providers/{made['id']}", json={"url": "ldaps://ldap.example.com"})
+    assert r.status_code == 422 and "startTls" in r.json()["error"]["fields"]  # the stored StartTLS counts too
 
 
 def test_providers_are_for_admins_only(user: ApiClient) -> None:

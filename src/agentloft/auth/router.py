@@ -31,6 +31,7 @@ from agentloft.core.errors import AppError, TooMany, Unauthorized
 from agentloft.core.schemas import DbInt, Page
 from agentloft.groups import service as groups_service
 from agentloft.identity import ldap
+from agentloft.identity import service as identity_service
 from agentloft.system import service as system_service
 from agentloft.tools import netguard
 
@@ -75,7 +76,9 @@ async def login(body: LoginInput, request: Request, response: Response, rt: Rt, 
     """Sign in with a local account or an LDAP provider's. Every attempt is counted by the throttle before
     the password is checked (``auth.throttle``); a refused one is 429 ``login_throttled`` with ``Retry-After``.
     A wrong password or a disabled account is recorded (``auth.sign_in_failed``); a throttled attempt is
-    not, as no password was checked and a flood must not be able to fill the trail."""
+    not, as no password was checked and a flood must not be able to fill the trail. An attempt no
+    directory could check (503 ``directory_unavailable``) is given back to the account's count unless the
+    name is a local account whose own password was checked and found wrong."""
     await _count_attempt(request, rt, body.username)
     try:
         user = await _password_user(rt, db, body.username, body.password)
@@ -94,8 +97,13 @@ async def _password_user(rt: Rt, db: DbSession, username: str, password: str) ->
     try:
         return await service.authenticate(db=db, username=username, password=password)
     except Unauthorized:
-        user = await ldap.sign_in_any(db=db, box=rt.box, allow=await netguard.instance_allow_list(rt),
-                                      username=username, password=password)
+        try:
+            user = await ldap.sign_in_any(db=db, box=rt.box, allow=await netguard.instance_allow_list(rt),
+                                          username=username, password=password)
+        except ldap.DirectoryUnavailable:
+            if not await identity_service.has_own_password(db=db, username=username):
+                await rt.throttle.not_checked(username=username)
+            raise
         if user is None:
             raise
         return user

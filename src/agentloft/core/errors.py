@@ -63,7 +63,7 @@ ProblemCode = Literal[
     "budget_exceeded", "budget_needs_limit", "no_scope_for_everyone", "no_such_user", "no_such_group",
     "date_range_reversed", "date_range_too_long",
     # sign-in providers (``identity``)
-    "not_ldap_url",
+    "not_ldap_url", "not_pem_certificate", "start_tls_with_ldaps",
 ]
 
 

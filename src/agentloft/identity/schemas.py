@@ -4,12 +4,18 @@ One flat body per kind, told apart by ``kind``. Everything but the secret (``cli
 ``bindPassword``) is kept as the provider's ``config``; the secret is write-only: answers say
 ``hasSecret`` instead. A PUT may send any subset of the fields: the rest keep their stored values (the
 secret too), and the whole is validated again as a create body would be.
+
+An LDAP provider's ``tlsCaCert`` is the PEM text of the CA certificates its directory's certificate is
+checked against (a company's private CA); empty means the system's trust store. It is not a secret, so
+answers return it, but it must parse as PEM certificates when written, so a pasted key or a truncated
+certificate is a 422 rather than a directory that fails at every sign-in.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from cryptography import x509
 from pydantic import AfterValidator, Field, StrictBool, StringConstraints
 
 from agentloft.core.errors import pydantic_problem
@@ -21,6 +27,7 @@ Short = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, ma
 Text = Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000), ClientText]
 Names = Annotated[list[Short], Field(max_length=200)]
 Secret = Annotated[str, StringConstraints(max_length=4000), ClientText]
+CA_CERT_MAX = 64_000  # a bundle of a few dozen certificates
 
 
 def _http_url(value: str) -> str:
@@ -33,6 +40,21 @@ def _ldap_url(value: str) -> str:
     if not value.startswith(("ldap://", "ldaps://")):
         raise pydantic_problem("not_ldap_url", "must be an ldap:// or ldaps:// URL")
     return value
+
+
+def _pem_certificates(value: str) -> str:
+    if not value:
+        return value
+    try:
+        x509.load_pem_x509_certificates(value.encode())
+    except ValueError:
+        raise pydantic_problem("not_pem_certificate", "must be one or more PEM certificates "
+                               "(-----BEGIN CERTIFICATE-----)") from None
+    return value
+
+
+CaCerts = Annotated[str, StringConstraints(strip_whitespace=True, max_length=CA_CERT_MAX), ClientText,
+                    AfterValidator(_pem_certificates)]
 
 
 class _Common(ApiModel):
@@ -61,7 +83,9 @@ class OidcFields(_Common):
 class LdapFields(_Common):
     kind: Literal["ldap"]
     url: Annotated[Short, AfterValidator(_ldap_url)] = Field(description="ldap://host:389 or ldaps://host:636.")
-    start_tls: StrictBool = False
+    start_tls: StrictBool = Field(default=False, description="Upgrade an ldap:// connection to TLS first.")
+    tls_ca_cert: CaCerts = Field(default="", description="PEM CA certificates the directory's certificate is "
+                                 "checked against; empty: the system's.")
     bind_dn: Text = Field(default="", description="The service account; empty binds anonymously.")
     user_search_base: Text
     user_filter: Text = "(uid={username})"

@@ -114,9 +114,13 @@ def validated(body: dict[str, Any]) -> OidcCreate | LdapCreate:
     if model is None:
         raise invalid_field("kind", "literal_error", "must be 'oidc' or 'ldap'", expected="'oidc' or 'ldap'")
     try:
-        return model.model_validate(body)
+        data = model.model_validate(body)
     except ValidationError as exc:
         raise invalid_from_pydantic(exc) from exc
+    if isinstance(data, LdapCreate) and data.start_tls and data.url.startswith("ldaps://"):
+        raise invalid_field("startTls", "start_tls_with_ldaps", "an ldaps:// URL is TLS already; StartTLS is "
+                            "for ldap:// URLs")
+    return data
 
 
 async def create_provider(*, db: AsyncSession, box: SecretBox, body: dict[str, Any]) -> AuthProvider:
@@ -178,6 +182,13 @@ async def delete_provider(*, db: AsyncSession, provider_id: int) -> None:
 
 
 # --- signing in ------------------------------------------------------------------------------------------
+
+
+async def has_own_password(*, db: AsyncSession, username: str) -> bool:
+    """Whether ``username`` names an account with a password of its own, not one a provider made."""
+    stmt = select(User.password_hash).where(func.lower(User.username) == username.lower())
+    stored = (await db.execute(stmt)).scalar_one_or_none()
+    return stored is not None and stored != NO_PASSWORD
 
 
 async def _linked_user(db: AsyncSession, provider_id: int, subject: str) -> User | None:

@@ -102,6 +102,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.provider_slug_taken": "A sign-in provider with this slug exists already.",
         "apiError.provider_not_found": "This sign-in provider does not exist.",
         "fieldError.not_ldap_url": "must be an ldap:// or ldaps:// URL",
+        "fieldError.not_pem_certificate": "must be one or more PEM certificates (-----BEGIN CERTIFICATE-----)",
+        "fieldError.start_tls_with_ldaps": "an ldaps:// URL is TLS already; StartTLS is for ldap:// URLs",
+        "apiError.directory_unavailable": "The sign-in directory could not be reached or is not trusted, so "
+        "your password could not be checked. Try again later or tell an administrator.",
         "apiError.signup_closed": "Sign-up is closed. Ask an administrator for an account.",
         "apiError.username_taken": "That username is taken.",
         "apiError.admin_required": "Only administrators may do this.",
@@ -350,6 +354,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.provider_slug_taken": "已存在使用该标识的登录方式。",
         "apiError.provider_not_found": "该登录方式不存在。",
         "fieldError.not_ldap_url": "必须是 ldap:// 或 ldaps:// 网址",
+        "fieldError.not_pem_certificate": "必须是一个或多个 PEM 证书（-----BEGIN CERTIFICATE-----）",
+        "fieldError.start_tls_with_ldaps": "ldaps:// 网址本身已是 TLS；StartTLS 只用于 ldap:// 网址",
+        "apiError.directory_unavailable": "无法连接登录目录或其证书不受信任，因此无法核对你的密码。"
+        "请稍后再试或联系管理员。",
         "apiError.signup_closed": "注册已关闭。请向管理员申请账号。",
         "apiError.username_taken": "该用户名已被占用。",
         "apiError.admin_required": "只有管理员可以这样做。",
