@@ -32,7 +32,8 @@ HTTP_EDGE = (
 )
 HTTP_EDGE_NAMES = ("router", "dependencies")  # a domain's routes and its request dependencies
 # Pairs of domain folders that import each other today (docs/architecture.md, "Allowed loops"). A new
-# pair fails the test; one broken since should leave this list too (the test says so).
+# pair fails the test; one broken since should leave this list and the notes (not enforced, so that
+# breaking a loop never fails a change).
 MUTUAL = frozenset({
     ("a2a", "agents"), ("agents", "tools"), ("audit", "auth"), ("auth", "groups"), ("auth", "identity"),
     ("auth", "system"), ("auth", "tools"), ("chat", "system"), ("identity", "web"), ("knowledge", "llm"),
@@ -143,4 +144,3 @@ def test_domain_folders_import_each_other_only_where_the_notes_allow() -> None:
     edges = _folder_edges()
     mutual = {(a, b) for a, b in edges if a < b and (b, a) in edges}
     assert mutual - MUTUAL == set(), "a new loop between two folders: break it, or allow it in the notes"
-    assert MUTUAL - mutual == set(), "a loop was broken: take it out of MUTUAL and docs/architecture.md"
