@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
     settings.prepare_data_dir()
     settings.ensure_secret_key()  # before any worker starts, so they all read the same one
+    if settings.metrics and count > 1:
+        _share_metrics(settings)
     migrate.upgrade(settings.resolved_database_url)  # once, before the workers start
     try:
         asyncio.run(_check_alone(settings))
@@ -99,6 +102,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     else:  # uvicorn's process manager: one socket, N workers, each building the app from the environment
         uvicorn.run("agentloft.app:worker_app", factory=True, workers=count, **options)
     return 0
+
+
+def _share_metrics(settings: Settings) -> None:
+    """Point the workers' ``prometheus-client`` at one emptied directory under the data dir, before any of
+    them imports it, so a scrape answered by any worker sums them all (``core.metrics``)."""
+    from agentloft.core.metrics import MULTIPROC_ENV, prepare_multiprocess_dir
+
+    os.environ[MULTIPROC_ENV] = str(prepare_multiprocess_dir(settings.data_dir))
 
 
 def _db_upgrade(settings: Settings, args: argparse.Namespace) -> int:

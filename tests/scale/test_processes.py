@@ -11,6 +11,7 @@ Then: ``serve --workers 2`` on one port, concurrent ``db upgrade``, and a proces
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +21,9 @@ from typing import Any
 
 import pytest
 from alembic.script import ScriptDirectory
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentloft.core import migrate
 from tests import redis_db
@@ -45,9 +49,9 @@ def workers(tmp_path: Path, template_db: Path) -> Iterator[list[Worker]]:
         worker.stop()
 
 
-def _worker(started: list[Worker], tmp_path: Path, name: str, processes: int = 1) -> Worker:
-    (tmp_path / name).mkdir()
-    worker = Worker(tmp_path / name, _shared_env(), workers=processes).start()
+def _worker(started: list[Worker], tmp_path: Path, name: str, processes: int = 1, **env: str) -> Worker:
+    (tmp_path / name).mkdir(exist_ok=True)
+    worker = Worker(tmp_path / name, {**_shared_env(), **env}, workers=processes).start()
     started.append(worker)
     return worker
 
@@ -121,7 +125,11 @@ def test_a_killed_worker_is_taken_over_and_a_starting_one_leaves_live_turns_alon
 def test_serve_workers_runs_several_processes_on_one_port(
     tmp_path: Path, workers: list[Worker], fake_model_server: FakeModelServer, fake_model: FakeModel,
 ) -> None:
-    served = _worker(workers, tmp_path, "many", processes=2).wait()
+    stale = tmp_path / "many" / "metrics" / "counter_1.db"  # what an earlier run's workers left
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"not a metrics file")
+    served = _worker(workers, tmp_path, "many", processes=2, AGENTLOFT_METRICS="true").wait()
+    assert not stale.exists()
     client = first_admin(served.url, fake_model_server.base_url)
     assert pg.current is not None and pg.current.main
 
@@ -137,6 +145,48 @@ def test_serve_workers_runs_several_processes_on_one_port(
     for i in range(4):
         fake_model.push(text(f"answer {i}"))
         assert text_of(parse_sse(client.post("/api/agents/helper/chat", json={"message": "q"}).text)) == f"answer {i}"
+    _a_scrape_sums_both_workers(served, tmp_path / "many" / "metrics", {pid for pid, _ in rows})
+
+
+def _health_counts(directory: Path, pids: set[int]) -> dict[int, float]:
+    """``GET /api/health`` as each worker counted it, read from its own files alone."""
+    counts = {}
+    for pid in pids:
+        alone = directory.parent / f"metrics-of-{pid}"
+        shutil.rmtree(alone, ignore_errors=True)
+        alone.mkdir()
+        for own in directory.glob(f"*_{pid}.db"):
+            shutil.copy(own, alone / own.name)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=str(alone))
+        counts[pid] = registry.get_sample_value(
+            "agentloft_http_requests_total", {"method": "GET", "route": "/api/health", "status": "200"}) or 0.0
+    return counts
+
+
+def _a_scrape_sums_both_workers(served: Worker, directory: Path, pids: set[int]) -> None:
+    """Requests on new connections until each worker has answered some (the kernel hands connections to
+    whichever accepts first); then any worker's scrape counts them all, and all four turns."""
+    earlier = sum(_health_counts(directory, pids).values())  # the start-up's checks and the first admin's
+    sent = 0
+    deadline = time.monotonic() + 60
+    while min(_health_counts(directory, pids).values()) == 0 and time.monotonic() < deadline:
+        for _ in range(10):
+            with ApiClient(served.url) as fresh:
+                assert fresh.get("/api/health").status_code == 200
+            sent += 1
+    while sum(_health_counts(directory, pids).values()) < earlier + sent and time.monotonic() < deadline:
+        time.sleep(0.05)  # a request is counted once its response has ended
+    counts = _health_counts(directory, pids)
+    assert min(counts.values()) > 0 and sum(counts.values()) == earlier + sent, counts
+    for _ in range(3):  # whichever worker answers
+        with ApiClient(served.url) as scraper:
+            page = scraper.get("/metrics").text
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in text_string_to_metric_families(page) for s in family.samples}
+        health = (("method", "GET"), ("route", "/api/health"), ("status", "200"))
+        assert samples[("agentloft_http_requests_total", health)] == earlier + sent
+        assert samples[("agentloft_turns_started_total", (("source", "chat"),))] == 4
 
 
 def test_concurrent_upgrades_do_not_collide(tmp_path: Path) -> None:
