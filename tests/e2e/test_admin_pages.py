@@ -1,7 +1,7 @@
 """What the admin pages share (``js/pages/admin-common.js``), in a real browser: deleting a row after a
 confirmation (and not without one), a refused save that keeps the editor open with the reason, and a
-refused in-place change whose row goes back to what the server holds; and Admin → Groups' members, named
-on Admin → Users."""
+refused in-place change whose row goes back to what the server holds; Admin → Groups' members, named
+on Admin → Users; and Admin → Audit's type filter and export link."""
 
 from __future__ import annotations
 
@@ -105,6 +105,20 @@ def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page
     expect(row.locator(".member-count")).to_have_text("1")
     page.get_by_role("link", name="Users").click()
     expect(page.locator("tbody tr[data-username='root'] td.groups")).to_have_text("Team")
+
+    # Admin → Audit: the type filter narrows the list to the group's changes, and the export link keeps it
+    page.get_by_role("link", name="Audit", exact=True).click()
+    expect(page.locator("#audit-table > tbody > tr[data-type='auth.sign_in']")).not_to_have_count(0)
+    page.get_by_label("Type").select_option(label="Admin change")
+    page.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"/admin/audit\?type=admin\.change"))
+    changes = page.locator("#audit-table > tbody > tr")
+    expect(changes.filter(has_text="groups #1 insert")).to_have_count(1)  # the group made above
+    expect(page.locator("#audit-table > tbody > tr:not([data-type='admin.change'])")).to_have_count(0)
+    expect(page.get_by_role("link", name="Export JSONL")).to_have_attribute(
+        "href", "/api/admin/audit.jsonl?type=admin.change")
+    changes.first.get_by_text("All details").click()
+    expect(changes.first.locator("pre.audit-json")).to_be_visible()
 
 
 def test_the_agent_editor_shows_only_once_its_sections_are_filled(admin_page: Page) -> None:

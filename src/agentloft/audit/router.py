@@ -35,8 +35,9 @@ def _moment(value: When | None, *, end: bool) -> datetime | None:
     return start + timedelta(days=1) if end else start
 
 
-def _filter(type_: str | None, user_id: int | None, since: When | None, until: When | None,
+def filter_of(type_: str | None, user_id: int | None, since: When | None, until: When | None,
             cursor: str | None) -> service.AuditFilter:
+    """The query's filters as the service takes them (the API's and Admin → Audit's one reading)."""
     begin, stop = _moment(since, end=False), _moment(until, end=True)
     if begin is not None and stop is not None and stop <= begin:
         raise invalid_field("to", "literal_error", "must be after from", expected="after from")
@@ -56,7 +57,7 @@ async def list_audit(
     until: ToQ = None, cursor: Annotated[str | None, Query(max_length=20)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> AuditPage:
-    rows, next_cursor = await service.list_events(db=db, where=_filter(type_, user_id, since, until, cursor),
+    rows, next_cursor = await service.list_events(db=db, where=filter_of(type_, user_id, since, until, cursor),
                                                   limit=limit)
     return AuditPage(items=[AuditEventRead.model_validate(r) for r in rows], next_cursor=next_cursor)
 
@@ -65,7 +66,7 @@ async def list_audit(
 async def export_audit(
     _: AdminUser, rt: Rt, type_: TypeQ = None, user_id: UserQ = None, since: FromQ = None, until: ToQ = None,
 ) -> StreamingResponse:
-    where = _filter(type_, user_id, since, until, None)
+    where = filter_of(type_, user_id, since, until, None)
 
     async def lines() -> AsyncIterator[str]:
         async with rt.db.session() as db:

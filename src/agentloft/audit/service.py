@@ -23,8 +23,12 @@ from agentloft.audit.models import AuditChain, AuditEvent
 from agentloft.core.db import rows_matched, utcnow
 from agentloft.core.errors import invalid_field
 
-__all__ = ["Actor", "AuditFilter", "Entry", "Verdict", "export", "list_events", "purge", "record", "record_many",
-           "verify"]
+__all__ = ["EVENT_TYPES", "Actor", "AuditFilter", "Entry", "Verdict", "export", "list_events", "purge", "record",
+           "record_many", "verify"]
+
+EVENT_TYPES = ("auth.sign_in", "auth.sign_in_failed", "auth.sign_out", "admin.change", "tool.call",
+               "tool.approval", "a2a.delegation", "budget.refused")
+"""Every type the trail writes (the issue's list), in the order Admin → Audit offers them as a filter."""
 
 
 async def record(*, db: AsyncSession, type: str, actor: Actor, target: str | None = None,

@@ -23,6 +23,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "admin",
     "admin_tools",
     "admin_mcp",
+    "admin_audit",
     "chat",
     "setup",
     "documents",
