@@ -98,7 +98,8 @@ def test_tool_needing_approval_pauses_then_approve_runs_it(
     assert res.types[-1] == "[DONE]" and not res.of("tool-output-available")
     assert session_status(app, sid) == "awaiting_approval"
     detail = user.ok("GET", f"/api/agent-sessions/{sid}")
-    assert detail["pendingApprovals"] == [{"toolCallId": "ap1", "toolName": "guard", "input": {"action": "read"}}]
+    assert detail["pendingApprovals"] == [{"toolCallId": "ap1", "toolName": "guard", "input": {"action": "read"},
+                                         "approverGroups": []}]
     assert detail["messages"][-1]["status"] == "awaiting_approval"
     # a new message while the approval waits is refused
     busy = user.post("/api/agents/helper/chat", json={"message": "hello?", "sessionId": sid})

@@ -71,6 +71,7 @@ from pydantic_core import PydanticSerializationError
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.audit import service as audit_service
+from agentloft.chat import approvals as chat_approvals
 from agentloft.chat import knowledge as chat_knowledge
 from agentloft.chat import service, turn_log
 from agentloft.chat.budgeted import BudgetedModel
@@ -442,8 +443,9 @@ async def _prepare_resume(
         allowance = await budgets.allowance(rt, db, user_id=user_id, model=inputs.model_row)
         await service.claim_session(db=db, session_id=session_id, from_status=AWAITING_APPROVAL)
         collector = PartsCollector(reply.parts)
+        deciders = await chat_approvals.answerer_names(db=db, approvals=approvals, owner_id=session.user_id)
         for a in approvals:
-            collector.mark_approval(a.tool_call_id, a.status == "approved", a.reason)
+            collector.mark_approval(a.tool_call_id, a.status == "approved", a.reason, by=deciders.get(a.tool_call_id))
         # Saved with the answers from the start: a page opened while the run goes on shows what came
         # before it as the reply's, up to the last answered call, and follows the rest live.
         await service.update_message(db=db, message_id=reply.id, status=STREAMING, parts=collector.parts)
@@ -705,8 +707,9 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
             output_tokens=result.output_tokens, history_length=history_length,
         )
         if result.pending:
+            tool_ids = {t.name: t.id for t in turn.tools}  # which tool's approvers decide (``chat.approvals``)
             await service.add_approvals(db=db, session_id=turn.session_id, message_id=turn.message_id,
-                                        calls=result.pending)
+                                        calls=[{**c, "toolId": tool_ids.get(c["toolName"])} for c in result.pending])
         session_status = AWAITING_APPROVAL if result.status == AWAITING_APPROVAL else IDLE
         await service.set_session_state(db=db, session_id=turn.session_id, status=session_status, history=history)
         await _record_tool_calls(db, turn)

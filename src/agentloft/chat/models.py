@@ -129,3 +129,7 @@ class ChatApproval(Base):
     reason: Mapped[str | None] = mapped_column(StorableText, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, nullable=False)
     answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # added by 0037_tool_approvers: the tool the call belongs to (its ``RunTool.id``; no foreign key, see the
+    # migration), which says who may answer (``chat.approvals``), and the user who answered
+    tool_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    answered_by: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -159,13 +159,16 @@ class PartsCollector:
         texts = [p["text"] for p in self.parts if p.get("type") == "text" and p.get("text")]
         return "\n\n".join(texts)
 
-    def mark_approval(self, tool_call_id: str, approved: bool, reason: str | None) -> None:
+    def mark_approval(self, tool_call_id: str, approved: bool, reason: str | None, by: str | None = None) -> None:
+        """``by``: who answered, when it was not the requester (a tool's approver: ``chat.approvals``)."""
         index = self._tools.get(tool_call_id)
         if index is None:
             return
-        approval = {"id": tool_call_id, "approved": approved}
+        approval: dict[str, Any] = {"id": tool_call_id, "approved": approved}
         if reason:
             approval["reason"] = reason
+        if by:
+            approval["decidedBy"] = by
         self._parts[index].update(state="approval-responded", approval=approval)
 
 

@@ -12,7 +12,12 @@
 - ``GET /api/agent-sessions/{id}/stream`` → replay + follow the running turn (``X-Stream-Resume:
   true``), or ``{"active": false}``.
 - ``POST /api/agent-sessions/{id}/approvals`` {toolCallId, approved, reason?} → SSE of the resumed
-  run, or 202 ``{"waitingFor": [...]}`` while other calls of the same step still wait.
+  run, or 202 ``{"waitingFor": [...]}`` while other calls of the same step still wait. A call of a tool
+  with approver groups is answered by them, not the requester (403 ``approval_by_approvers``); an
+  approver gets ``{toolCallId, approved, resumed}``, never the stream (``chat.approvals``).
+- ``GET /api/approvals`` → the pending calls the caller may decide as an approver: tool, input,
+  requester, agent, session title, when, approver groups and ``context`` (the last user message and the
+  assistant's text before the call); paged, oldest first.
 - ``POST /api/agent-sessions/{id}/stop`` → ``{"stopped": bool}``.
 - ``POST /api/agent-sessions/{id}/regenerate`` → SSE of a new reply to the last user message (also the
   way to retry a reply that failed); ``POST /api/agent-sessions/{id}/messages/{messageId}/resend``
@@ -31,13 +36,19 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from agentloft.auth.dependencies import CurrentUser, client_ip
-from agentloft.chat import search, service, titles, turns
+from agentloft.chat import approvals, search, service, titles, turns
 from agentloft.chat.dependencies import OwnedSession
 from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.chat.schemas import (
+    ApprovalAgent,
     ApprovalAnswer,
+    ApprovalContext,
+    ApprovalPerson,
+    ApprovalRecorded,
     ApprovalWaiting,
     ChatRequest,
+    GroupName,
+    InboxApproval,
     KnowledgeRef,
     MessageRead,
     PendingApproval,
@@ -53,6 +64,8 @@ from agentloft.chat.schemas import (
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import DbInt, Page
+from agentloft.groups import approvers as approver_groups
+from agentloft.groups.dependencies import CallerViewer
 
 router = APIRouter(tags=["chat"])
 
@@ -158,7 +171,9 @@ async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDet
     return SessionDetail(
         **base,
         messages=messages,
-        pending_approvals=[PendingApproval(tool_call_id=a.tool_call_id, tool_name=a.tool_name, input=a.input)
+        pending_approvals=[PendingApproval(tool_call_id=a.tool_call_id, tool_name=a.tool_name, input=a.input,
+                                           approver_groups=[GroupName(id=g, name=n)
+                                                            for g, n in got["deciders"][a.tool_call_id]])
                            for a in got["pending"]],
         active=got["active"],
         knowledge=[KnowledgeRef(id=i, name=n) for i, n in got["knowledge"]],
@@ -211,11 +226,36 @@ async def resend(session_id: str, message_id: str, body: ResendRequest, user: Cu
 @router.post("/api/agent-sessions/{session_id}/approvals", response_model=None)
 async def answer_approval(session_id: str, body: ApprovalAnswer, request: Request, user: CurrentUser,
                           rt: Rt) -> Response:
-    key, waiting = await turns.answer(rt, user=user, session_id=session_id, tool_call_id=body.tool_call_id,
-                                      approved=body.approved, reason=body.reason, ip=client_ip(request))
-    if key is None:
-        return JSONResponse(ApprovalWaiting(waiting_for=waiting).model_dump(by_alias=True), status_code=202)
-    return sse_response(rt, key, session_id=session_id)
+    got = await turns.answer(rt, user=user, session_id=session_id, tool_call_id=body.tool_call_id,
+                             approved=body.approved, reason=body.reason, ip=client_ip(request))
+    if not got.by_requester:  # an approver: the conversation (and its stream) stays the requester's
+        recorded = ApprovalRecorded(tool_call_id=body.tool_call_id, approved=body.approved, resumed=got.key is not None)
+        return JSONResponse(recorded.model_dump(by_alias=True))
+    if got.key is None:
+        return JSONResponse(ApprovalWaiting(waiting_for=got.waiting).model_dump(by_alias=True), status_code=202)
+    return sse_response(rt, got.key, session_id=session_id)
+
+
+@router.get("/api/approvals", response_model=Page[InboxApproval])
+async def approvals_inbox(user: CurrentUser, viewer: CallerViewer, db: DbSession,
+                          paging: Paging) -> Page[InboxApproval]:
+    """The pending tool calls the caller may decide as an approver (``chat.approvals``), oldest first."""
+    items, total = await approvals.inbox(db=db, user_id=user.id, viewer=viewer, page=paging)
+    agents = await service.agent_names(db=db, agent_ids=[i.session.agent_id for i in items])
+    groups = await approver_groups.group_names(db=db, group_ids=[g for i in items for g in i.approver_ids])
+    return Page[InboxApproval].of([_inbox_item(i, agents, groups) for i in items], total, paging)
+
+
+def _inbox_item(item: approvals.InboxItem, agents: dict[int, tuple[str, str]], groups: dict[int, str]) -> InboxApproval:
+    a, s = item.approval, item.session
+    agent = agents.get(s.agent_id) if s.agent_id is not None else None
+    return InboxApproval(
+        session_id=s.id, tool_call_id=a.tool_call_id, tool_id=item.tool.id, tool_slug=item.tool.slug,
+        tool_name=item.tool.name, input=a.input, requester=ApprovalPerson(id=s.user_id, name=item.requester),
+        agent=ApprovalAgent(id=s.agent_id, name=agent[1]) if agent and s.agent_id is not None else None,
+        session_title=s.title, created_at=a.created_at,
+        approver_groups=[GroupName(id=g, name=groups[g]) for g in item.approver_ids if g in groups],
+        context=ApprovalContext(user_message=item.user_message, assistant_text=item.assistant_text))
 
 
 @router.post("/api/agent-sessions/{session_id}/stop", response_model=StopResult)

@@ -97,10 +97,18 @@ class KnowledgeRef(ApiModel):
     name: str
 
 
+class GroupName(ApiModel):
+    id: int
+    name: str
+
+
 class PendingApproval(ApiModel):
     tool_call_id: str
     tool_name: str
     input: Any
+    approver_groups: list[GroupName] = Field(
+        default_factory=list, description="Whose members decide this call (``chat.approvals``); empty: the "
+        "session's user does.")
 
 
 class SessionDetail(SessionRead):
@@ -115,6 +123,46 @@ class SessionDetail(SessionRead):
 
 class StopResult(ApiModel):
     stopped: bool
+
+
+class ApprovalRecorded(ApiModel):
+    """An approver's answer, recorded; ``resumed``: it was the last one and the requester's turn goes on."""
+
+    tool_call_id: str
+    approved: bool
+    resumed: bool
+
+
+class ApprovalContext(ApiModel):
+    user_message: str | None = Field(description="The last user message before the call (its start).")
+    assistant_text: str = Field(description="What the assistant wrote in this reply before the call.")
+
+
+class ApprovalPerson(ApiModel):
+    id: int
+    name: str
+
+
+class ApprovalAgent(ApiModel):
+    id: int
+    name: str
+
+
+class InboxApproval(ApiModel):
+    """A pending call the caller may decide (``GET /api/approvals``)."""
+
+    session_id: str
+    tool_call_id: str
+    tool_id: str
+    tool_slug: str
+    tool_name: str
+    input: Any
+    requester: ApprovalPerson
+    agent: ApprovalAgent | None
+    session_title: str
+    created_at: datetime
+    approver_groups: list[GroupName]
+    context: ApprovalContext
 
 
 class ApprovalWaiting(ApiModel):

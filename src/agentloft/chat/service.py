@@ -530,20 +530,23 @@ async def add_approvals(
 ) -> None:
     for call in calls:
         db.add(ChatApproval(session_id=session_id, message_id=message_id, tool_call_id=call["toolCallId"],
-                            tool_name=call["toolName"], input=call.get("input"), status="pending"))
+                            tool_name=call["toolName"], input=call.get("input"), status="pending",
+                            tool_id=call.get("toolId")))
     await db.flush()
 
 
 async def answer_approval(
-    *, db: AsyncSession, session_id: str, tool_call_id: str, approved: bool, reason: str | None
+    *, db: AsyncSession, session_id: str, tool_call_id: str, approved: bool, reason: str | None,
+    answered_by: int | None = None,
 ) -> str:
-    """Record one answer; the tool's name. 404 when the session never asked about this call, 409 when it
-    was answered."""
+    """Record one answer (by ``answered_by``); the tool's name. 404 when the session never asked about this
+    call, 409 when it was answered."""
     stmt = (
         update(ChatApproval)
         .where(ChatApproval.session_id == session_id, ChatApproval.tool_call_id == tool_call_id,
                ChatApproval.status == "pending")
-        .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow())
+        .values(status="approved" if approved else "rejected", reason=reason, answered_at=utcnow(),
+                answered_by=answered_by)
         .returning(ChatApproval.tool_name)
     )
     if (tool_name := (await db.execute(stmt)).scalar_one_or_none()) is not None:

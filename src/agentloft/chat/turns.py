@@ -8,19 +8,21 @@ streams, which is what lets many chats stream at once on a small pool.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.audit import service as audit_service
 from agentloft.auth.models import User
-from agentloft.chat import attachments, engine, service
+from agentloft.chat import approvals, attachments, engine, service
 from agentloft.chat import knowledge as chat_knowledge
-from agentloft.chat.models import RUNNING, STOPPED, STREAMING
+from agentloft.chat.models import RUNNING, STOPPED, STREAMING, AgentSession
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
 from agentloft.files import service as files_service
+from agentloft.groups import access, approvers
 from agentloft.llm.models import ModelConfig
 
 log = logging.getLogger(__name__)
@@ -111,37 +113,53 @@ async def _resent_input(rt: Runtime, *, user: User, model: ModelConfig, session_
                                          attached=message.attachments)
 
 
+@dataclass(frozen=True)
+class Answered:
+    """An answer recorded: the buffer key of the resumed run (None while other calls wait), the calls
+    still waiting, and whether the requester answered (an approver gets no stream: ``chat.approvals``)."""
+
+    key: str | None
+    waiting: list[str]
+    by_requester: bool
+
+
 async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str, approved: bool,
-                 reason: str | None, ip: str | None = None) -> tuple[str | None, list[str]]:
-    """Record an answer (with its ``tool.approval`` event, in one transaction); when it was the last one,
-    resume the run. Returns (buffer key or None, ids still waiting)."""
+                 reason: str | None, ip: str | None = None) -> Answered:
+    """Record an answer by the requester or an approver (``chat.approvals`` says who may), with its
+    ``tool.approval`` event, in one transaction; when it was the last one, resume the run as the requester."""
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
     async with rt.db.session() as db:
-        await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        session = await approvals.check_answer(db, user=user, viewer=viewer, session_id=session_id,
+                                               tool_call_id=tool_call_id)
         tool_name = await service.answer_approval(db=db, session_id=session_id, tool_call_id=tool_call_id,
-                                                  approved=approved, reason=reason)
-        await _record_answer(db, user=user, ip=ip, session_id=session_id, tool_call_id=tool_call_id,
+                                                  approved=approved, reason=reason, answered_by=user.id)
+        await _record_answer(db, user=user, ip=ip, session=session, tool_call_id=tool_call_id,
                              tool_name=tool_name, approved=approved, reason=reason)
+        owner_id, by_requester = session.user_id, session.user_id == user.id
+        role = user.role if by_requester else await approvals.owner_role(db, owner_id)
     async with rt.db.session() as db:
         waiting = [a.tool_call_id for a in await service.pending_approvals(db=db, session_id=session_id)]
     if waiting:
-        return None, waiting
+        return Answered(None, waiting, by_requester)
     try:
-        turn = await engine.prepare_resume(rt, session_id=session_id, user_id=user.id, user_role=user.role)
+        turn = await engine.prepare_resume(rt, session_id=session_id, user_id=owner_id, user_role=role)
     except Conflict as exc:
         if exc.code == "session_busy":  # a concurrent last answer resumed it first: follow that run
-            return session_id, []
+            return Answered(session_id, [], by_requester)
         raise
     rt.runs.spawn(_background(rt, turn))
-    return turn.buffer_key, []
+    return Answered(turn.buffer_key, [], by_requester)
 
 
-async def _record_answer(db: AsyncSession, *, user: User, ip: str | None, session_id: str, tool_call_id: str,
+async def _record_answer(db: AsyncSession, *, user: User, ip: str | None, session: AgentSession, tool_call_id: str,
                          tool_name: str, approved: bool, reason: str | None) -> None:
-    """``tool.approval``: who answered which call, approved or rejected, and why."""
+    """``tool.approval``: who answered which call (the requester, or an approver: ``requesterId`` says whose
+    call it was), approved or rejected, and why."""
     await audit_service.record(
         db=db, type="tool.approval", actor=audit_service.Actor(user.id, user.username, ip), target=f"tool:{tool_name}",
-        detail={"tool": tool_name, "sessionId": session_id, "toolCallId": tool_call_id,
-                "decision": "approved" if approved else "rejected", "reason": reason})
+        detail={"tool": tool_name, "sessionId": session.id, "toolCallId": tool_call_id,
+                "requesterId": session.user_id, "decision": "approved" if approved else "rejected",
+                "reason": reason})
 
 
 async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
@@ -179,13 +197,23 @@ async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[st
         row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
         messages = await service.list_messages(db=db, session_id=session_id)
         pending = await service.pending_approvals(db=db, session_id=session_id)
+        deciders = await _deciders(db, pending)
         names = await service.agent_names(db=db, agent_ids=[row.agent_id])
         models = await service.model_names(db=db, model_ids=[m.model_id for m in messages])
         attached = [a["id"] for m in messages for a in m.attachments]
         files = await files_service.existing_ids(db=db, user_id=user.id, file_ids=attached)
         knowledge = await chat_knowledge.attached(db, user_id=user.id, collection_ids=row.knowledge_ids)
     active = await rt.buffers.is_active(session_id)
-    return {"session": row, "messages": messages, "pending": pending, "active": active, "names": names,
+    return {"session": row, "messages": messages, "pending": pending, "deciders": deciders, "active": active,
+            "names": names,
             "models": models, "files": files, "knowledge": knowledge}
 
 
+
+
+async def _deciders(db: AsyncSession, pending: list[Any]) -> dict[str, list[tuple[int, str]]]:
+    """The approver groups (id, name) of each pending call, by tool call id: the requester's chat says
+    who is to approve instead of offering buttons (empty: the requester approves)."""
+    groups = await approvers.approvers_of(db=db, tool_ids=sorted({a.tool_id for a in pending if a.tool_id}))
+    names = await approvers.group_names(db=db, group_ids=[g for ids in groups.values() for g in ids])
+    return {a.tool_call_id: [(g, names[g]) for g in groups.get(a.tool_id or "", []) if g in names] for a in pending}

@@ -32,5 +32,5 @@ class GroupInUse(Conflict):
     code = "group_in_use"
 
     def __init__(self, uses: int) -> None:
-        super().__init__(f"{uses} agents, models, tools or collections are limited to this group: "
-                         "remove it from them first")
+        super().__init__(f"{uses} agents, models, tools or collections are limited to this group, or tools "
+                         "name it as their approvers: remove it from them first")

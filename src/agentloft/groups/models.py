@@ -67,3 +67,16 @@ class ResourceGroup(Base):
         UniqueConstraint("collection_id", "group_id", name="uq_resource_groups_collection"),
         Index("idx_resource_groups_group", "group_id"),
     )
+
+
+class ApproverGroup(Base):
+    """One group whose members answer a tool's paused calls instead of the requester (``chat.approvals``).
+    Deleting the tool or the group deletes the row by cascade; a group still named here is not deleted
+    (``groups.service.delete_group``): its tool would quietly go back to being approved by the requester."""
+
+    __tablename__ = "tool_approver_groups"
+
+    tool_id: Mapped[str] = mapped_column(ForeignKey("agent_tools.id", ondelete="CASCADE"), primary_key=True)
+    group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
+
+    __table_args__ = (Index("idx_tool_approver_groups_group", "group_id"),)

@@ -28,7 +28,7 @@ from agentloft.core.db import one_or_404, table_of, utcnow
 from agentloft.core.errors import Invalid, problem
 from agentloft.core.schemas import PageParams
 from agentloft.groups.errors import GroupInUse, GroupNameTaken, GroupNotFound, GroupSynced
-from agentloft.groups.models import LOCAL_SOURCE, NAME_MAX, Group, GroupMember, ResourceGroup
+from agentloft.groups.models import LOCAL_SOURCE, NAME_MAX, ApproverGroup, Group, GroupMember, ResourceGroup
 from agentloft.groups.schemas import GroupCreate, GroupRead, GroupRef, GroupUpdate
 
 
@@ -148,11 +148,13 @@ async def update_group(*, db: AsyncSession, group_id: int, data: GroupUpdate) ->
 
 async def delete_group(*, db: AsyncSession, group_id: int) -> None:
     """Delete a group and its memberships. Refused (409 ``group_in_use``) while an agent, model, tool or
-    collection is limited to it: the resource would otherwise open to everyone, or to its other groups,
-    without anyone deciding so."""
+    collection is limited to it, or a tool names it as its approvers: the resource would otherwise open to
+    everyone, or to its other groups (the tool's calls to their requester), without anyone deciding so."""
     row = await _get(db, group_id)
     uses = int((await db.execute(select(func.count(ResourceGroup.id))
                                  .where(ResourceGroup.group_id == group_id))).scalar_one())
+    uses += int((await db.execute(select(func.count()).select_from(ApproverGroup)
+                                  .where(ApproverGroup.group_id == group_id))).scalar_one())
     if uses:
         raise GroupInUse(uses)
     await db.delete(row)

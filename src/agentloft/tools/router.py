@@ -17,6 +17,8 @@ Admins only (403 ``admin_required`` for others, 401 when not signed in):
   422 with ``fields`` such as ``{"config.timeoutMs": "..."}`` when the config does not fit the type, or
   ``{"type": ...}`` for an unknown type; 422 ``tool_type_not_creatable`` for a type that is not created
   by hand (``mcp``; nor may an update turn a tool into one); 409 ``tool_slug_taken`` for a slug in use.
+  ``groupIds`` limits who may use the tool; ``approverGroupIds`` names the groups whose members answer its
+  calls that wait for approval instead of the person chatting (``chat.approvals``); 422 for an unknown group.
 - ``GET/PUT/DELETE /api/agent-tools/{id}`` – read, partial update (same fields, all optional; a given
   ``config`` replaces the stored one), delete (204; the tool leaves every agent too).
 - ``POST /api/agent-tools/{id}/execute`` ``{input, approved?}`` – run the tool now (debug panel) as the

@@ -16,6 +16,9 @@ from pydantic import Field, StrictBool, StrictInt, StringConstraints
 from agentloft.core.schemas import DB_INT_MAX, ApiModel
 from agentloft.groups.schemas import GROUP_IDS_DOC, GroupIds
 
+APPROVERS_DOC = ("The groups whose members answer this tool's calls that wait for approval, instead of the person "
+                 "chatting (who may then not answer them); empty: the person chatting approves.")
+
 SECRET_PLACEHOLDER = "•••"
 
 # The slug is the function name the model sees: OpenAI and Anthropic accept [a-zA-Z0-9_-]{1,64}.
@@ -54,6 +57,7 @@ class AgentToolCreate(ApiModel):
     needs_approval: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
     admin_only: StrictBool | None = Field(default=None, description="Omitted: the type's default.")
     group_ids: GroupIds = Field(default_factory=list, description=GROUP_IDS_DOC)
+    approver_group_ids: GroupIds = Field(default_factory=list, description=APPROVERS_DOC)
     audit_arguments: StrictBool = Field(default=False, description="Keep each call's arguments in the audit "
                                         "trail (off: only the names of the arguments given).")
 
@@ -71,6 +75,7 @@ class AgentToolUpdate(ApiModel):
     needs_approval: StrictBool | None = None
     admin_only: StrictBool | None = None
     group_ids: GroupIds | None = Field(default=None, description=GROUP_IDS_DOC)
+    approver_group_ids: GroupIds | None = Field(default=None, description=APPROVERS_DOC)
     audit_arguments: StrictBool | None = None
 
 
@@ -86,6 +91,7 @@ class AgentToolRead(ApiModel):
     needs_approval: bool
     admin_only: bool
     group_ids: list[int] = Field(default_factory=list, description=GROUP_IDS_DOC)
+    approver_group_ids: list[int] = Field(default_factory=list, description=APPROVERS_DOC)
     audit_arguments: bool
     unavailable: str | None = Field(
         default=None,

@@ -39,7 +39,7 @@ from agentloft.core.errors import (
 )
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
-from agentloft.groups import access
+from agentloft.groups import access, approvers
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.models import AgentTool, AgentToolAssociation
 from agentloft.tools.registry import ToolRegistry
@@ -255,8 +255,11 @@ async def unavailable_reasons(
 async def read_tools(*, db: AsyncSession, registry: ToolRegistry, rows: Sequence[AgentTool]) -> list[AgentToolRead]:
     """Rows as the admin sees them: each with the reason it cannot run now, if there is one."""
     reasons = await unavailable_reasons(db=db, registry=registry, rows=rows)
-    groups = await access.groups_of(db=db, kind="tool", ids=[row.id for row in rows])
-    return [to_read(row).model_copy(update={"unavailable": reasons.get(row.id), "group_ids": groups[row.id]})
+    ids = [row.id for row in rows]
+    groups = await access.groups_of(db=db, kind="tool", ids=ids)
+    approver_ids = await approvers.approvers_of(db=db, tool_ids=ids)
+    return [to_read(row).model_copy(update={"unavailable": reasons.get(row.id), "group_ids": groups[row.id],
+                                            "approver_group_ids": approver_ids[row.id]})
             for row in rows]
 
 
@@ -304,9 +307,11 @@ async def create_tool(*, db: AsyncSession, rt: Runtime, data: AgentToolCreate) -
     if await _slug_taken(db, data.slug):
         raise _slug_conflict(data.slug)
     group_ids = await access.check_group_ids(db=db, group_ids=data.group_ids)
+    approver_ids = await access.check_group_ids(db=db, group_ids=data.approver_group_ids, field="approverGroupIds")
     db.add(row)
     await _flush_unique(db, data.slug)
     await access.set_groups(db=db, kind="tool", resource_id=row.id, group_ids=group_ids)
+    await approvers.set_approvers(db=db, tool_id=row.id, group_ids=approver_ids)
     return row
 
 
@@ -347,6 +352,8 @@ async def update_tool(*, db: AsyncSession, rt: Runtime, tool_id: str, data: Agen
     await _flush_unique(db, row.slug)
     if changes.get("group_ids") is not None:
         await access.set_groups(db=db, kind="tool", resource_id=row.id, group_ids=changes["group_ids"])
+    if changes.get("approver_group_ids") is not None:
+        await approvers.set_approvers(db=db, tool_id=row.id, group_ids=changes["approver_group_ids"])
     return row
 
 

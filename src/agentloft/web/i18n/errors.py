@@ -139,8 +139,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.group_not_found": "This group does not exist.",
         "apiError.group_name_taken": "A local group with this name exists already: choose another name.",
         "apiError.group_synced": "This group comes from a sign-in provider and follows it: change it there.",
-        "apiError.group_in_use": "Agents, models, tools or collections are limited to this group: remove it from "
-        "them first.",
+        "apiError.group_in_use": "Agents, models, tools or collections are limited to this group, or tools name it "
+        "as their approvers: remove it from them first.",
         "apiError.not_a_remote_agent": "Only a remote agent has an agent card to fetch.",
         "apiError.csrf_failed": "This page is out of date (its security token is missing). Reload it and try "
         "again.",
@@ -157,6 +157,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.approval_not_found": "No tool call with this id waits for approval: it may have been answered "
         "already.",
         "apiError.approval_answered": "This tool call was already answered.",
+        "apiError.approval_by_approvers": "This tool call waits for approval by the tool's approvers, not by you.",
         "apiError.nothing_to_resume": "Nothing in this conversation waits for approval.",
         "apiError.turn_not_started": "The reply could not start. Try again.",
         "apiError.changed_meanwhile": "Someone changed or deleted this at the same moment. Reload and try again.",
@@ -389,7 +390,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.group_not_found": "该用户组不存在。",
         "apiError.group_name_taken": "已有同名的本地用户组，请换一个名称。",
         "apiError.group_synced": "该用户组来自登录提供方并随其同步：请在提供方处修改。",
-        "apiError.group_in_use": "仍有智能体、模型、工具或知识库限定于该用户组：请先将其移除。",
+        "apiError.group_in_use": "仍有智能体、模型、工具或知识库限定于该用户组，或有工具以其为审批人：请先将其移除。",
         "apiError.not_a_remote_agent": "只有远程智能体才有可获取的智能体卡片。",
         "apiError.csrf_failed": "页面已过期（缺少安全令牌）。请刷新页面后重试。",
         "apiError.invalid_token": "API 令牌无效。",
@@ -404,6 +405,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.language_not_found": "不支持该语言。",
         "apiError.approval_not_found": "没有等待审批的该工具调用：它可能已经被处理了。",
         "apiError.approval_answered": "该工具调用已经审批过了。",
+        "apiError.approval_by_approvers": "该工具调用须由该工具的审批人审批，而不是由你审批。",
         "apiError.nothing_to_resume": "该对话中没有等待审批的内容。",
         "apiError.turn_not_started": "回复未能开始，请重试。",
         "apiError.changed_meanwhile": "它同时被其他请求修改或删除了。请刷新后重试。",
