@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import insert, text
+from sqlalchemy import column, insert, table, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.auth.models import User
 from agentloft.chat import search
@@ -45,6 +46,13 @@ def _message(mid: str, sid: str, content: str, order: int = 0, source: str = "us
             "source": source, "status": "complete", "created_at": T0, "updated_at": T0}
 
 
+async def _put(s: AsyncSession, model: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert `rows` into `model`'s table naming only their columns: an insert of the model itself adds its
+    Python-side defaults, columns of later migrations that the schema at revision BEFORE does not have."""
+    columns = model.__table__.c
+    await s.execute(insert(table(model.__tablename__, *(column(k, columns[k].type) for k in rows[0]))), rows)
+
+
 async def _sql(db: Database, sql: str) -> list[Any]:
     async with db.session() as s:
         result = await s.execute(text(sql))
@@ -57,16 +65,16 @@ async def _indexes(db: Database) -> set[str]:
 
 async def _fill(db: Database) -> None:
     async with db.session() as s:
-        await s.execute(insert(User), [
+        await _put(s, User, [
             {"id": u, "username": f"u{u}", "password_hash": "x", "role": "user", "disabled": False,
              "created_at": T0, "updated_at": T0} for u in (1, 2)])
-        await s.execute(insert(AgentSession), [_session("s1", 1, "one"), _session("s2", 2, "two")])
-        await s.execute(insert(AgentMessage), [
+        await _put(s, AgentSession, [_session("s1", 1, "one"), _session("s2", 2, "two")])
+        await _put(s, AgentMessage, [
             _message("m1", "s1", "咖啡和茶"), _message("m2", "s2", "咖啡"),
             _message("m3", "s1", "咖啡 from elsewhere", 1, source="a2a")])
         # Enough other messages of both users that reading all of user 1's is not the cheap plan.
-        await s.execute(insert(AgentSession), [_session(f"sf{i}", 1 + i % 2, f"t{i}") for i in range(200)])
-        await s.execute(insert(AgentMessage), [
+        await _put(s, AgentSession, [_session(f"sf{i}", 1 + i % 2, f"t{i}") for i in range(200)])
+        await _put(s, AgentMessage, [
             _message(f"mf{i}", f"sf{i % 200}", f"plain words {i}", i) for i in range(4000)])
 
 
@@ -121,7 +129,7 @@ async def _kept(url: str) -> None:
     db = Database(url)
     try:
         async with db.session() as s:
-            await s.execute(insert(AgentMessage), [_message("m4", "s2", "茶", 1)])
+            await _put(s, AgentMessage, [_message("m4", "s2", "茶", 1)])
             await s.execute(text("UPDATE agent_messages SET user_id = 1 WHERE id = 'm2'"))  # not the app's to set
         assert (await _owners(db))["m4"] == 2 and (await _owners(db))["m2"] == 2
         assert await _found(db) == [(1, ["s1"]), (1, ["s2"]), (1, ["s1"]), (1, ["s2"])]
