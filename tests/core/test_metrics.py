@@ -20,7 +20,7 @@ from agentloft.core.errors import Forbidden, Unauthorized
 from agentloft.core.logs import RequestIdFilter
 from tests.chat.helpers import attach, chat, make_agent, make_tool, register_test_tools, wait_for
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, call, text
-from tests.support import ApiClient, LiveApp, running_app
+from tests.support import ApiClient, LiveApp, running_app, start_app
 
 SECRET_WORDS = "zebra-quartz-lantern"
 TOKEN = "scrape-token-1"
@@ -149,17 +149,36 @@ def test_a_scraper_elsewhere_needs_the_token(app: LiveApp, anon: ApiClient) -> N
     assert "agentloft_http_requests_total" in anon.get("/metrics").text  # loopback: no token needed
 
 
+def test_a_proxy_on_this_machine_does_not_make_its_clients_local(tmp_path: Path, template_db: Path) -> None:
+    """No proxy named in AGENTLOFT_FORWARDED_ALLOW_IPS: the connection is from loopback, but the request
+    carries a proxy's header, so it came from elsewhere and needs the token."""
+    live = start_app(tmp_path / "data", template_db, metrics=True, metrics_token=TOKEN)
+    try:
+        anon = live.client()
+        for header in ("X-Forwarded-For", "X-Real-IP", "Forwarded"):
+            refused = anon.get("/metrics", headers={header: "203.0.113.9"})
+            assert refused.status_code == 401, header
+            assert refused.json()["error"]["code"] == "metrics_token_required"
+        assert anon.get("/metrics", headers={"X-Forwarded-For": "203.0.113.9",
+                                             "Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert anon.get("/metrics").status_code == 200
+    finally:
+        live.stop()
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "127.8.0.3"])
 def test_loopback_clients_pass_without_a_token(host: str) -> None:
-    prometheus.check_scraper(host, None, None)
+    prometheus.check_scraper(host, None, None, forwarded=False)
 
 
 def test_without_a_token_only_loopback_is_answered() -> None:
     with pytest.raises(Forbidden) as refused:
-        prometheus.check_scraper("10.0.0.5", f"Bearer {TOKEN}", None)
+        prometheus.check_scraper("10.0.0.5", f"Bearer {TOKEN}", None, forwarded=False)
     assert refused.value.code == "metrics_loopback_only"
+    with pytest.raises(Forbidden):
+        prometheus.check_scraper("127.0.0.1", None, None, forwarded=True)
     with pytest.raises(Unauthorized):
-        prometheus.check_scraper(None, "Basic abc", TOKEN)
+        prometheus.check_scraper(None, "Basic abc", TOKEN, forwarded=False)
 
 
 def test_the_pool_gauge_follows_checked_out_connections(tmp_path: Path) -> None:

@@ -233,11 +233,19 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
-def check_scraper(client_host: str | None, authorization: str | None, token: str | None) -> None:
-    """Let a scrape through, or refuse it: a loopback client always passes; another one needs
-    ``Authorization: Bearer <AGENTLOFT_METRICS_TOKEN>`` (``401 metrics_token_required`` when it is missing
-    or wrong), and without a token configured there is none to give (``403 metrics_loopback_only``)."""
-    if is_loopback(client_host):
+# Headers a reverse proxy adds to what it passes on. A request that carries one came through a proxy,
+# even when the connection is from loopback: a proxy on the same machine that is not named in
+# ``AGENTLOFT_FORWARDED_ALLOW_IPS`` would otherwise make every client on the internet look local.
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+
+def check_scraper(client_host: str | None, authorization: str | None, token: str | None, *,
+                  forwarded: bool) -> None:
+    """Let a scrape through, or refuse it: a loopback client passes unless the request was ``forwarded``
+    (it carries one of ``FORWARDING_HEADERS``); any other needs ``Authorization: Bearer
+    <AGENTLOFT_METRICS_TOKEN>`` (``401 metrics_token_required`` when it is missing or wrong), and without
+    a token configured there is none to give (``403 metrics_loopback_only``)."""
+    if is_loopback(client_host) and not forwarded:
         return
     if not token:
         raise Forbidden("metrics are answered only to this machine; set AGENTLOFT_METRICS_TOKEN to scrape "

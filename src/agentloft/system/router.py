@@ -48,11 +48,13 @@ for _probe in (healthz, readyz):
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request, rt: Rt) -> Response:
     """Prometheus metrics (``core.metrics``): 404 while ``AGENTLOFT_METRICS`` is off; then to loopback
-    clients, and to others with the bearer token."""
+    clients that no proxy forwarded, and to others with the bearer token."""
     if not rt.metrics.enabled:
         raise NotFound("there is nothing at this address")
     host = request.client.host if request.client else None
-    prometheus.check_scraper(host, request.headers.get("authorization"), rt.settings.metrics_token)
+    forwarded = any(name in request.headers for name in prometheus.FORWARDING_HEADERS)
+    prometheus.check_scraper(host, request.headers.get("authorization"), rt.settings.metrics_token,
+                             forwarded=forwarded)
     async with rt.db.read_session() as db:
         pending = await chat_service.count_pending_approvals(db=db)
     return Response(rt.metrics.exposition(pending), media_type=prometheus.CONTENT_TYPE)
