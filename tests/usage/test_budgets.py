@@ -7,9 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from tests.chat.helpers import chat, session_status
 from tests.fakes.openai_server import FakeModel, call, text
 from tests.support import ApiClient, LiveApp
+from tests.usage.conftest import IN_PRICE, OUT_PRICE
 
 
 def alice_id(app: LiveApp) -> int:
@@ -18,6 +21,11 @@ def alice_id(app: LiveApp) -> int:
 
 def midnight() -> datetime:
     return datetime.combine(datetime.now(UTC).date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+
+
+def next_month() -> datetime:
+    first = (datetime.now(UTC).date().replace(day=28) + timedelta(days=4)).replace(day=1)
+    return datetime.combine(first, datetime.min.time(), tzinfo=UTC)
 
 
 def test_the_budgets_api_creates_reads_replaces_and_deletes(app: LiveApp, admin: ApiClient, user: ApiClient) -> None:
@@ -78,8 +86,8 @@ def test_a_user_over_budget_is_refused_before_the_turn_with_429(
     regen = user.post(f"/api/agent-sessions/{sid}/regenerate")
     assert regen.status_code == 429 and regen.json()["error"]["code"] == "budget_exceeded"
     trail = admin.ok("GET", "/api/admin/audit", params={"type": "budget.refused"})["items"]
-    assert [(e["actorId"], e["detail"]["period"], e["detail"]["maxTokens"]) for e in trail] == [
-        (alice_id(app), "day", 15)] * 3  # the follow-up, the new chat and the regeneration
+    assert [(e["actorId"], e["detail"]["period"], e["detail"]["maxTokens"], e["detail"]["during"]) for e in trail] == [
+        (alice_id(app), "day", 15, "start")] * 3  # the follow-up, the new chat and the regeneration
     # another user, whom the budget does not name, chats on
     assert chat(admin, "helper", "mine").status == 200
 
@@ -87,7 +95,7 @@ def test_a_user_over_budget_is_refused_before_the_turn_with_429(
 def test_a_running_turn_stops_between_its_model_calls_once_the_budget_is_used_up(
     app: LiveApp, admin: ApiClient, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
 ) -> None:
-    admin.ok("POST", "/api/admin/budgets", json={"scope": "everyone", "period": "month", "maxTokens": 25})
+    budget = admin.ok("POST", "/api/admin/budgets", json={"scope": "everyone", "period": "month", "maxTokens": 25})
     fake_model.push(call("echo", {"text": "hi"}, input_tokens=20, output_tokens=10),
                     text("never asked", input_tokens=1, output_tokens=1))
     reply = chat(user, "helper", "use the tool")
@@ -100,6 +108,16 @@ def test_a_running_turn_stops_between_its_model_calls_once_the_budget_is_used_up
     assert row == [("failed", 20, 10)]
     assert app.sql("SELECT input_tokens, output_tokens FROM usage_records") == [(20, 10)]
     assert session_status(app, reply.session_id or "") == "idle"
+    # on the trail like a refusal before a turn, after the tool call it followed, with what had been used
+    trail = admin.ok("GET", "/api/admin/audit")["items"]
+    assert [e["type"] for e in trail[:2]] == ["budget.refused", "tool.call"]
+    refusal = trail[0]
+    assert (refusal["actorId"], refusal["target"]) == (alice_id(app), f"budget:{budget['id']}")
+    assert refusal["detail"] == {
+        "budgetId": budget["id"], "scope": "everyone", "scopeId": None, "period": "month", "maxTokens": 25,
+        "maxCost": None, "usedTokens": 30, "usedCost": pytest.approx((20 * IN_PRICE + 10 * OUT_PRICE) / 1e6),
+        "resetsAt": next_month().isoformat(), "during": "turn", "sessionId": reply.session_id}
+    assert admin.ok("GET", "/api/admin/audit", params={"type": "budget.refused"})["items"] == [refusal]
 
 
 def test_a_cost_budget_counts_the_priced_tokens(

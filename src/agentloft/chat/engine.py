@@ -302,14 +302,18 @@ async def _refuse_over(rt: Runtime, db: Any, *, user_id: int, model: ModelConfig
     try:
         return await budgets.refuse_over(rt, db, user_id=user_id, model=model)
     except budgets.BudgetExceeded as exc:
-        b = exc.standing.budget
         async with rt.db.session() as own:
-            await audit_service.record(
-                db=own, type="budget.refused", actor=audit_service.Actor(id=user_id), target=f"budget:{b.id}",
-                detail={"budgetId": b.id, "scope": b.scope, "scopeId": b.scope_id, "period": b.period,
-                        "maxTokens": b.max_tokens, "maxCost": b.max_cost, "usedTokens": exc.standing.used_tokens,
-                        "usedCost": exc.standing.used_cost, "resetsAt": exc.standing.resets_at.isoformat()})
+            await audit_service.record_many(db=own, entries=[_refusal_entry(user_id, exc, during="start")])
         raise
+
+
+def _refusal_entry(user_id: int | None, exc: budgets.BudgetExceeded, *, during: budgets.Refusal,
+                   session_id: str | None = None) -> audit_service.Entry:
+    """A budget's refusal as the audit trail keeps it (``budget.refused``), before a turn or during one."""
+    standing = exc.standing
+    return audit_service.Entry(type="budget.refused", actor=audit_service.Actor(id=user_id),
+                               target=f"budget:{standing.budget.id}",
+                               detail=standing.audit_detail(during=during, session_id=session_id))
 
 
 async def prepare_rewind(
@@ -660,6 +664,9 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
     try:
         result, history = _result(turn, stream, collector, outcome)
         length = len(outcome.messages) if outcome.messages else None
+        if stream.refusal is not None:  # stopped between model calls: on the trail with the stopped reply
+            turn.scope.audit.append(_refusal_entry(turn.scope.user_id, stream.refusal, during="turn",
+                                                   session_id=turn.session_id))
         await asyncio.shield(_save(rt, turn, collector, result, history, length, outcome.tokens))
     except Exception as exc:
         log.exception("could not save the turn of session %s", turn.session_id)
@@ -716,8 +723,9 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
 
 
 async def _record_tool_calls(db: Any, turn: PreparedTurn) -> None:
-    """The run's ``tool.call`` events, last in the save's transaction (the audit chain's lock is held from
-    here to the commit): no statement at all for a turn that called no tool, three for one that did."""
+    """The run's ``tool.call`` events (and the ``budget.refused`` of a turn a budget stopped), last in the
+    save's transaction (the audit chain's lock is held from here to the commit): no statement at all for a
+    turn that called no tool, three for one that did."""
     if turn.scope.audit:
         await audit_service.record_many(db=db, entries=turn.scope.audit)
 

@@ -41,6 +41,7 @@ class EngineEventStream(VercelAIEventStream):
     failure_text: str | None = None
     limit_hit: bool = False
     answering: bool = False  # the current response has streamed some text: a broken connection cut it off
+    refusal: BudgetExceeded | None = None  # the budget that stopped the run between two model calls
 
     async def on_error(self, error: Exception) -> AsyncIterator[BaseChunk]:
         for part in self._streamed_call_parts.values():
@@ -57,6 +58,7 @@ class EngineEventStream(VercelAIEventStream):
         if isinstance(error, BudgetExceeded):
             # a budget ran out between two model calls: the page words it from the code and its values
             self.failure_text = error.message
+            self.refusal = error
             values = error.fields["budget"].code.get("params", {})
             yield failure_chunk({"code": error.code, **values})
             yield ErrorChunk(error_text=self.failure_text)

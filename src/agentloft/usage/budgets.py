@@ -19,7 +19,10 @@ whose calls use up the budget stops after the call that did, with the same error
 budget may thus be passed by at most one model call, per turn running at once. A title call is not
 checked (it is a few tokens after a reply the budget allowed), but it counts.
 
-``refused`` is the one place every refusal passes through (the audit trail records it there).
+``refused`` is the one place every refusal passes through (it logs it). The chat engine, which knows
+where the turn's writes go, writes its ``budget.refused`` audit event with ``Standing.audit_detail``: a
+refusal before the turn in a transaction of its own (the turn's is rolled back), a refusal between model
+calls with the turn's last writes, when the stopped reply is saved.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, Literal
 
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -44,6 +48,9 @@ from agentloft.usage.schemas import BudgetCreate, BudgetStanding
 from agentloft.usage.service import Tokens, cost_of
 
 log = logging.getLogger(__name__)
+
+Refusal = Literal["start", "turn"]
+"""When a budget refused: before a turn started, or between the model calls of a running turn."""
 
 
 def period_start(period: Period, today: date) -> date:
@@ -74,6 +81,16 @@ class Standing:
     def tokens_over(self, tokens: int = 0) -> bool:
         b = self.budget
         return b.max_tokens is not None and self.used_tokens + tokens >= b.max_tokens
+
+    def audit_detail(self, *, during: Refusal, session_id: str | None = None) -> dict[str, Any]:
+        """The ``budget.refused`` event's detail, the same for every refusal: the budget, what was used of
+        it, when it resets, and ``during``: ``start`` (a new turn refused) or ``turn`` (a running turn
+        stopped between its model calls, in the session ``session_id``)."""
+        b = self.budget
+        return {"budgetId": b.id, "scope": b.scope, "scopeId": b.scope_id, "period": b.period,
+                "maxTokens": b.max_tokens, "maxCost": b.max_cost, "usedTokens": self.used_tokens,
+                "usedCost": self.used_cost, "resetsAt": self.resets_at.isoformat(), "during": during,
+                "sessionId": session_id}
 
     def read(self) -> BudgetStanding:
         b = self.budget
@@ -115,7 +132,8 @@ def _scope_words(b: Budget) -> str:
 
 
 def refused(*, user_id: int, standing: Standing) -> BudgetExceeded:
-    """The error for a refusal, and the one place each refusal passes through (log, audit)."""
+    """The error for a refusal, and the one place each refusal passes through (the log; its audit event is
+    the chat engine's to write, as it alone knows the transaction: see the module's doc)."""
     log.info("budget %s refused a turn of user %s", standing.budget.id, user_id)
     return BudgetExceeded(standing)
 
