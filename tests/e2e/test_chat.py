@@ -305,6 +305,14 @@ def test_a_model_failure_shows_a_readable_error_and_chat_goes_on(
                                              "maxTokens": used["inputTokens"] + used["outputTokens"] + 2})
     page.reload()
     expect(page.get_by_test_id("budget-note")).to_contain_text("Your daily budget is nearly used up: 2 tokens left")
+    # Used up: the next message is refused, and the error box names the request for a report
+    budget = api(page, "GET", "/api/admin/budgets")["items"][0]
+    api(page, "PUT", f"/api/admin/budgets/{budget['id']}", {"scope": "everyone", "period": "day",
+                                                             "maxTokens": budget["maxTokens"] - 2})
+    send(page, "One more?")
+    expect(page.locator(".chat-error")).to_contain_text("budget")
+    expect(page.locator(".chat-error").get_by_test_id("error-reference")).to_have_text(
+        re.compile(r"^Reference: [0-9a-f]{32}$"))
     # My usage: the reader's own tokens, charted per day and summed in the table
     page.goto("/usage")
     expect(page.locator("#usage-tokens-chart canvas")).to_have_count(1)

@@ -2,13 +2,16 @@
 
 export class ApiError extends Error {
   /** `fields`: the API's (English) words per field; `fieldCodes`: the same problems as codes with their
-   * values ({message: {code: 'string_too_long', params: {max_length: 100000}}}), worded by the pages. */
-  constructor(status, code, message, fields, fieldCodes) {
+   * values ({message: {code: 'string_too_long', params: {max_length: 100000}}}), worded by the pages;
+   * `requestId`: the request's id (the error body's, else its X-Request-ID), which the pages show so a
+   * reader's report of the error can be found in the server's log. */
+  constructor(status, code, message, fields, fieldCodes, requestId) {
     super(message);
     this.status = status;
     this.code = code;
     this.fields = fields || {};
     this.fieldCodes = fieldCodes || {};
+    this.requestId = requestId || '';
   }
 }
 
@@ -35,7 +38,8 @@ export async function errorFrom(response) {
   try { body = await response.json(); } catch { /* not JSON */ }
   const err = body && body.error ? body.error : {};
   return new ApiError(response.status, err.code || 'http_error',
-    err.message || `${response.status} ${response.statusText}`, err.fields, err.fieldCodes);
+    err.message || `${response.status} ${response.statusText}`, err.fields, err.fieldCodes,
+    err.requestId || response.headers.get('X-Request-ID'));
 }
 
 let signingOut = false;
@@ -105,7 +109,7 @@ export function upload(file, { onProgress, signal } = {}) {
       if (xhr.status >= 200 && xhr.status < 300 && body) { resolve(body); return; }
       const err = (body && body.error) || {};
       reject(new ApiError(xhr.status, err.code || 'http_error', err.message || `HTTP ${xhr.status}`, err.fields,
-        err.fieldCodes));
+        err.fieldCodes, err.requestId || xhr.getResponseHeader('X-Request-ID')));
     });
     xhr.addEventListener('error', () => reject(new ApiError(0, 'network', 'network error')));
     xhr.addEventListener('abort', () => reject(new DOMException('upload aborted', 'AbortError')));

@@ -70,9 +70,16 @@ export function errorText(error) {
   return error.message || String(error);
 }
 
+/** Show `error` (or nothing, for null) in the error box `el`, with the request's reference when it has
+ * one: a reader who reports the error can quote it, and it finds the request's log lines. A form's
+ * invalid input (422) goes without: the reader mends it, there is nothing to report. */
 export function showError(el, error) {
   if (!el) return;
   el.textContent = errorText(error);
+  if (error && error.requestId && error.status !== 422) {
+    el.append(' ', h('span', { class: 'error-reference small-text', dataset: { testid: 'error-reference' },
+      text: t('error.reference', { id: error.requestId }) }));
+  }
   el.hidden = !error;
 }
 
