@@ -15,6 +15,8 @@ from agentloft.core import migrate
 from agentloft.core.settings import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from agentloft.audit.chain import Verdict
     from agentloft.auth.models import Role
 
@@ -164,11 +166,31 @@ async def _create_user(settings: Settings, username: str, password: str, role: R
     db = Database(settings.resolved_database_url)
     try:
         async with db.session() as session:
+            _watch(session)
             await service.create_user(
                 db=session, data=UserCreate(username=username, password=password, role=role)
             )
+            await _record_change(session, "user create", username)
     finally:
         await db.dispose()
+
+
+def _watch(session: AsyncSession) -> None:
+    from agentloft.audit import capture
+
+    capture.watch(session)
+
+
+async def _record_change(session: AsyncSession, command: str, username: str) -> None:
+    """The ``admin.change`` event of an account change made here, outside any admin endpoint, in the same
+    transaction (``audit.service.record_changes``: redacted, so a password hash is never kept). Decided:
+    the actor is named ``cli`` with no account id, as whoever runs the command is not signed in (on a
+    fresh install there is no account yet); the target is the command."""
+    from agentloft.audit import service as audit_service
+
+    await audit_service.record_changes(db=session, actor=audit_service.Actor(name="cli"),
+                                       target=f"agentloft {command}",
+                                       detail={"command": command, "username": username})
 
 
 def _read_password(args: argparse.Namespace) -> str | None:
@@ -236,7 +258,9 @@ async def _set_password(settings: Settings, username: str, password: str) -> Non
             user = await service.get_user_by_username(db=session, username=username)
             if user is None:
                 raise NotFound(f"no account named '{username}'", code="user_not_found")
+            _watch(session)
             await service.set_password(db=session, user_id=user.id, password=password)
+            await _record_change(session, "user password", user.username)
     finally:
         await db.dispose()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -9,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -140,8 +142,13 @@ def test_cli_reads_a_password_from_stdin_and_resets_one(tmp_path: Path) -> None:
             assert new.post("/api/auth/login", json={"username": "boss", "password": "password123"}).status_code == 401
             assert login(new, "boss", "new-password")["role"] == "admin"
             session = old.cookies.get("agentloft_session")
+            trail = new.get("/api/admin/audit", params={"type": "admin.change"}).json()["items"]
+            hashes = [row[0] for row in live.sql("SELECT password_hash FROM users")]
     finally:
         live.stop()
+    _assert_cli_changes_audited(trail, hashes)
+    r = _cli("audit", "verify", data_dir=data)
+    assert r.returncode == 0 and r.stdout.startswith("OK: "), r.stdout + r.stderr
     # A SQLite server keeps who a cookie belongs to in memory and does not see another process's writes:
     # the old browser is out once the server has restarted (at once on PostgreSQL).
     live = start_app(data)
@@ -151,6 +158,25 @@ def test_cli_reads_a_password_from_stdin_and_resets_one(tmp_path: Path) -> None:
             assert old.get("/api/auth/me").status_code == 401
     finally:
         live.stop()
+
+
+def _assert_cli_changes_audited(trail: list[dict[str, Any]], hashes: list[str]) -> None:
+    """Both account changes the command line made (the refused ones made none) are on the trail, as ``cli``,
+    with what they changed and never a password hash."""
+    created, reset = reversed(trail)
+    for event, command in ((created, "user create"), (reset, "user password")):
+        assert (event["actorId"], event["actorName"], event["ip"]) == (None, "cli", None)
+        assert event["target"] == f"agentloft {command}"
+        assert (event["detail"]["command"], event["detail"]["username"]) == (command, "boss")
+    [row] = created["detail"]["changes"]
+    assert (row["table"], row["op"], row["after"]["username"], row["after"]["role"]) == ("users", "insert", "boss",
+                                                                                          "admin")
+    assert row["after"]["password_hash"] == "[redacted]"
+    assert [(c["table"], c["op"]) for c in reset["detail"]["changes"]] == [("users", "update"),
+                                                                            ("auth_sessions", "delete")]
+    assert reset["detail"]["changes"][0]["values"]["password_hash"] == "[redacted]"
+    kept = json.dumps(trail)
+    assert hashes and not any(h in kept for h in hashes) and "$argon2" not in kept
 
 
 def test_cli_serve_honours_port(tmp_path: Path) -> None:

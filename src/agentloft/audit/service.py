@@ -17,14 +17,14 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentloft.audit import chain
+from agentloft.audit import capture, chain
 from agentloft.audit.chain import Actor, Entry, Verdict
 from agentloft.audit.models import AuditChain, AuditEvent
 from agentloft.core.db import rows_matched, utcnow
 from agentloft.core.errors import invalid_field
 
 __all__ = ["EVENT_TYPES", "Actor", "AuditFilter", "Entry", "Verdict", "export", "list_events", "purge", "record",
-           "record_many", "verify"]
+           "record_changes", "record_many", "verify"]
 
 EVENT_TYPES = ("auth.sign_in", "auth.sign_in_failed", "auth.sign_out", "admin.change", "tool.call",
                "tool.approval", "a2a.delegation", "budget.refused")
@@ -40,6 +40,16 @@ async def record(*, db: AsyncSession, type: str, actor: Actor, target: str | Non
 async def record_many(*, db: AsyncSession, entries: Sequence[Entry]) -> list[int]:
     """Append several events in one go (a turn's tool calls), three statements whatever their number."""
     return await chain.append(db, entries)
+
+
+async def record_changes(*, db: AsyncSession, actor: Actor, target: str, detail: dict[str, Any]) -> int | None:
+    """An ``admin.change`` event of what ``db`` wrote since ``capture.watch`` (its redacted ``changes`` added
+    to ``detail``), appended in ``db``'s transaction; None, and nothing written, when it changed nothing.
+    Every admin change is recorded through it: the admin-only endpoints' and the command line's."""
+    changes = await capture.changes(db)
+    if not changes:
+        return None
+    return await record(db=db, type="admin.change", actor=actor, target=target, detail={**detail, "changes": changes})
 
 
 @dataclass(frozen=True)

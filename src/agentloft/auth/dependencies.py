@@ -151,12 +151,9 @@ async def _admin_user(request: Request, user: Annotated[User, Depends(_current_u
         return
     capture.watch(db)
     yield user
-    changes = await capture.changes(db)
-    if changes:
-        await audit_service.record(
-            db=db, type="admin.change", actor=actor_of(request, user), target=f"{request.method} {request.url.path}",
-            detail={"method": request.method, "path": request.url.path, "changes": changes},
-        )
+    await audit_service.record_changes(db=db, actor=actor_of(request, user),
+                                       target=f"{request.method} {request.url.path}",
+                                       detail={"method": request.method, "path": request.url.path})
 
 
 def require_session(request: Request) -> None:
