@@ -3,11 +3,12 @@
 so the count cannot creep back up unnoticed. The budget: at most 3 transactions and 14 statements
 (BEGIN, COMMIT and ROLLBACK included). It was 12 until usage and budgets (issue 33) added two statements
 inside the turn's existing transactions and none of their own: the read of the budgets that apply, in the
-transaction that begins the turn, and the usage record's INSERT, in the one that saves the reply."""
+transaction that begins the turn, and the usage record's INSERT, in the one that saves the reply. A
+group member's turn on resources limited to groups may take two more (16), for the access rules."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from fastapi import FastAPI
 from sqlalchemy import Connection, event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.chat.helpers import Streamed, session_status, wait_for
+from tests.chat.helpers import Streamed, attach, make_tool, session_status, wait_for
 from tests.fakes.openai_server import FakeModel, Step
 from tests.support import ApiClient, LiveApp
 
@@ -82,10 +83,9 @@ def statements(app: LiveApp) -> Iterator[StatementLog]:
         checkpoints.period_s = period
 
 
-def test_a_follow_up_turn_stays_within_its_statement_budget(
-    app: LiveApp, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel, statements: StatementLog
-) -> None:
-    token = admin.ok("POST", "/api/auth/tokens", json={"name": "t"})["token"]
+def _follow_up(app: LiveApp, client: ApiClient, fake_model: FakeModel, statements: StatementLog) -> None:
+    """Two turns through ``client``'s API token; the second one's statements are counted."""
+    token = client.ok("POST", "/api/auth/tokens", json={"name": "t"})["token"]
     fake_model.default = lambda body: Step(text="word " * 50, chunks=50)
     with ApiClient(app.url, csrf=False, headers={"Authorization": f"Bearer {token}"}) as bearer:
         first = Streamed(bearer.post("/api/agents/helper/chat", json={"message": "one"}))
@@ -97,5 +97,34 @@ def test_a_follow_up_turn_stays_within_its_statement_budget(
         wait_for(lambda: session_status(app, first.session_id or "") == "idle")
         statements.on = False
     assert second.text.strip().startswith("word")
+
+
+def test_a_follow_up_turn_stays_within_its_statement_budget(
+    app: LiveApp, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel, statements: StatementLog
+) -> None:
+    _follow_up(app, admin, fake_model, statements)
     assert statements.transactions <= 3, statements.sql
     assert len(statements.entries) <= 14, statements.sql
+
+
+def test_a_group_members_turn_pays_two_reads_for_its_access_rules(
+    app: LiveApp, admin: ApiClient, agent: dict[str, Any], model_id: int, fake_model: FakeModel,
+    make_user: Callable[..., ApiClient], statements: StatementLog
+) -> None:
+    """A user who is no admin, and an agent, its model and its tool limited to that user's group: the
+    access rules (issue 32) cost such a turn two statements more than an admin's, in the transaction
+    that begins it and none of their own: the caller's groups, and the groups of the agent, model and
+    tools at once. (Where the read cache holds the chat's configuration, SQLite, both are cached.)"""
+    member = make_user("member")
+    member_id = next(u["id"] for u in admin.ok("GET", "/api/admin/users?pageSize=100")["items"]
+                     if u["username"] == "member")
+    team = admin.ok("POST", "/api/admin/groups", json={"name": "team"})["id"]
+    admin.ok("PUT", f"/api/admin/groups/{team}/members", json=[member_id])
+    limited = {"groupIds": [team]}
+    admin.ok("PUT", f"/api/admin/models/{model_id}", json=limited)
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}", json=limited)
+    tool = make_tool(admin, "calc", "calculator", **limited)
+    attach(admin, agent["id"], {"toolId": tool["id"], "position": 0})
+    _follow_up(app, member, fake_model, statements)
+    assert statements.transactions <= 3, statements.sql
+    assert len(statements.entries) <= 16, statements.sql
