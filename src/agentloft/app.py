@@ -31,7 +31,7 @@ from agentloft.chat.buffers import MemoryStreamBuffers, StreamBuffers
 from agentloft.chat.checkpoint import CheckpointWriter
 from agentloft.chat.leases import Leases, MemoryLeases
 from agentloft.chat.runs import RunRegistry, stop_signals
-from agentloft.core import migrate
+from agentloft.core import migrate, tracing
 from agentloft.core.body_limit import BodyLimit, RouteLimit
 from agentloft.core.crypto import SecretBox
 from agentloft.core.db import Database
@@ -43,6 +43,7 @@ from agentloft.core.metrics import build as build_metrics
 from agentloft.core.requests import RequestIds
 from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings, load_settings
+from agentloft.core.tracing import Tracing
 from agentloft.documents import router as documents_router
 from agentloft.files import jobs as files_jobs
 from agentloft.files import router as files_router
@@ -103,6 +104,7 @@ Hook = Callable[[Runtime], Awaitable[None]]
 # Each domain's start-up work, in this order.
 STARTUP_HOOKS: tuple[Hook, ...] = (
     system_lifecycle.startup,  # first: refuses to start beside a process it must not run with
+    tracing.startup,  # next: the spans of everything after it are exported
     llm_lifecycle.startup,
     tools_lifecycle.startup,
     mcp_lifecycle.startup,
@@ -116,6 +118,7 @@ SHUTDOWN_HOOKS: tuple[Hook, ...] = (
     a2a_lifecycle.shutdown,
     chat_lifecycle.shutdown,
     mcp_lifecycle.shutdown,
+    tracing.shutdown,  # the last spans flushed once the rest has let go
     system_lifecycle.shutdown,
 )
 
@@ -150,9 +153,10 @@ def _install_error_handlers(app: FastAPI, settings: Settings) -> None:
         redis.install_error_handler(app)
 
 
-def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime:
+def build_runtime(settings: Settings, metrics: Metrics | None = None, traces: Tracing | None = None) -> Runtime:
     """The runtime with every shared service built, before any start-up hook runs."""
     metrics = metrics or Metrics()
+    traces = traces or Tracing()
     redis, buffers, leases, counters = _shared_parts(settings)
     db = Database(settings.resolved_database_url)
     metrics.watch_pool(db.engine)
@@ -167,12 +171,14 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         runs=RunRegistry(leases),
         checkpoints=CheckpointWriter(db),
         throttle=LoginThrottle.from_settings(settings, counters),
-        models=ModelClients(timeout_seconds=settings.model_timeout_seconds),
+        models=ModelClients(timeout_seconds=settings.model_timeout_seconds,
+                            instrument=traces.model_instrumentation()),
         file_store=build_store(settings),
         jobs=JobRunner(db, poll_seconds=settings.job_poll_seconds, lease_seconds=settings.job_lease_seconds,
                        max_attempts=settings.job_max_attempts, concurrency=settings.job_concurrency),
         redis=redis,
         metrics=metrics,
+        tracing=traces,
     )
     rt.a2a = A2AServers(rt)
     register_jobs(rt)
@@ -227,10 +233,12 @@ class AgentloftApp(FastAPI):
     would go out without the id the log line names."""
 
     metrics: Metrics = Metrics()
+    tracing: Tracing = Tracing()
 
     def build_middleware_stack(self) -> ASGIApp:
         observe = self.metrics.request if self.metrics.enabled else None
-        return RequestIds(super().build_middleware_stack(), observe=observe)
+        # the request's span inside the id's middleware, so the span carries the id
+        return RequestIds(self.tracing.wrap(super().build_middleware_stack()), observe=observe)
 
 
 def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> FastAPI:
@@ -238,12 +246,13 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     settings.prepare_data_dir()
     quiet_request_logs()
     metrics = build_metrics(settings)
+    traces = tracing.build(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if run_migrations:
             migrate.upgrade(settings.resolved_database_url)
-        rt = build_runtime(settings, metrics)
+        rt = build_runtime(settings, metrics, traces)
         app.state.runtime = rt
         app.state.db = rt.db
         for hook in STARTUP_HOOKS:
@@ -267,6 +276,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
 
     app = AgentloftApp(title="agentloft", version=__version__, lifespan=lifespan)
     app.metrics = metrics
+    app.tracing = traces
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")
     app.add_middleware(CompressPages)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, routes=body_limits(settings))  # before any reader

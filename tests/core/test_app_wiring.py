@@ -30,7 +30,8 @@ def test_every_router_a_router_module_defines_is_served() -> None:
 
 
 def test_every_lifecycle_hook_runs() -> None:
-    modules = [importlib.import_module(m) for m in [*_modules("lifecycle.py"), "agentloft.defaults"]]
+    modules = [importlib.import_module(m)
+               for m in [*_modules("lifecycle.py"), "agentloft.defaults", "agentloft.core.tracing"]]
     assert set(app.STARTUP_HOOKS) == {m.startup for m in modules}
     assert set(app.SHUTDOWN_HOOKS) == {m.shutdown for m in modules if hasattr(m, "shutdown")}
     assert app.STARTUP_HOOKS[0].__module__ == "agentloft.system.lifecycle"  # refuses a second process first

@@ -20,6 +20,7 @@ from agentloft.core.db import Database
 from agentloft.core.jobs import JobRunner
 from agentloft.core.metrics import Metrics
 from agentloft.core.settings import Settings
+from agentloft.core.tracing import Tracing
 
 if TYPE_CHECKING:
     from agentloft.a2a.server import A2AServers
@@ -63,6 +64,8 @@ class Runtime:
     """The Redis several workers share (``AGENTLOFT_REDIS_URL``); None for one process on its own."""
     metrics: Metrics = field(default_factory=Metrics)
     """What the app reports to Prometheus (``core.metrics``); the no-op base when metrics are off."""
+    tracing: Tracing = field(default_factory=Tracing)
+    """OpenTelemetry traces (``core.tracing``); the no-op base when no OTLP endpoint is set."""
     knowledge_cache: KnowledgeCache | None = None
     """Knowledge postings and vectors kept in memory for search (``knowledge.cache``); made on the first
     knowledge search, so a process that never does one never loads numpy."""

@@ -104,6 +104,12 @@ class Settings(BaseSettings):
         description="The bearer token a scraper on another machine sends to `/metrics`; unset, only loopback "
         "clients are answered (others get 403).",
     )
+    trace_content: bool = Field(
+        default=False,
+        description="Put what users and models wrote (messages, tool arguments and results) into the "
+        "OpenTelemetry spans of model and tool calls (core.tracing); off, spans carry names, ids and "
+        "outcomes only.",
+    )
     openai_base_url: str | None = Field(
         default=None, description="Bootstrap model: created (or updated) on start so a first run needs no clicks."
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 from openai import AsyncOpenAI
@@ -44,6 +44,9 @@ from pydantic_ai.settings import ModelSettings
 
 from agentloft.llm import embeddings
 from agentloft.llm.providers import ModelSpec, build_model
+
+if TYPE_CHECKING:
+    from pydantic_ai.models.instrumented import InstrumentationSettings
 
 # A run ends with text, or with the tool calls that wait for approval.
 OUTPUT_TYPES: list[Any] = [str, DeferredToolRequests]
@@ -83,8 +86,11 @@ def wait_settings(timeout_s: float) -> ModelSettings:
 
 
 class ModelClients:
-    def __init__(self, *, timeout_seconds: float) -> None:
+    def __init__(self, *, timeout_seconds: float, instrument: InstrumentationSettings | None = None) -> None:
+        """``instrument``: pydantic-ai's OpenTelemetry settings for every agent (``core.tracing``), None
+        while traces are off."""
         self.timeout_seconds = timeout_seconds
+        self.instrument = instrument
         self._http: httpx2.AsyncClient | None = None
         self._models: dict[ModelSpec, Model] = {}
         self._agents: dict[tuple[int, str | None], tuple[Model, PydanticAgent[None, Any]]] = {}
@@ -137,6 +143,8 @@ class ModelClients:
         if len(self._agents) > MAX_AGENTS:
             self._agents.clear()
         agent: PydanticAgent[None, Any] = PydanticAgent(model, instructions=instructions, output_type=OUTPUT_TYPES)
+        if self.instrument is not None:
+            agent.instrument = self.instrument
         self._agents[key] = (model, agent)
         return agent
 
