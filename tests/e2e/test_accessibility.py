@@ -66,7 +66,7 @@ def test_no_serious_violation_on_any_page_in_either_theme(
     session = page.url.rsplit("/", 1)[1]
     doc = api(page, "GET", "/api/agent-documents?type=memory")["items"][0]["id"]
     pages = ["/chat", f"/chat/{session}", "/agent-documents", f"/agent-documents/{doc}", "/tokens", "/setup",
-             "/admin/agents", "/admin/models", "/admin/agent-tools", "/admin/mcp-servers", "/admin/users",
+             "/approvals", "/admin/agents", "/admin/models", "/admin/agent-tools", "/admin/mcp-servers", "/admin/users",
              "/admin/groups", "/admin/settings", "/admin/audit", "/nowhere"]
     stranger = new_page(bypass_csp=True)
 

@@ -46,7 +46,7 @@ def test_every_page_fits_a_phone(
     session = page.url.rsplit("/", 1)[1]
     doc = api(page, "GET", "/api/agent-documents?type=memory")["items"][0]["id"]
     pages = ["/chat", f"/chat/{session}", "/agent-documents", f"/agent-documents/{doc}", "/tokens", "/setup",
-             "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools",
+             "/approvals", "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools",
              "/admin/mcp-servers", "/admin/audit", "/no-such-page"]
 
     stranger = new_page(viewport=PHONES[0])

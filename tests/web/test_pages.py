@@ -9,7 +9,8 @@ import agentloft.web
 from tests.fakes.openai_server import FakeModel, text
 from tests.support import ApiClient, LiveApp
 
-PAGES = ["/chat", "/tokens", "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools",
+PAGES = ["/chat", "/approvals", "/tokens",
+         "/admin/users", "/admin/models", "/admin/agents", "/admin/settings", "/admin/agent-tools",
          "/admin/audit",
          "/admin/mcp-servers"]
 ADMIN_PAGES = [p for p in PAGES if p.startswith("/admin")]

@@ -187,3 +187,34 @@ async def answerer_names(*, db: AsyncSession, approvals: list[ChatApproval], own
 async def owner_role(db: AsyncSession, user_id: int) -> str:
     """The requester's role, for resuming their run when an approver answered."""
     return str((await db.execute(select(User.role).where(User.id == user_id))).scalar_one())
+
+
+# --- the navigation's entry -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InboxNav:
+    """What the top bar shows of the inbox: the entry at all (``shown``) and its badge (``pending``)."""
+
+    shown: bool
+    pending: int
+
+
+async def inbox_nav(*, db: AsyncSession, user_id: int, viewer: access.Viewer) -> InboxNav:
+    """Whether the caller is an approver at all and, if so, how many calls wait for them.
+
+    The entry is shown only to approvers (an admin once any tool names approvers; anyone else once a
+    group of theirs approves some tool): most people never decide another's call, and an entry that is
+    always empty teaches them to ignore the badge. Its count is the inbox's own, so the badge and the
+    page never disagree. Someone who is no approver pays one small query per page; an approver two.
+    """
+    named = select(ApproverGroup.tool_id)
+    if not viewer.sees_all:
+        if not viewer.group_ids:
+            return InboxNav(shown=False, pending=0)
+        named = named.where(ApproverGroup.group_id.in_(sorted(viewer.group_ids)))
+    if (await db.execute(named.limit(1))).first() is None:
+        return InboxNav(shown=False, pending=0)
+    base = _inbox(user_id, viewer)
+    pending = int((await db.execute(select(func.count()).select_from(base.subquery()))).scalar_one())
+    return InboxNav(shown=True, pending=pending)

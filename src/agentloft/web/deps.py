@@ -18,8 +18,10 @@ from fastapi.routing import APIRoute
 
 from agentloft.auth.dependencies import OptionalUser
 from agentloft.auth.models import User
+from agentloft.chat import approvals
 from agentloft.core.errors import AppError, Forbidden, invalid_request
 from agentloft.core.requests import current_request_id
+from agentloft.groups import access
 from agentloft.web.templating import render_page
 
 
@@ -73,10 +75,20 @@ class PageRoute(APIRoute):
         return page_handler
 
 
-async def _page_user(user: OptionalUser) -> User:
+async def _page_user(request: Request, user: OptionalUser) -> User:
     if user is None:
         raise SignInRequired()
+    request.state.inbox_nav = await _inbox_nav(request, user)
     return user
+
+
+async def _inbox_nav(request: Request, user: User) -> approvals.InboxNav:
+    """The top bar's Approvals entry and its count (``chat.approvals.inbox_nav``), read with the page's
+    user so every page shows it without asking for it."""
+    database = request.app.state.db
+    viewer = await access.viewer_of(database, user_id=user.id, role=user.role)
+    async with database.read_session() as db:
+        return await approvals.inbox_nav(db=db, user_id=user.id, viewer=viewer)
 
 
 async def _admin_page(user: Annotated[User, Depends(_page_user)]) -> User:

@@ -25,6 +25,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "admin_mcp",
     "admin_audit",
     "chat",
+    "approvals",
     "setup",
     "documents",
     "knowledge",

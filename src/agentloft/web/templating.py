@@ -79,6 +79,7 @@ def render_page(request: Request, template: str, *, status: int = 200, **context
         "js_strings": i18n.catalog(lang),
         "current_path": request.url.path,
         "theme": request_theme(request),
+        "inbox_nav": getattr(request.state, "inbox_nav", None),  # set with the page's user (``web.deps``)
     }
     html = environment().get_template(template).render({**base, **context})
     return HTMLResponse(html, status_code=status)

@@ -1,0 +1,87 @@
+"""Issue 33 point 4 in a real browser: a tool's approvers answer its calls from the Approvals inbox
+(``/approvals``, with the top bar's count), and the requester's turn goes on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import add_fake_model, api, csrf_headers, sign_in
+from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
+from tests.support import LiveApp
+
+pytestmark = pytest.mark.e2e
+
+
+def setup_approvers(page: Page, server: FakeModelServer) -> dict[str, Any]:
+    """An agent with a calculator that needs approval, alice who chats, and bob in the approvers' group
+    (set on the tool through the API here; the tool form's own test sets it through the form)."""
+    add_fake_model(page, server)
+    agent = api(page, "POST", "/api/admin/agents", {"slug": "math", "name": "Math"})
+    tool = api(page, "POST", "/api/agent-tools",
+               {"slug": "calc", "name": "Calc", "type": "calculator", "needsApproval": True})
+    api(page, "PUT", f"/api/admin/agents/{agent['id']}/tools", [{"toolId": tool["id"]}])
+    users = {name: api(page, "POST", "/api/admin/users", {"username": name, "password": "password123",
+                                                          "role": "user"}) for name in ("alice", "bob")}
+    group = api(page, "POST", "/api/admin/groups", {"name": "Reviewers"})
+    api(page, "PUT", f"/api/admin/groups/{group['id']}/members", [users["bob"]["id"]])
+    return {"agent": agent, "tool": tool, "group": group}
+
+
+def test_an_approver_answers_from_the_inbox(
+    admin_page: Page, new_page: Callable[..., Page], app: LiveApp, fake_model_server: FakeModelServer,
+    fake_model: FakeModel,
+) -> None:
+    setup = setup_approvers(admin_page, fake_model_server)
+    api(admin_page, "PUT", f"/api/agent-tools/{setup['tool']['id']}", {"approverGroupIds": [setup["group"]["id"]]})
+    alice = new_page()
+    sign_in(alice, "alice", "password123")
+    expect(alice).to_have_url(f"{app.url}/chat")
+    expect(alice.get_by_test_id("nav-approvals")).to_have_count(0)  # no approver: no entry
+    fake_model.push(call("calc", {"expression": "6*7"}), text("The answer is 42."))
+    paused = alice.request.post("/api/agents/math/chat", data={"message": "What is 6*7?"},
+                                headers=csrf_headers(alice))
+    assert paused.ok and "tool-approval-request" in paused.text()
+    session = paused.headers["x-session-id"]
+
+    bob = new_page()
+    sign_in(bob, "bob", "password123")
+    entry = bob.locator(".mainnav").get_by_test_id("nav-approvals")
+    expect(entry.get_by_test_id("approvals-count")).to_have_text("1")
+    entry.click()
+    expect(bob).to_have_url(f"{app.url}/approvals")
+    item = bob.get_by_test_id("approval-item")
+    expect(item).to_have_count(1)
+    expect(item.locator(".tool-name")).to_have_text("Calc")
+    expect(item).to_contain_text("asked by alice")
+    expect(item.get_by_test_id("approval-agent")).to_have_text("Math")
+    expect(item.get_by_test_id("approval-question")).to_have_text("What is 6*7?")
+    expect(item.get_by_test_id("approval-input")).to_contain_text('"expression": "6*7"')
+    bob.screenshot(path="/tmp/shots/approvals-inbox.png", full_page=True)
+    item.get_by_label("Reason for the answer to alice's “Calc”").fill("fine by me")
+    item.get_by_label("Reason for the answer to alice's “Calc”").press("Enter")  # Enter alone approves nothing
+    expect(item).to_have_count(1)
+    item.get_by_role("button", name="Approve alice's “Calc”").click()
+
+    expect(bob.get_by_test_id("approvals-empty")).to_be_visible()
+    expect(bob.get_by_test_id("approvals-status")).to_have_text("Approved “Calc”.")
+    expect(entry.get_by_test_id("approvals-count")).to_have_count(0)
+    expect(bob.get_by_role("heading", name="Approvals")).to_be_focused()
+
+    def reply() -> Any:
+        return api(alice, "GET", f"/api/agent-sessions/{session}")["messages"][-1]
+
+    answered = reply()
+    for _ in range(100):  # the turn goes on in the background: wait for its end, not a fixed time
+        if answered["status"] == "complete":
+            break
+        alice.wait_for_timeout(100)
+        answered = reply()
+    assert answered["status"] == "complete" and "42" in answered["content"]
+    tool_part = next(p for p in answered["parts"] if p.get("toolCallId"))
+    assert tool_part["approval"] == {"id": tool_part["approval"]["id"], "approved": True, "reason": "fine by me",
+                                     "decidedBy": "bob"}
+
