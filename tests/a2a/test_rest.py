@@ -95,3 +95,24 @@ def test_rest_error_shape_for_unknown_task(anon: ApiClient, make_agent: Callable
     r = httpx.get(f"{anon.base_url}/a2a/coder/rest/tasks/nope",
                   headers={"A2A-Version": "1.0", "Authorization": f"Bearer {token}"})
     assert r.status_code == 404 and r.headers["content-type"].startswith("application/")
+
+
+def test_rest_answers_plain_json_and_takes_either_json_type(
+    anon: ApiClient, make_agent: Callable[..., dict[str, Any]], token: str, fake_model: FakeModel
+) -> None:
+    """The A2A 1.0 specification's section 11.1: the HTTP+JSON binding answers ``application/json`` (the
+    conformance kit's HTTP_JSON-SVC-001); a2a-sdk labels its answers ``application/a2a+json``. Requests
+    of both types are taken."""
+    make_agent("coder", CALLEE_PROMPT, a2aCallable=True)
+    auth = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
+    for n, media in enumerate(("application/json", "application/a2a+json")):
+        fake_model.push(callee_step(Step(text=f"pong {n}")))
+        body = {"message": {"messageId": f"m{n}", "role": "ROLE_USER", "parts": [{"text": "ping"}]}}
+        sent = httpx.post(f"{anon.base_url}/a2a/coder/rest/message:send", json=body, timeout=30,
+                          headers={**auth, "Content-Type": media})
+        assert sent.status_code == 200, sent.text
+        assert sent.headers["content-type"] == "application/json", media
+        task = sent.json()["task"]
+        read = httpx.get(f"{anon.base_url}/a2a/coder/rest/tasks/{task['id']}", headers=auth)
+        assert read.status_code == 200 and read.headers["content-type"] == "application/json"
+        assert read.json()["id"] == task["id"]

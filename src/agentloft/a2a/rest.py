@@ -15,6 +15,9 @@ Also here: the JSON-RPC side's content-type rule. A JSON-RPC request whose ``Con
 answers ``ContentTypeNotSupportedError`` (-32005, the JSON-RPC face of the REST binding's 415), as the A2A
 conformance kit expects; a JSON body that does not parse still answers -32700 from the SDK.
 
+The REST binding's JSON answers say ``application/json``, as the specification asks, not the SDK's
+``application/a2a+json``; requests of either type are taken.
+
 Both bindings read the body through ``a2a.limits`` first, which refuses what is too large for the SDK to
 parse in good time; these are the two error shapes such a refusal is answered in.
 """
@@ -26,6 +29,7 @@ from a2a.server.request_handlers import RequestHandler
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import ServerCallContextBuilder, create_rest_routes
 from a2a.types import ContentTypeNotSupportedError
+from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import A2AError
 from starlette.requests import Request
@@ -52,12 +56,21 @@ async def dispatch(request: CheckedRequest, path: str, handler: RequestHandler, 
     for route in _routes(handler, builder):
         match, child = route.matches(scope)
         if match == Match.FULL:
-            return await route.endpoint(request.with_scope({**scope, **child}))
+            return _plain_json(await route.endpoint(request.with_scope({**scope, **child})))
         allowed = allowed or match == Match.PARTIAL
     message = f"no A2A REST method at {request.method} /{path}"
     if allowed:
         raise AppError(message, code="method_not_allowed", status=405)
     raise NotFound(message)
+
+
+def _plain_json(response: Response) -> Response:
+    """Label the SDK's JSON answers ``application/json``: the A2A 1.0 specification's section 11.1 says the
+    HTTP+JSON binding answers that type (the conformance kit checks it, HTTP_JSON-SVC-001), while a2a-sdk
+    labels them ``application/a2a+json``. The body is left as it is; event streams keep their type."""
+    if response.headers.get("content-type", "").startswith(A2A_JSON_MEDIA_TYPE):
+        response.headers["content-type"] = "application/json"
+    return response
 
 
 def is_json(request: Request) -> bool:
