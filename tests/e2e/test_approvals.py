@@ -85,3 +85,42 @@ def test_an_approver_answers_from_the_inbox(
     assert tool_part["approval"] == {"id": tool_part["approval"]["id"], "approved": True, "reason": "fine by me",
                                      "decidedBy": "bob"}
 
+
+def set_approvers_in_the_form(page: Page, tool: str, group: str) -> None:
+    """Admin → Tools: tick ``group`` as the approvers of ``tool`` (the choice shows once calls need
+    approval) and save."""
+    page.goto("/admin/agent-tools")
+    row = page.locator(f"#tools-table tr[data-slug='{tool}']")
+    row.get_by_role("button", name="Edit").click()
+    dialog = page.locator("#tool-dialog")
+    approvers = dialog.get_by_role("group", name="Approvers")
+    expect(approvers).to_be_visible()
+    dialog.get_by_label("Calls need approval").uncheck()
+    expect(approvers).to_be_hidden()  # no approval, no approvers to name
+    dialog.get_by_label("Calls need approval").check()
+    approvers.get_by_label(group).check()
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog).to_be_hidden()
+    expect(row.get_by_test_id("approvers")).to_have_text(f"by {group}")
+
+
+def test_the_tool_form_names_approvers_and_shows_them_back(
+    admin_page: Page, fake_model_server: FakeModelServer
+) -> None:
+    page = admin_page
+    setup = setup_approvers(page, fake_model_server)
+    api(page, "POST", "/api/admin/groups", {"name": "Auditors"})
+    set_approvers_in_the_form(page, "calc", "Reviewers")
+    assert api(page, "GET", f"/api/agent-tools/{setup['tool']['id']}")["approverGroupIds"] == [setup["group"]["id"]]
+    page.reload()
+    page.locator("#tools-table tr[data-slug='calc']").get_by_role("button", name="Edit").click()
+    approvers = page.locator("#tool-dialog").get_by_role("group", name="Approvers")
+    expect(approvers.get_by_label("Reviewers")).to_be_checked()
+    expect(approvers.get_by_label("Auditors")).not_to_be_checked()
+    page.screenshot(path="/tmp/shots/tool-approvers.png")
+    # Unticking "calls need approval" hides the choice but keeps it: an agent may still ask for approval.
+    page.locator("#tool-dialog").get_by_label("Calls need approval").uncheck()
+    page.locator("#tool-dialog").get_by_role("button", name="Save").click()
+    expect(page.locator("#tool-dialog")).to_be_hidden()
+    tool = api(page, "GET", f"/api/agent-tools/{setup['tool']['id']}")
+    assert (tool["needsApproval"], tool["approverGroupIds"]) == (False, [setup["group"]["id"]])

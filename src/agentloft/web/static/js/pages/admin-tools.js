@@ -1,7 +1,8 @@
 // Admin: tools. Table with the seed's one-click permission toggle, a create/edit dialog whose config form
 // comes from the type's JSON Schema, and a debug panel that runs a tool on JSON input. A call that needs
 // approval is confirmed as a second step: the first run answers needsApproval and does nothing; "Approve
-// and run" sends the same input again with approved: true.
+// and run" sends the same input again with approved: true. A tool that asks for approval may name approver
+// groups (`approverGroupIds`): their members answer its calls instead of the person chatting.
 import { api, loadAll } from '../api.js';
 import { badge, busy, dialog, fillForm, h, readForm, resetFormErrors, showError, showFormError } from '../dom.js';
 import { t } from '../i18n.js';
@@ -18,6 +19,7 @@ const debugForm = document.getElementById('debug-form');
 const debugModal = dialog(document.getElementById('debug-dialog'));
 const approval = debugForm.querySelector('.debug-approval');
 let types = [];
+let groups = []; // every group, for the approvers' choice and the table's names
 let editing = null;
 let configForm = null;
 let debugging = null;
@@ -43,13 +45,37 @@ function row(tool) {
     h('td', { text: type ? typeName(type) : tool.type }),
     h('td', {}, tool.enabled ? badge(t('status.enabled'), 'ok') : badge(t('status.disabled')),
       tool.unavailable ? h('div', {}, badge(t('tools.unavailable', { reason: tool.unavailable }), 'warn')) : null),
-    h('td', {}, tool.needsApproval ? badge(t('tools.needsApprovalShort'), 'warn') : h('span', { class: 'muted', text: t('tools.automatic') })),
+    h('td', {}, tool.needsApproval ? badge(t('tools.needsApprovalShort'), 'warn') : h('span', { class: 'muted', text: t('tools.automatic') }),
+      approverNames(tool) ? h('div', { class: 'muted small-text', dataset: { testid: 'approvers' }, text: t('tools.approvedBy', { groups: approverNames(tool) }) }) : null),
     h('td', { class: 'permission' }, permissionToggle(tool)),
     h('td', { class: 'actions' },
       h('button', { type: 'button', class: 'small', text: t('tools.debug'), onclick: () => openDebug(tool) }),
       h('button', { type: 'button', class: 'small', text: t('action.edit'), onclick: () => openEditor(tool) }),
       h('button', { type: 'button', class: 'small danger', text: t('action.delete'), onclick: (e) => remove(e.currentTarget, tool) })));
 }
+
+/** The names of the tool's approver groups, or '' when the person chatting approves. */
+function approverNames(tool) {
+  const names = new Map(groups.map((g) => [g.id, g.name]));
+  return (tool.approverGroupIds || []).map((id) => names.get(id) || `#${id}`).join(', ');
+}
+
+const approversField = document.getElementById('approvers-field');
+
+/** One checkbox per group, ticked for the tool's approvers (none for a new tool). */
+function renderApprovers(chosen) {
+  const box = approversField.querySelector('.approver-groups');
+  box.replaceChildren(...groups.map((g) => h('label', { class: 'check' },
+    h('input', { type: 'checkbox', class: 'approver-group', value: String(g.id), checked: chosen.includes(g.id) }), ` ${g.name}`)));
+  approversField.querySelector('.approvers-none').hidden = groups.length > 0;
+  showApprovers();
+}
+
+function showApprovers() { approversField.hidden = !form.needsApproval.checked; }
+
+const chosenApprovers = () => [...approversField.querySelectorAll('input.approver-group:checked')].map((el) => Number(el.value));
+
+form.needsApproval.addEventListener('change', showApprovers);
 
 const refresh = tableRefresher({ url: '/api/agent-tools', tbody, row, empty });
 
@@ -79,6 +105,7 @@ function openEditor(tool) {
   } else {
     applyType(offered[0]);
   }
+  renderApprovers(tool ? tool.approverGroupIds || [] : []);
   modal.open();
 }
 
@@ -87,6 +114,7 @@ function applyType(type) {
   form.type.value = type.slug;
   form.needsApproval.checked = type.defaultNeedsApproval;
   form.adminOnly.checked = type.defaultAdminOnly;
+  showApprovers();
   renderConfig(type, type.defaults);
 }
 
@@ -101,6 +129,7 @@ onSave(form, async () => {
   const body = {
     type: data.type, slug: data.slug.trim(), name: data.name, description: data.description,
     enabled: data.enabled, needsApproval: data.needsApproval, adminOnly: data.adminOnly, config,
+    approverGroupIds: chosenApprovers(), // kept while hidden: an agent may ask for approval of this tool
   };
   if (editing) await api('PUT', `/api/agent-tools/${editing.id}`, body);
   else await api('POST', '/api/agent-tools', body);
@@ -179,7 +208,7 @@ debugForm.input.addEventListener('input', dropApproval);
 document.getElementById('new-tool').addEventListener('click', () => openEditor(null));
 
 async function start() {
-  types = await loadAll('/api/agent-tools/types');
+  [types, groups] = await Promise.all([loadAll('/api/agent-tools/types'), loadAll('/api/admin/groups')]);
   await refresh();
   document.getElementById('new-tool').disabled = false;
 }
