@@ -84,6 +84,7 @@ from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.db import whole_characters
 from agentloft.core.errors import AppError, Conflict, NotFound
 from agentloft.core.runtime import Runtime
+from agentloft.core.tracing import traced_turn
 from agentloft.groups import access
 from agentloft.llm import service as llm_service
 from agentloft.llm.models import ModelConfig
@@ -167,6 +168,7 @@ class PreparedTurn:
     # source its usage is recorded under (``usage.service``)
     allowance: budgets.Allowance | None = None
     usage_source: Source = "chat"
+    agent_slug: str | None = None  # None: the plain LLM chat (for the turn's trace span)
     started: float = field(default_factory=time.perf_counter)  # when its request began to prepare it
 
 
@@ -368,6 +370,7 @@ async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, *, to
         max_steps=agent.max_steps if agent else 10,
         max_tokens=agent.max_output_tokens if agent else None,
         tools=inputs.tools if tools is None else tools,
+        agent_slug=agent.slug if agent else None,
         **fields,
     )
     try:
@@ -581,7 +584,18 @@ def _pending(output: Any) -> list[dict[str, Any]]:
 
 async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     """Run the prepared turn to its end, then save it. Re-raises a cancellation after saving, so a
-    caller's own timeouts and cancellations keep working."""
+    caller's own timeouts and cancellations keep working. With traces on, the turn is a ``chat turn``
+    span: a child of the request that started it, even when it runs on after that request answered."""
+    if not rt.tracing.enabled:
+        return await _drive(rt, turn)
+    with traced_turn(rt.tracing, session_id=turn.session_id, agent=turn.agent_slug, model=turn.model_row.model,
+                     source=turn.usage_source, message_id=turn.message_id) as done:
+        result = await _drive(rt, turn)
+        done(result.status, failed=result.status == FAILED)
+        return result
+
+
+async def _drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
     stream = EngineEventStream(None, sdk_version=6, server_message_id=turn.message_id, max_steps=turn.max_steps)
     collector = PartsCollector(turn.parts)
     outcome = _Outcome()

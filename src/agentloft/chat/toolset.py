@@ -31,6 +31,7 @@ from pydantic_core import SchemaValidator, core_schema
 from agentloft.audit.chain import Actor, Entry
 from agentloft.audit.redact import redact
 from agentloft.core.runtime import Runtime
+from agentloft.core.tracing import tool_outcome
 from agentloft.tools.base import MAX_FILE_BYTES, ToolContext, ToolFile, ToolResult
 from agentloft.tools.runner import RunTool, needs_approval, run_tool
 
@@ -139,6 +140,7 @@ class RunToolset(AbstractToolset[Any]):
         if not ctx.tool_call_approved and needs_approval(run_tool_, tool_args, tctx):
             raise ApprovalRequired()
         result = await run_tool(run_tool_, tool_args, tctx)
+        tool_outcome(run_tool_.type.slug, result.success, result.metadata.get("code"))
         self._scope.audit.append(tool_call_entry(run_tool_, tool_args, result, tctx))
         self._scope.runtime.metrics.tool_call(run_tool_.type.slug, result.success, result.metadata.get("code"))
         if not result.success:

@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import propagate, trace
@@ -101,6 +102,49 @@ def inject(headers: MutableMapping[str, str]) -> None:
     """Add the current span's ``traceparent`` (and ``tracestate``) to outgoing ``headers``; nothing when no
     span records (traces off, or not sampled upstream in a way that propagates)."""
     propagate.inject(headers)
+
+
+TurnDone = Callable[..., None]
+
+
+@contextmanager
+def traced_turn(tracing: Tracing, *, session_id: str, agent: str | None, model: str, source: str,
+                message_id: str) -> Iterator[TurnDone]:
+    """A ``chat turn`` span around a turn; the caller says how it ended (``done(outcome, failed=...)``).
+    Attributes: ids and names an admin chose, never what anyone wrote. A turn cancelled (a shutdown, a
+    caller's timeout) ends with outcome ``cancelled``, one that raised with ``crashed``."""
+    attributes = {"agentloft.session_id": session_id, "agentloft.agent": agent or "(chat)",
+                  "gen_ai.request.model": model, "agentloft.turn.source": source,
+                  "agentloft.message_id": message_id}
+    with tracing.tracer.start_as_current_span("chat turn", attributes=attributes, record_exception=False,
+                                              set_status_on_exception=False) as span:
+
+        def done(outcome: str, *, failed: bool = False) -> None:
+            span.set_attribute("agentloft.turn.outcome", outcome)
+            if failed:
+                span.set_status(trace.StatusCode.ERROR)
+
+        try:
+            yield done
+        except asyncio.CancelledError:
+            span.set_attribute("agentloft.turn.outcome", "cancelled")
+            raise
+        except Exception:
+            span.set_attribute("agentloft.turn.outcome", "crashed")
+            span.set_status(trace.StatusCode.ERROR)
+            raise
+
+
+def tool_outcome(tool_type: str, success: bool, code: object) -> None:
+    """The tool type and outcome on the current tool call's span (pydantic-ai's ``execute_tool``, whose
+    own status never shows a failure: ours come back as results): ``success``, the result's code, or
+    ``failed``. Nothing when no span records."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        outcome = "success" if success else (code if isinstance(code, str) else "failed")
+        span.set_attributes({"agentloft.tool.type": tool_type, "agentloft.tool.outcome": outcome})
+        if not success:
+            span.set_status(trace.StatusCode.ERROR)
 
 
 class SdkTracing(Tracing):
