@@ -1,8 +1,8 @@
 """Sessions, messages and approvals: the only place chat queries are written.
 
 Every query on a user's data filters by the user id; another user's session is simply "not found".
-Turns themselves run in ``chat.engine``; the functions at the bottom (``start_turn`` / ``start_resume``
-/ ``stop``) put them in background tasks so they outlive the request that started them.
+Turns themselves run in ``chat.engine``; ``chat.turns`` (``start_chat``, ``rewind``, ``answer``, ``stop``)
+starts, resumes and stops them for HTTP callers, in background tasks that outlive the request.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Database engine, sessions and the declarative base.
 
-One ``Database`` object per app (kept on ``app.state.db``) owns the async engine. Request handlers get a
+One ``Database`` object per app (the runtime's ``rt.db``; also ``app.state.db`` for tests that reach
+the engine of a running app) owns the async engine. Request handlers get a
 session through the ``DbSession`` dependency (``core.dependencies``); background work (chat runs, A2A
 tasks) opens its own with ``database.session()`` because it outlives the request that started it.
 

@@ -2,16 +2,15 @@
 //
 // `data-*` chunks (custom events from tools) are shown by handlers registered here by chunk type.
 // Every module in static/js/chat/extensions/ is loaded by the chat page (the page route lists that
-// folder), so an extension is one new file there and no edit elsewhere. The A2A side panel (issue 6)
-// plugs in like this, e.g. in static/js/chat/extensions/a2a-panel.js:
+// folder), so an extension is one new file there and no edit elsewhere. The A2A side panel
+// (extensions/a2a-panel.js) plugs in like this:
 //
-//   import { dataHandlers } from '../hooks.js';
-//   dataHandlers['data-a2a-task-started'] = (data, ctx) => {
-//     // data.taskId: subscribe to `/api/agents/a2a/stream?taskId=${data.taskId}` (readUIStream in
-//     // ../stream.js parses it; ../message.js applyChunk + MessageView render it) and render into ctx.panel (the <aside id="chat-side-panel">, hidden until
-//     // shown). ctx.live is false when the chunk comes from saved history on page load.
-//   };
+//   import { chunkListeners, dataHandlers } from '../hooks.js';
+//   chunkListeners.push((chunk, ctx) => { /* an agent-invoke call starts: open its panel in ctx.panel */ });
+//   dataHandlers['data-a2a-task-started'] = (data, ctx) => { /* follow data.taskId's stream */ };
 //
+// ctx.panel is the <aside id="chat-side-panel">, hidden until shown; ctx.live is false when the chunk
+// comes from saved history on page load.
 // A handler may return a DOM node to show inline in the message instead of the default notice line.
 
 export const dataHandlers = {};
