@@ -1,3 +1,10 @@
+"""Request and response bodies of the agent API (camelCase on the wire).
+
+Admins read and write the whole agent (``AgentRead``: prompt, model, tools, groups); everyone else sees
+``AgentPublic``, which names no prompt and no model wiring. A save answers ``AgentSaved``, with warnings
+such as a system prompt that names an admin-only tool.
+"""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,3 +1,7 @@
+"""Request and response bodies of the groups API, and ``GroupIds``: the ``groupIds`` field that agents,
+models, tools and knowledge collections share, so each is limited to groups with the same words and limit.
+"""
+
 from __future__ import annotations
 
 from datetime import datetime

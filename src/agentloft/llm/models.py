@@ -1,3 +1,5 @@
+"""The model table: each model an admin set up (chat or embedding), with its encrypted API key and prices."""
+
 from __future__ import annotations
 
 from typing import Literal

@@ -1,3 +1,7 @@
+"""Request and response bodies of the model API: configurations (the API key write-only), presets for
+the setup page, the connection test, and the setup status a new instance starts from.
+"""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,3 +1,7 @@
+"""Instance-wide tables: the settings an admin changed (the rest come from the environment) and the
+heartbeats of the running server processes.
+"""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,3 +1,7 @@
+"""Request and response bodies of Admin → Settings: the instance-wide settings an admin may change while
+the server runs (the rest are environment settings, see the README).
+"""
+
 from __future__ import annotations
 
 from typing import Annotated
