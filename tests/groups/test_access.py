@@ -16,10 +16,10 @@ import pytest
 
 from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import ask, requests_of, tool_output
-from tests.chat.helpers import chat, post_stream
+from tests.chat.helpers import attach, chat, make_tool, post_stream
+from tests.chat.helpers import make_agent as new_agent
 from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
 from tests.knowledge.helpers import indexed
-from tests.knowledge.test_tool import knowledge_agent
 from tests.support import ApiClient, LiveApp
 
 
@@ -164,14 +164,25 @@ def test_the_plain_chat_uses_a_model_the_user_may_use(
 def test_the_knowledge_tool_searches_a_limited_collection_only_for_members(
     world: World, fake_model: FakeModel, model_id: int
 ) -> None:
+    """A knowledge tool whose every collection is hidden from the caller never reaches their model (it
+    would find nothing); one with a collection left stays, and searches only that one for them."""
     kb = indexed(world.admin, ("keys.md", "# Keys\n\nRotate the signing key every ninety days."))
     assert world.admin.ok("PUT", f"/api/knowledge/{kb}", json={"groupIds": [world.team]})["groupIds"] == [world.team]
-    knowledge_agent(world.admin, model_id, [kb])
+    open_kb = indexed(world.admin, ("leave.md", "# Leave\n\nAsk for leave a week ahead."), name="Open")
+    agent = new_agent(world.admin, "helper", modelId=model_id)
+    tools = [make_tool(world.admin, slug, "knowledge", config={"collectionIds": ids, "topK": 3})
+             for slug, ids in (("handbook", [kb]), ("wiki", [kb, open_kb]))]
+    attach(world.admin, agent["id"], *({"toolId": t["id"]} for t in tools))
     for who, client in world.clients().items():
+        seen = who != "outsider"
+        expected = ["handbook", "wiki"] if seen else ["wiki"]
+        listed = client.ok("GET", "/api/llm/chat/tools?agent=helper")["items"]
+        assert sorted(t["name"] for t in listed) == expected, who
         fake_model.requests.clear()
-        fake_model.push(call("handbook", {"query": "signing key"}, id="c1"), text("done"))
+        fake_model.push(call("handbook" if seen else "wiki", {"query": "signing key"}, id="c1"), text("done"))
         assert chat(client, "helper", "keys?").status == 200
+        assert [_tool_names(r) for r in fake_model.requests] == [expected, expected], who
         sent = fake_model.requests[-1]["messages"][-1]["content"]
-        assert ("ninety days" in sent) == (who != "outsider"), (who, sent)
+        assert ("ninety days" in sent) == seen, (who, sent)
     r = world.member.post("/api/knowledge", json={"name": "mine", "groupIds": [world.team]})
     assert r.status_code == 403 and r.json()["error"]["code"] == "admin_required"

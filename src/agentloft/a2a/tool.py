@@ -15,7 +15,7 @@ from pydantic import Field
 from agentloft.a2a import service
 from agentloft.chat.schemas import MAX_MESSAGE_CHARS
 from agentloft.core.schemas import ApiModel
-from agentloft.tools.base import ToolContext, ToolResult, ToolType
+from agentloft.tools.base import Hidden, ToolContext, ToolResult, ToolType
 
 log = logging.getLogger(__name__)
 
@@ -99,12 +99,12 @@ class AgentInvokeTool(ToolType[Config, Input]):
             f"`input`, it does not see this conversation. Agents you may call: {who}."
         )
 
-    def for_caller(self, config: Config, hidden_agents: frozenset[str]) -> Config | None:
+    def for_caller(self, config: Config, hidden: Hidden) -> Config | None:
         """Without the agents the caller may not use; None when it named only such agents (an empty
         list would mean "any agent")."""
-        if not hidden_agents.intersection(config.allowed_agents):
+        if not hidden.agents.intersection(config.allowed_agents):
             return config
-        kept = [slug for slug in config.allowed_agents if slug not in hidden_agents]
+        kept = [slug for slug in config.allowed_agents if slug not in hidden.agents]
         return config.model_copy(update={"allowed_agents": kept}) if kept else None
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:

@@ -98,6 +98,18 @@ class ToolContext:
     group_ids: frozenset[int] = frozenset()
 
 
+@dataclass(frozen=True)
+class Hidden:
+    """What a caller may not use (limited to groups they are in none of), for ``ToolType.for_caller``: agents
+    by slug, knowledge collections by id. Empty for an admin, and for a caller nothing is hidden from."""
+
+    agents: frozenset[str] = frozenset()
+    collections: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.agents or self.collections)
+
+
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 InputT = TypeVar("InputT", bound=BaseModel)
 
@@ -137,10 +149,11 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
     async def execute(self, input: InputT, config: ConfigT, ctx: ToolContext) -> ToolResult:
         """Do the work. May raise; the wrapper turns exceptions into failed results."""
 
-    def for_caller(self, config: ConfigT, hidden_agents: frozenset[str]) -> ConfigT | None:
-        """The config as a caller gets it who may not use the agents whose slugs are ``hidden_agents``
-        (limited to groups they are not in), or None to leave the tool out for them: a type whose config
-        names agents (agent-invoke) drops those, so that the model never reads their names."""
+    def for_caller(self, config: ConfigT, hidden: Hidden) -> ConfigT | None:
+        """The config as a caller gets it who may not use what ``hidden`` names (agents and knowledge
+        collections limited to groups they are not in), or None to leave the tool out for them: a type
+        whose config names agents (agent-invoke) drops those, so that the model never reads their names;
+        one whose collections are all hidden (knowledge) has nothing to search and is left out."""
         return config
 
     def needs_approval(self, input: InputT, config: ConfigT, ctx: ToolContext) -> bool:

@@ -40,7 +40,7 @@ from agentloft.core.errors import (
 from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
 from agentloft.groups import access, approvers
-from agentloft.tools.base import ToolContext, ToolResult, ToolType
+from agentloft.tools.base import Hidden, ToolContext, ToolResult, ToolType
 from agentloft.tools.models import AgentTool, AgentToolAssociation
 from agentloft.tools.registry import ToolRegistry
 from agentloft.tools.runner import DEFAULT_TIMEOUT_S, RunTool, run_tool
@@ -378,20 +378,24 @@ async def _limits(db: AsyncSession, viewer: access.Viewer, limits: access.Limits
     return limits if limits is not None else await access.load_limits(db=db, viewer=viewer)
 
 
-async def _hidden_agents(db: AsyncSession, viewer: access.Viewer, limits: access.Limits) -> frozenset[str]:
-    """The slugs of the agents limited to groups the viewer is in none of (no statement when none is)."""
+async def _hidden(db: AsyncSession, viewer: access.Viewer, limits: access.Limits) -> Hidden:
+    """What the viewer may not use, for ``ToolType.for_caller``: the slugs of the agents and the ids of the
+    knowledge collections limited to groups they are in none of (no statement when no agent is)."""
+    collections = frozenset(str(i) for i, groups in limits.groups.get("collection", {}).items()
+                            if not viewer.may_use(groups))
     ids = [i for i, groups in limits.groups.get("agent", {}).items() if not viewer.may_use(groups)]
     if not ids:
-        return frozenset()
-    return frozenset((await db.execute(select(Agent.slug).where(Agent.id.in_(ids)))).scalars())
+        return Hidden(collections=collections)
+    agents = frozenset((await db.execute(select(Agent.slug).where(Agent.id.in_(ids)))).scalars())
+    return Hidden(agents=agents, collections=collections)
 
 
-def _for_caller(tool: RunTool | None, row: AgentTool, hidden_agents: frozenset[str]) -> RunTool | None:
-    """``tool`` as a caller gets it who may not use ``hidden_agents`` (``ToolType.for_caller``): its
-    config and description without them, or None when nothing is left for that caller."""
-    if tool is None or not hidden_agents:
+def _for_caller(tool: RunTool | None, row: AgentTool, hidden: Hidden) -> RunTool | None:
+    """``tool`` as a caller gets it from whom ``hidden`` is hidden (``ToolType.for_caller``): its config and
+    description without those, or None when nothing is left for that caller."""
+    if tool is None or not hidden:
         return tool
-    config = tool.type.for_caller(tool.config, hidden_agents)
+    config = tool.type.for_caller(tool.config, hidden)
     if config is None or config is tool.config:
         return None if config is None else tool
     return replace(tool, config=config, description=_llm_description(row, tool.type, config))
@@ -501,7 +505,7 @@ async def get_enabled_tools_for_llm(
     ``user_id`` is part of the seed's signature; visibility depends on the role and the groups."""
     viewer = access.Viewer(role=user_role, group_ids=group_ids)
     limits = await _limits(db, viewer, limits)
-    hidden = await _hidden_agents(db, viewer, limits)
+    hidden = await _hidden(db, viewer, limits)
     tools = [_for_caller(build_run_tool(row=row, rt=rt), row, hidden)
              for row in await _visible_rows(db, rt.registry, viewer, limits)]
     return [t for t in tools if t is not None]
@@ -555,7 +559,7 @@ async def load_tools_for_agent(
     links = [(link, tool) for link, tool in await _agent_links(db, agent_id)
              if visible_to(row=tool, viewer=viewer, limits=limits)]
     unavailable = await unavailable_reasons(db=db, registry=rt.registry, rows=[tool for _, tool in links])
-    hidden = await _hidden_agents(db, viewer, limits)
+    hidden = await _hidden(db, viewer, limits)
     tools = [
         _for_caller(build_run_tool(row=tool, rt=rt, needs_approval=effective_needs_approval(link=link, tool=tool)),
                     tool, hidden)

@@ -26,7 +26,7 @@ from agentloft.core.errors import AppError
 from agentloft.core.schemas import ApiModel
 from agentloft.groups import access
 from agentloft.knowledge import service as knowledge_service
-from agentloft.tools.base import ToolContext, ToolResult, ToolType
+from agentloft.tools.base import Hidden, ToolContext, ToolResult, ToolType
 
 MAX_TOP_K = 20
 # The ``data-knowledge-sources`` chunk the chat shows as a reply's sources (``chat/extensions/knowledge-sources.js``).
@@ -65,6 +65,15 @@ class KnowledgeTool(ToolType[Config, Input]):
             "and chunk id. Use it before answering questions the files may cover, and name the files you "
             "used."
         )
+
+    def for_caller(self, config: Config, hidden: Hidden) -> Config | None:
+        """Left out for a caller from whom every collection it searches is hidden (``groups.access``): it
+        would find nothing, and a model offered it would search in vain. With one collection left it stays
+        as it is: the description names no collection, and ``execute`` searches only those the caller may
+        use."""
+        if config.collection_ids and hidden.collections.issuperset(config.collection_ids):
+            return None
+        return config
 
     async def unavailable(self, *, db: AsyncSession, configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
         wanted = {str(i) for c in configs.values() for i in (c.get("collectionIds") or [])}
