@@ -124,3 +124,51 @@ def test_the_tool_form_names_approvers_and_shows_them_back(
     expect(page.locator("#tool-dialog")).to_be_hidden()
     tool = api(page, "GET", f"/api/agent-tools/{setup['tool']['id']}")
     assert (tool["needsApproval"], tool["approverGroupIds"]) == (False, [setup["group"]["id"]])
+
+
+def test_the_requester_waits_for_the_approvers_and_the_reply_goes_on(
+    admin_page: Page, new_page: Callable[..., Page], app: LiveApp, fake_model_server: FakeModelServer,
+    fake_model: FakeModel,
+) -> None:
+    """The whole way: the admin names the approvers in the tool form, alice's turn pauses on a call they
+    decide and her page says who is to approve (no buttons of hers), bob approves it from his inbox, and
+    alice's page, left open, goes on with the reply and says who approved."""
+    set_approvers_in_the_form(admin_page, "calc", setup_approvers(admin_page, fake_model_server)["group"]["name"])
+    alice = new_page()
+    sign_in(alice, "alice", "password123")
+    expect(alice).to_have_url(f"{app.url}/chat")
+    # The reply's words come later than the page's next question: it finds the reply being written and
+    # follows its stream (a reply already ended is simply shown).
+    fake_model.push(call("calc", {"expression": "6*7"}), text("The answer is **42**.", first_delay=4))
+    alice.get_by_label("Message").fill("What is 6*7?")
+    alice.get_by_role("button", name="Send").click()
+    card = alice.locator(".tool-card[data-tool='calc']")
+    expect(card.get_by_test_id("waiting-for")).to_have_text("Waiting for approval by Reviewers")
+    expect(card.get_by_role("button")).to_have_count(0)  # not hers to answer
+    expect(card.get_by_test_id("tool-state")).to_have_text("Waiting for approval")
+    alice.screenshot(path="/tmp/shots/chat-waiting-for-approvers.png")
+    polled: list[str] = []
+    alice.on("request", lambda r: polled.append(r.url) if r.method == "GET" and "/api/agent-sessions/as_" in r.url
+             else None)
+
+    bob = new_page()
+    sign_in(bob, "bob", "password123")
+    expect(bob).to_have_url(f"{app.url}/chat")
+    bob.goto("/approvals")
+    item = bob.get_by_test_id("approval-item")
+    expect(item).to_contain_text("asked by alice")
+    expect(item.get_by_test_id("approval-question")).to_have_text("What is 6*7?")
+    item.get_by_role("button", name="Approve alice's “Calc”").click()
+    expect(bob.get_by_test_id("approvals-empty")).to_be_visible()
+
+    # alice did nothing: her page asked until the answer came, then followed the reply to its end.
+    expect(card.get_by_test_id("tool-state")).to_have_text("Done", timeout=10_000)
+    expect(card.get_by_test_id("decided-by")).to_have_text("Approved by bob")
+    expect(alice.locator(".message.assistant .md strong")).to_have_text("42", timeout=10_000)
+    expect(card.get_by_test_id("waiting-for")).to_have_count(0)
+    expect(alice.get_by_test_id("approval-badge")).to_have_count(0)  # the chat list's "needs approval" too
+    assert polled, "the page never asked whether the approvers answered"
+    alice.screenshot(path="/tmp/shots/chat-approved-by.png")
+    asked = len(polled)
+    alice.wait_for_timeout(3500)  # longer than one interval: with nothing waiting, the page asks no more
+    assert len(polled) == asked, polled[asked:]

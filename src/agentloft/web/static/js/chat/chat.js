@@ -141,7 +141,7 @@ async function syncFromServer() {
   if (state.streaming) return;
   nameSession(detail);
   const shown = views();
-  if (shown.length !== detail.messages.length) { renderMessages(detail.messages); return; }
+  if (shown.length !== detail.messages.length) { renderMessages(detail.messages); watchApprovers(detail); return; }
   detail.messages.forEach((m, i) => {
     const view = shown[i];
     if (view.message.id !== m.id) {
@@ -154,6 +154,7 @@ async function syncFromServer() {
     if (!view.editing) view.update();
   });
   refreshLastActions();
+  watchApprovers(detail);
 }
 
 function renderMessages(messages) {
@@ -458,8 +459,60 @@ async function loadSession(id) {
   renderMessages(detail.active ? detail.messages.map(beforeRun) : detail.messages);
   collections.show(detail.knowledge || []);
   follower.jump();
+  watchApprovers(detail);
   if (detail.active) await resume(id);
 }
+
+// --- calls that a tool's approvers answer ---------------------------------------------------------------
+
+// How often the page asks whether the approvers answered: often enough that the reply goes on soon after
+// they do, rarely enough that a chat left open for hours costs the server little.
+const APPROVERS_POLL_MS = 3000;
+let approversTimer = null;
+
+/** Calls of this chat waiting for a tool's approvers (`pendingApprovals[].approverGroups`): their cards
+ * say who is to answer instead of offering Approve / Reject, and while any waits the page asks for the
+ * chat every few seconds; once one is answered it shows the chat as the server has it (the reply goes on,
+ * with who answered on the call). Nothing is asked while the tab is hidden (coming back catches up) nor
+ * once the page is left. */
+function watchApprovers(detail) {
+  clearTimeout(approversTimer);
+  approversTimer = null;
+  const byCall = new Map((detail.pendingApprovals || [])
+    .filter((a) => a.approverGroups && a.approverGroups.length)
+    .map((a) => [a.toolCallId, a.approverGroups.map((g) => g.name)]));
+  for (const view of views()) {
+    let changed = false;
+    for (const part of view.message.parts) {
+      const names = byCall.get(part.toolCallId);
+      if (names && JSON.stringify(part.approverGroups) !== JSON.stringify(names)) { part.approverGroups = names; changed = true; }
+    }
+    if (changed && !view.editing) view.update();
+  }
+  if (byCall.size && !detail.active) approversTimer = setTimeout(() => pollApprovers(detail.id, [...byCall.keys()]), APPROVERS_POLL_MS);
+}
+
+// An answer is stored a moment before its run starts: until then the chat has no call pending and no run.
+// The page asks again this soon, this many times, before it shows the chat as it is.
+const RESUME_POLL_MS = 250;
+const RESUME_TRIES = 20;
+
+async function pollApprovers(id, calls, tries = 0) {
+  approversTimer = null;
+  if (id !== state.sessionId || state.streaming) return;
+  const again = (ms, n = tries) => { approversTimer = setTimeout(() => pollApprovers(id, calls, n), ms); };
+  if (document.hidden) { again(APPROVERS_POLL_MS); return; }
+  let detail;
+  try { detail = await api('GET', `/api/agent-sessions/${id}`); } catch { again(APPROVERS_POLL_MS); return; } // a blip
+  if (id !== state.sessionId || state.streaming) return;
+  const waiting = new Set((detail.pendingApprovals || []).map((a) => a.toolCallId));
+  if (!detail.active && calls.every((c) => waiting.has(c))) { watchApprovers(detail); return; }
+  const starting = !detail.active && !waiting.size && detail.messages.some((m) => m.status === 'awaiting_approval');
+  if (starting && tries < RESUME_TRIES) { again(RESUME_POLL_MS, tries + 1); return; }
+  try { await loadSession(id); } catch (error) { showError(errorBox, error); }
+  refreshSessions(); // the list's "needs approval" badge goes too (a reply that already ended has no stream)
+}
+window.addEventListener('pagehide', () => { clearTimeout(approversTimer); approversTimer = null; });
 
 /** The chat's agent was deleted: the conversation can still be read, copied, searched and deleted, but
  * nothing can answer in it any more (the server refuses new messages, Edit and Regenerate), so the

@@ -227,8 +227,14 @@ function toolCard(part, actions) {
     part.state === 'output-available' ? h('details', { class: 'tool-io' },
       h('summary', { text: t('chat.tool.output') }), h('pre', { class: 'code', dataset: { testid: 'tool-output' }, text: json(toolResult(part.output)) })) : null,
     part.state === 'output-error' ? toolError(part) : null,
-    part.approval && part.approval.reason ? h('p', { class: 'muted small-text', text: `${t('chat.tool.reason')}: ${part.approval.reason}` }) : null);
-  if (part.state === 'approval-requested' && actions) {
+    part.approval && part.approval.reason ? h('p', { class: 'muted small-text', text: `${t('chat.tool.reason')}: ${part.approval.reason}` }) : null,
+    decidedBy(part));
+  if (part.state === 'approval-requested' && part.approverGroups && part.approverGroups.length) {
+    // The tool's approvers answer this call, not the person chatting (`chat.approvals`): no buttons,
+    // but who is to answer; the page waits for them (chat.js `watchApprovers`).
+    card.append(h('p', { class: 'approval waiting-for', dataset: { testid: 'waiting-for' },
+      text: t('chat.tool.waitingFor', { groups: part.approverGroups.join(', ') }) }));
+  } else if (part.state === 'approval-requested' && actions) {
     // Named by the tool: with two calls waiting, a screen reader says which one a button answers.
     const reason = h('input', { type: 'text', class: 'reason', placeholder: t('chat.tool.reasonPlaceholder'),
       'aria-label': t('chat.tool.reasonNamed', { tool: title }) });
@@ -243,6 +249,14 @@ function toolCard(part, actions) {
       h('span', { class: 'approval-buttons' }, approve, reject)));
   }
   return card;
+}
+
+/** Who answered a call someone other than the person chatting answered (a tool's approver), or null. */
+function decidedBy(part) {
+  const by = part.approval && part.approval.decidedBy;
+  if (!by) return null;
+  const key = part.approval.approved === false ? 'chat.tool.rejectedBy' : 'chat.tool.approvedBy';
+  return h('p', { class: 'muted small-text tool-decider', dataset: { testid: 'decided-by' }, text: t(key, { user: by }) });
 }
 
 /** A tool's failure in the reader's language when its code is known, with the tool's own words beneath
@@ -342,7 +356,7 @@ export class MessageView {
     if (part.type.startsWith('tool-')) {
       part.errorCode = this.message.toolErrors?.[part.toolCallId] || part.errorCode;
       // Rebuild a card only when it changed, so open <details> and a half-typed reason survive.
-      const sig = JSON.stringify([part.state, part.input, part.inputText, part.output, part.errorText, part.errorCode, part.approval]);
+      const sig = JSON.stringify([part.state, part.input, part.inputText, part.output, part.errorText, part.errorCode, part.approval, part.approverGroups]);
       const cached = this.cards.get(part.toolCallId);
       if (cached && cached.sig === sig) return cached.node;
       const node = toolCard(part, this.actions);
