@@ -57,6 +57,7 @@ from agentloft.knowledge import router as knowledge_router
 from agentloft.llm import lifecycle as llm_lifecycle
 from agentloft.llm import router as llm_router
 from agentloft.llm.clients import ModelClients
+from agentloft.openai_api import router as openai_api_router
 from agentloft.system import lifecycle as system_lifecycle
 from agentloft.system import router as system_router
 from agentloft.tools import lifecycle as tools_lifecycle
@@ -96,6 +97,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     identity_router.router, identity_router.admin_router,
     groups_router.admin_router,
     a2a_router.router,
+    openai_api_router.router,
     usage_router.router, usage_router.admin_router,
     audit_router.admin_router,
     web_router.router,

@@ -395,9 +395,14 @@ async def _abandon(rt: Runtime, turn: PreparedTurn, reason: str) -> None:
         log.exception("could not free session %s after a failed turn", turn.session_id)
 
 
+# The message sources whose turns count as their own usage source; any other message is a chat's.
+_TURN_SOURCES: dict[str, Source] = {"a2a": "a2a", "api": "api"}
+
+
 def _source_of(request: TurnRequest) -> Source:
-    """What the turn's usage is recorded as: an A2A task's turn (``message_extra``'s source) or a chat's."""
-    return "a2a" if (request.message_extra or {}).get("source") == "a2a" else "chat"
+    """What the turn's usage is recorded as: an A2A task's or an OpenAI-compatible API call's turn
+    (``message_extra``'s source), or a chat's."""
+    return _TURN_SOURCES.get(str((request.message_extra or {}).get("source")), "chat")
 
 
 def _internal(exc: BaseException) -> str:
@@ -463,7 +468,7 @@ async def _prepare_resume(
         message_id=reply.id, tools=tools,
         history=session.model_history, deferred=_deferred_results(approvals), parts=collector.parts,
         input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
-        allowance=allowance, usage_source="a2a" if reply.source == "a2a" else "chat",
+        allowance=allowance, usage_source=_TURN_SOURCES.get(reply.source, "chat"),
     )
 
 

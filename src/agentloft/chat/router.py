@@ -4,7 +4,8 @@
   the ``X-Session-Id`` response header (and in the ``start`` chunk's ``messageId`` for the reply).
 - ``POST /api/llm/chat`` {message, sessionId?} → the same with the default model and the user's tools.
   Both take ``attachments`` (``chat.attachments``) and ``knowledgeIds`` (``chat.knowledge``).
-- ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters), ``GET/PATCH/DELETE
+- ``GET /api/agent-sessions`` (own, newest first; ``kind``/``agentId`` filters, ``source=api``: those
+  started through the OpenAI-compatible API), ``GET/PATCH/DELETE
   /api/agent-sessions/{id}`` (deleting stops a running reply); ``POST /api/agent-sessions/{id}/title``
   names a session from its first exchange (``chat.titles``).
 - ``GET /api/agent-sessions/search?q=`` (same filters and paging) → the sessions whose title or messages
@@ -123,8 +124,10 @@ async def list_sessions(
     paging: Paging,
     kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
     agent_id: Annotated[DbInt | None, Query(alias="agentId")] = None,
+    source: Annotated[Literal["api"] | None, Query()] = None,
 ) -> Page[SessionRead]:
-    rows, total = await service.list_sessions(db=db, user_id=user.id, page=paging, kind=kind, agent_id=agent_id)
+    rows, total = await service.list_sessions(db=db, user_id=user.id, page=paging, kind=kind, agent_id=agent_id,
+                                              source=source)
     names = await service.agent_names(db=db, agent_ids=[r.agent_id for r in rows])
     return Page[SessionRead].of([_session_read(r, names) for r in rows], total, paging)
 
@@ -146,8 +149,10 @@ async def search_sessions(
     q: Annotated[str, Query(min_length=1, max_length=500, description="Words to find (all must match).")],
     kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
     agent_id: Annotated[DbInt | None, Query(alias="agentId")] = None,
+    source: Annotated[Literal["api"] | None, Query()] = None,
 ) -> Page[SessionSearchHit]:
-    hits = await service.search_sessions(db=db, user_id=user.id, q=q, page=paging, kind=kind, agent_id=agent_id)
+    hits = await service.search_sessions(db=db, user_id=user.id, q=q, page=paging, kind=kind, agent_id=agent_id,
+                                         source=source)
     names = await service.agent_names(db=db, agent_ids=[h.session.agent_id for h in hits.items])
     return Page[SessionSearchHit].of([_search_hit(h, names) for h in hits.items], hits.total, paging)
 

@@ -7,7 +7,7 @@ starts, resumes and stops them for HTTP callers, in background tasks that outliv
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
 import orjson
@@ -97,8 +97,18 @@ async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSessio
                             NotFound("session not found", code="session_not_found"))
 
 
+def _from_source(stmt: Select[Any], source: str | None) -> Select[Any]:
+    """Only the sessions whose messages came from ``source`` (``api``: started through the
+    OpenAI-compatible API), when given: a message column, so no session table change is needed."""
+    if not source:
+        return stmt
+    came = select(AgentMessage.id).where(AgentMessage.session_id == AgentSession.id, AgentMessage.source == source)
+    return stmt.where(came.exists())
+
+
 async def list_sessions(
-    *, db: AsyncSession, user_id: int, page: PageParams, kind: str | None = None, agent_id: int | None = None
+    *, db: AsyncSession, user_id: int, page: PageParams, kind: str | None = None, agent_id: int | None = None,
+    source: str | None = None,
 ) -> tuple[list[AgentSession], int]:
     base = select(AgentSession).where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
                                       AgentSession.hidden.is_(False))
@@ -106,6 +116,7 @@ async def list_sessions(
         base = base.where(AgentSession.kind == kind)
     if agent_id is not None:
         base = base.where(AgentSession.agent_id == agent_id)
+    base = _from_source(base, source)
     total = int((await db.execute(select(func.count()).select_from(base.subquery()))).scalar_one())
     stmt = base.order_by(AgentSession.updated_at.desc(), AgentSession.id.desc())
     rows = (await db.execute(stmt.offset(page.offset).limit(page.page_size))).scalars()
@@ -114,7 +125,7 @@ async def list_sessions(
 
 async def search_sessions(
     *, db: AsyncSession, user_id: int, q: str, page: PageParams, kind: str | None = None,
-    agent_id: int | None = None,
+    agent_id: int | None = None, source: str | None = None,
 ) -> search.Hits:
     """The user's sessions whose title or messages hold every term of ``q``, best first (``chat.search``);
     the same sessions the list shows, narrowed the same way. 422 when ``q`` has no terms."""
@@ -122,6 +133,7 @@ async def search_sessions(
     def narrow(stmt: Select[Any]) -> Select[Any]:
         if kind:
             stmt = stmt.where(AgentSession.kind == kind)
+        stmt = _from_source(stmt, source)
         return stmt if agent_id is None else stmt.where(AgentSession.agent_id == agent_id)
 
     hits = await search.search_sessions(db=db, user_id=user_id, q=q, offset=page.offset, limit=page.page_size,
@@ -188,11 +200,16 @@ async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) 
 
 @dataclass
 class NewSession:
-    """A session to create together with its first turn (one write transaction instead of two)."""
+    """A session to create together with its first turn (one write transaction instead of two).
+    ``history``: the model history the turn continues (None: a new conversation); ``earlier``: the
+    conversation before the turn as ``(role, text)`` messages the user sees, saved ahead of the turn's own
+    (the OpenAI-compatible API hands a whole conversation in one request: ``openai_api.service``)."""
 
     user_id: int
     agent_id: int | None
     kind: str
+    history: str | None = None
+    earlier: list[tuple[str, str]] = field(default_factory=list)
 
 
 async def begin_turn(
@@ -230,7 +247,8 @@ async def begin_turn(
         await db.execute(insert(table_of(AgentSession)).values(user_id=owner), {
             "id": session_id, "agent_id": create.agent_id, "kind": create.kind,
             "title": title_from(user_text), "status": RUNNING, "created_at": now, "updated_at": now,
-            "model_history": None, "deleted_at": None, "knowledge_ids": kept})
+            "model_history": create.history, "deleted_at": None, "knowledge_ids": kept})
+        history, first = create.history, len(create.earlier)
     else:
         sessions, messages = table_of(AgentSession), table_of(AgentMessage)
         last = select(func.max(messages.c.sort_order)).where(messages.c.session_id == session_id)
@@ -255,7 +273,12 @@ async def begin_turn(
     add_messages = insert(table_of(AgentMessage))
     if running_limit:  # counted after the claim, in the transaction that made it
         add_messages = add_messages.returning(_running(user_id).scalar_subquery())
+    before = [{**common, "id": new_id("am"), "role": role, "content": said, "status": "complete",
+               "parts": [{"type": "text", "text": said}], "model_id": None, "sort_order": i,
+               "history_length": None, "attachments": []}
+              for i, (role, said) in enumerate(create.earlier if create is not None else [])]
     added = await db.execute(add_messages, [
+        *before,
         {**common, "id": new_id("am"), "role": "user", "content": user_text, "status": "complete",
          "parts": [{"type": "text", "text": user_text}], "model_id": None, "sort_order": first,
          "history_length": None, "attachments": attachments or []},

@@ -1,0 +1,137 @@
+"""The OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` (not streamed yet).
+
+Authenticated by a personal API token (``Authorization: Bearer …``, the Tokens page's) and nothing else:
+OpenAI clients send one, and a session cookie would put these writes within a cross-site form's reach.
+
+Errors here are in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, not in the rest
+of the API's: OpenAI's clients read that shape (the SDKs raise ``NotFoundError`` with its ``code``, show
+its ``message``), and nothing else calls these routes. The routes' own class (``OpenAIRoute``) turns
+every ``AppError`` and validation failure of these routes into that shape, and only theirs; FastAPI's
+exception handlers are the whole app's, so a handler there would have to know these paths. The
+``X-Request-ID`` header is still set by the request-id middleware, outside all routes. A validation
+failure (any 422 of ours) is a 400, as OpenAI answers one. What fails before a route is chosen (an
+unknown ``/v1`` path, a body over the size limit) keeps the app's shape.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from agentloft.auth.dependencies import bearer_token, token_user
+from agentloft.auth.models import User
+from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE
+from agentloft.core.dependencies import DbSession, Rt
+from agentloft.core.errors import AppError, Invalid, Unauthorized, invalid_request
+from agentloft.core.public_url import public_base_url
+from agentloft.groups import access
+from agentloft.openai_api import service
+from agentloft.openai_api.schemas import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatCompletionRequest,
+    Choice,
+    ModelCard,
+    ModelList,
+    Usage,
+)
+
+# OpenAI's error ``type`` for each status (their API's words; clients branch on status and ``code``).
+_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "invalid_request_error",
+          404: "invalid_request_error", 409: "invalid_request_error", 413: "invalid_request_error",
+          422: "invalid_request_error", 429: "rate_limit_exceeded"}
+
+
+def error_body(status: int, message: str, code: str) -> dict[str, Any]:
+    """An error in OpenAI's shape; ``type`` in their words for the status (a used-up budget is their
+    ``insufficient_quota``)."""
+    kind = "insufficient_quota" if code == "budget_exceeded" else _TYPES.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def openai_error(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message, code), status_code=status, headers=headers)
+
+
+class OpenAIRoute(APIRoute):
+    """A route of ``/v1``: its errors in OpenAI's shape (see the module's doc)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def in_openai_shape(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except AppError as exc:
+                status = 400 if exc.status == 422 else exc.status  # OpenAI's status for a bad request
+                return openai_error(status, exc.message, exc.code, exc.headers)
+            except RequestValidationError as exc:
+                invalid = invalid_request(exc)
+                return openai_error(400, invalid.message, "invalid_request")
+
+        return in_openai_shape
+
+
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
+
+
+async def _token_user(request: Request, rt: Rt) -> User:
+    token = bearer_token(request)
+    if not token:
+        raise Unauthorized("Send a personal API token: Authorization: Bearer <token>", code="missing_api_key")
+    user = await token_user(rt.db, token)
+    if user is None:
+        raise Unauthorized("Invalid API token", code="invalid_api_key")
+    return user
+
+
+TokenUser = Annotated[User, Depends(_token_user)]
+
+
+@router.get("/models", response_model=ModelList)
+async def list_models(user: TokenUser, db: DbSession, rt: Rt) -> ModelList:
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
+    rows = await service.list_models(db=db, viewer=viewer)
+    return ModelList(data=[ModelCard(id=r.slug, created=int(r.created_at.timestamp())) for r in rows])
+
+
+@router.post("/chat/completions", response_model=None)
+async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request: Request,
+                           rt: Rt) -> Response:
+    if body.stream:
+        raise Invalid("streaming is not served yet; send stream: false", code="stream_unsupported")
+    conversation = service.conversation_of(body.messages)
+    started = await service.start(rt, user=user, slug=body.model, conversation=conversation)
+    chat_url = f"{public_base_url(request, rt.settings)}/chat/{started.session_id}"
+    headers = {"X-Session-Id": started.session_id}
+    result = await service.result_of(started)
+    text = _reply_text(result, chat_url)
+    assert result is not None  # ``_reply_text`` refused a turn without a result
+    completion = ChatCompletion(
+        id=_completion_id(started), created=int(time.time()), model=body.model,
+        choices=[Choice(message=AssistantMessage(content=text))],
+        usage=Usage.of(result.input_tokens, result.output_tokens),
+    )
+    return JSONResponse(completion.model_dump(), headers=headers)
+
+
+def _completion_id(started: service.Started) -> str:
+    return f"chatcmpl-{started.message_id}"
+
+
+def _reply_text(result: Any, chat_url: str) -> str:
+    """The completion's text: the reply, with the approval note when the turn waits for one; a turn that
+    ended otherwise (failed, stopped, interrupted) is refused with its reason."""
+    if result is not None and result.status == COMPLETE:
+        return result.text
+    if result is not None and result.status == AWAITING_APPROVAL:
+        note = service.approval_note(result, chat_url)
+        return f"{result.text}\n\n{note}" if result.text else note
+    reason = (result.error if result is not None else None) or "the reply was interrupted"
+    raise service.TurnFailed(f"The agent did not finish its reply: {reason}")
