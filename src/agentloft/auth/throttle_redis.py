@@ -8,6 +8,7 @@ library costs about 6 MB resident and 50 ms of start-up that one process on its 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from agentloft.auth.throttle import Count
 from agentloft.core.redis import SharedRedis
@@ -49,7 +50,9 @@ class RedisCounters:
         return self.redis.key("throttle", key)
 
     async def hit(self, key: str, window: float) -> Count:
-        value, left_ms = await self._hit(keys=[self._key(key)], args=[max(1, math.ceil(window * 1000))])
+        # the script answers [count, ms left]; redis-py types a script's reply as sync-or-async, so say what it is
+        reply: Any = await self._hit(keys=[self._key(key)], args=[max(1, math.ceil(window * 1000))])
+        value, left_ms = reply
         return Count(int(value), int(left_ms) / 1000)
 
     async def clear(self, *keys: str) -> None:
