@@ -72,6 +72,7 @@ from agentloft.agents.models import Agent
 from agentloft.chat import service as chat_service
 from agentloft.chat.models import COMPLETE, FAILED, IDLE
 from agentloft.core.runtime import Runtime
+from agentloft.core.tracing import traced_request
 from agentloft.tools import netguard
 
 log = logging.getLogger(__name__)
@@ -371,6 +372,7 @@ async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: 
     allow = await netguard.instance_allow_list(call.rt)
     async with netguard.guarded_client(allow, headers=_headers(token), max_body_bytes=MAX_EVENT_BYTES,
                                        max_event_bytes=MAX_EVENT_BYTES) as http:
+        http.event_hooks["request"].append(traced_request)  # the callee continues this turn's trace
         client = await create_client(card, client_config=_client_config(card, http))
         try:
             async with aclosing(_events(client, call.input_text)) as events:

@@ -22,7 +22,8 @@ What is traced, and where:
 - each chat turn (``chat.engine``), and under it pydantic-ai's own spans for the agent run, each model
   call and each tool call (``model_instrumentation``); tool spans get the tool type and outcome
   (``chat.toolset``);
-- outgoing A2A and MCP requests carry the W3C ``traceparent`` of the span they run under (``inject``).
+- outgoing A2A and MCP requests carry the W3C ``traceparent`` of the span they run under
+  (``traced_request``; for MCP ``trace_headers_from_meta``, see there why).
 
 Nothing a user wrote goes into a span unless ``AGENTLOFT_TRACE_CONTENT=true``: then pydantic-ai records
 the messages, tool arguments and results. Query strings are cut from the request span's URL attributes
@@ -40,6 +41,7 @@ context), in the same trace.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
@@ -145,6 +147,34 @@ def tool_outcome(tool_type: str, success: bool, code: object) -> None:
         span.set_attributes({"agentloft.tool.type": tool_type, "agentloft.tool.outcome": outcome})
         if not success:
             span.set_status(trace.StatusCode.ERROR)
+
+
+async def traced_request(request: Any) -> None:
+    """An httpx request hook (httpx or httpx2) that adds the current span's trace context to the request:
+    an A2A call then continues the caller's trace on the callee."""
+    inject(request.headers)
+
+
+_TRACE_KEYS = ("traceparent", "tracestate")
+
+
+async def trace_headers_from_meta(request: Any) -> None:
+    """An httpx2 request hook for MCP: copies the trace context the MCP SDK put into the JSON-RPC
+    request's ``params._meta`` (SEP-414, injected in the calling tool's context) into ``traceparent`` /
+    ``tracestate`` headers. The header cannot be set from the caller's context: a connection's requests
+    are sent by its own long-lived task, whose context is not the tool call's. Costs one substring search
+    per request while traces are off (the SDK then injects nothing)."""
+    body = request.content
+    if not isinstance(body, bytes) or b'"traceparent"' not in body:
+        return
+    try:
+        meta = json.loads(body).get("params", {}).get("_meta", {})
+    except (ValueError, AttributeError):
+        return
+    for key in _TRACE_KEYS:
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(value, str):
+            request.headers[key] = value
 
 
 class SdkTracing(Tracing):

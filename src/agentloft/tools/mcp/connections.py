@@ -43,6 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from agentloft import __version__
+from agentloft.core.tracing import trace_headers_from_meta
 from agentloft.tools import netguard
 from agentloft.tools.mcp.launch import Launcher, SandboxUnavailable, StdioSpec
 from agentloft.tools.mcp.repair import NOT_UTF8, RepairingTransport, not_utf8, reparse
@@ -222,6 +223,7 @@ class _Connection:
                                          wrap=lambda inner: RepairingTransport(inner, on_error=self._body_failed),
                                          max_body_bytes=self.manager.max_message_bytes))
             http.event_hooks["response"] = [self._record_status]
+            http.event_hooks["request"] = [trace_headers_from_meta]  # the server continues the caller's trace
             transport = streamable_http_client(spec.url, http_client=http,
                                                max_sse_event_size=self.manager.max_message_bytes)
             return _watched(transport, self.stop.set, self.manager.max_tools)
