@@ -18,9 +18,13 @@ async function refresh(said) {
   const fresh = new DOMParser().parseFromString(await response.text(), 'text/html');
   const now = fresh.getElementById('approvals');
   if (now) section().replaceWith(document.adoptNode(now));
-  const links = [...document.querySelectorAll('[data-testid="nav-approvals"]')];
-  const freshLinks = [...fresh.querySelectorAll('[data-testid="nav-approvals"]')];
-  links.forEach((link, i) => { if (freshLinks[i]) link.replaceChildren(...[...freshLinks[i].childNodes].map((n) => document.adoptNode(n))); });
+  // The top bar's counts: the entries' own and, on a phone, the one on the user menu's button.
+  for (const selector of ['[data-testid="nav-approvals"]', 'summary[data-testid="user-menu"]']) {
+    const now = [...fresh.querySelectorAll(selector)];
+    document.querySelectorAll(selector).forEach((el, i) => {
+      if (now[i]) el.replaceChildren(...[...now[i].childNodes].map((n) => document.adoptNode(n)));
+    });
+  }
   localTimes(section());
   document.getElementById('approvals-status').textContent = said || '';
   wire();
