@@ -79,6 +79,7 @@ from agentloft.a2a import service
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
 from agentloft.chat.leases import task_lease
+from agentloft.chat.stream import text_deltas
 from agentloft.core.db import UNSTORABLE, rows_matched
 from agentloft.core.runtime import Runtime
 from agentloft.groups import access
@@ -350,21 +351,6 @@ class BufferTaskEventStream(TaskEventStream):
         return None  # the buffer ends with the task's last event and expires after the grace period
 
 
-def _text_deltas(frames: str) -> list[str]:
-    """Text deltas in buffered SSE frames of the UI message stream (other chunk types are skipped)."""
-    out = []
-    for line in frames.splitlines():
-        if not line.startswith("data: "):
-            continue
-        try:
-            chunk = json.loads(line[6:])
-        except ValueError:
-            continue
-        if isinstance(chunk, dict) and chunk.get("type") == "text-delta" and chunk.get("delta"):
-            out.append(chunk["delta"])
-    return out
-
-
 class CheckedContextBuilder(SimpleRequestContextBuilder):
     """The SDK's request context, built only for a message whose text a database can store: U+0000 or
     half a UTF-16 surrogate pair is refused as invalid params before any task exists. The client can
@@ -456,7 +442,7 @@ class AgentloftExecutor(AgentExecutor):
             opened.cancel()
         first = True
         async for frame in buffers.subscribe(key):  # one frame holds every chunk buffered since the last
-            text = "".join(_text_deltas(frame))
+            text = "".join(text_deltas(frame))
             if not text:
                 continue
             await updater.add_artifact([Part(text=text)], artifact_id="reply", name="reply",

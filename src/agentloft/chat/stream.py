@@ -10,6 +10,7 @@ values.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,6 +26,22 @@ from agentloft.llm.failures import classify
 from agentloft.usage.budgets import BudgetExceeded
 
 log = logging.getLogger(__name__)
+
+
+def text_deltas(frames: str) -> list[str]:
+    """The text deltas in buffered SSE frames of the UI message stream, other chunk types skipped: what a
+    caller that relays only the reply's text reads (the A2A server, the OpenAI-compatible API)."""
+    out = []
+    for line in frames.splitlines():
+        if not line.startswith("data: "):
+            continue
+        try:
+            chunk = json.loads(line[6:])
+        except ValueError:
+            continue
+        if isinstance(chunk, dict) and chunk.get("type") == "text-delta" and chunk.get("delta"):
+            out.append(chunk["delta"])
+    return out
 
 
 def failure_chunk(data: dict[str, Any]) -> DataChunk:

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` (not streamed yet).
+"""The OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` (``stream`` or not).
 
 Authenticated by a personal API token (``Authorization: Bearer …``, the Tokens page's) and nothing else:
 OpenAI clients send one, and a session cookie would put these writes within a cross-site form's reach.
@@ -11,32 +11,43 @@ exception handlers are the whole app's, so a handler there would have to know th
 ``X-Request-ID`` header is still set by the request-id middleware, outside all routes. A validation
 failure (any 422 of ours) is a 400, as OpenAI answers one. What fails before a route is chosen (an
 unknown ``/v1`` path, a body over the size limit) keeps the app's shape.
+
+Streaming sends ``chat.completion.chunk`` objects as SSE ``data:`` lines as the reply's text arrives (read
+from the turn's stream buffer, as the A2A server reads it), then one chunk with ``finish_reason``, a
+usage chunk (``choices: []``) when ``stream_options.include_usage`` asks for it, and ``data: [DONE]``. A
+turn that fails after its stream began ends with an ``error`` event in the same shape (the SDKs raise it).
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
 from agentloft.auth.dependencies import bearer_token, token_user
 from agentloft.auth.models import User
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE
+from agentloft.chat.stream import text_deltas
 from agentloft.core.dependencies import DbSession, Rt
-from agentloft.core.errors import AppError, Invalid, Unauthorized, invalid_request
+from agentloft.core.errors import AppError, Unauthorized, invalid_request
 from agentloft.core.public_url import public_base_url
+from agentloft.core.runtime import Runtime
 from agentloft.groups import access
 from agentloft.openai_api import service
 from agentloft.openai_api.schemas import (
     AssistantMessage,
     ChatCompletion,
+    ChatCompletionChunk,
     ChatCompletionRequest,
     Choice,
+    ChunkChoice,
+    Delta,
     ModelCard,
     ModelList,
     Usage,
@@ -104,12 +115,14 @@ async def list_models(user: TokenUser, db: DbSession, rt: Rt) -> ModelList:
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request: Request,
                            rt: Rt) -> Response:
-    if body.stream:
-        raise Invalid("streaming is not served yet; send stream: false", code="stream_unsupported")
     conversation = service.conversation_of(body.messages)
     started = await service.start(rt, user=user, slug=body.model, conversation=conversation)
     chat_url = f"{public_base_url(request, rt.settings)}/chat/{started.session_id}"
     headers = {"X-Session-Id": started.session_id}
+    if body.stream:
+        usage = bool(body.stream_options and body.stream_options.include_usage)
+        return StreamingResponse(_stream(rt, started, body.model, chat_url, usage), media_type="text/event-stream",
+                                 headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     result = await service.result_of(started)
     text = _reply_text(result, chat_url)
     assert result is not None  # ``_reply_text`` refused a turn without a result
@@ -135,3 +148,39 @@ def _reply_text(result: Any, chat_url: str) -> str:
         return f"{result.text}\n\n{note}" if result.text else note
     reason = (result.error if result is not None else None) or "the reply was interrupted"
     raise service.TurnFailed(f"The agent did not finish its reply: {reason}")
+
+
+def _sse(data: Any) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: str,
+                  include_usage: bool) -> AsyncIterator[str]:
+    """The turn's text as chunks while it streams, then its ending (see the module's doc)."""
+    cid, created = _completion_id(started), int(time.time())
+
+    def chunk(delta: Delta, finish: str | None = None) -> str:
+        return _sse(ChatCompletionChunk(id=cid, created=created, model=model,
+                                        choices=[ChunkChoice(delta=delta, finish_reason=finish)]
+                                        ).model_dump(exclude_none=True))
+
+    yield chunk(Delta(role="assistant", content=""))
+    async for frames in rt.buffers.subscribe(started.buffer_key):
+        text = "".join(text_deltas(frames))
+        if text:
+            yield chunk(Delta(content=text))
+    result = await service.result_of(started)
+    try:
+        full = _reply_text(result, chat_url)
+    except service.TurnFailed as exc:
+        yield _sse(error_body(exc.status, exc.message, exc.code))
+        yield "data: [DONE]\n\n"
+        return
+    assert result is not None
+    if result.status == AWAITING_APPROVAL:
+        yield chunk(Delta(content=full[len(result.text):]))
+    yield chunk(Delta(), finish="stop")
+    if include_usage:
+        usage = Usage.of(result.input_tokens, result.output_tokens)
+        yield _sse(ChatCompletionChunk(id=cid, created=created, model=model, choices=[], usage=usage).model_dump())
+    yield "data: [DONE]\n\n"
