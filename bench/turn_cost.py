@@ -21,10 +21,19 @@ stream read directly by the same client in the same run (the floor).
   10 chunks): CPU, statements and transactions per turn in blocks alternating between the code with both
   switched off in the server (``/_bench/usage/off``: the baseline, as before usage was recorded), recording
   alone, and recording with an everyone budget that every turn checks.
+- ``observe``: what metrics and traces add to a turn's CPU. Three more servers, each on SQLite in its own
+  data dir: one with neither, one with ``AGENTLOFT_METRICS=true``, one with ``OTEL_EXPORTER_OTLP_ENDPOINT``
+  pointing at a local OTLP/HTTP sink (``--serve-otlp``, a process of its own that reads and drops what it
+  gets), every span sampled, batch export as configured by default except a 200 ms schedule, and each
+  block ends with a flush (``/_bench/traces/flush``), so serialising and sending the spans is counted in
+  the block that made them. Follow-up turns of the agent without tools and of the Assistant (10 and 500
+  chunks) in blocks that alternate between the three servers over ``--rounds`` rounds (medians); ratios
+  against the server with neither. No scrape of ``/metrics`` runs meanwhile (a scrape's cost is the
+  scraper's rhythm, not the turn's).
 - ``memory``: resident memory idle, at the peak of ``--burst`` concurrent chats, and every 10 s for a
   minute after the burst.
 
-    python -m bench.turn_cost [--scenarios cpu,first,concurrent,memory,usage] [--rounds 3] [--turns 30]
+    python -m bench.turn_cost [--scenarios cpu,first,concurrent,memory,usage,observe] [--rounds 3] [--turns 30]
                               [--turn-kind follow-up|new] [--postgres postgresql://user:pw@host/postgres]
                               [--profile FILE]
 
@@ -137,6 +146,9 @@ class _Control:
                 " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in task.get_stack(limit=6))
                 for task in asyncio.all_tasks())
             return dict(where.most_common(20))
+        elif path == "traces/flush":  # the observe scenario: the batch processor's spans exported now
+            provider = self.app.state.runtime.tracing.provider
+            return {"flushed": bool(provider.force_flush()) if provider is not None else False}
         elif path.startswith("usage/"):
             return _usage_switch(path.removeprefix("usage/"), self.usage_off)
         elif path.startswith("statements/"):
@@ -504,6 +516,82 @@ async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> d
                 "transactions": statistics.median(x[2] for x in xs)} for v, xs in samples.items()}
 
 
+OBSERVE_VARIANTS = {"off": "neither (baseline)", "metrics": "AGENTLOFT_METRICS=true",
+                    "tracing": "OTLP traces, all sampled"}
+OBSERVE_SIZES = (10, 500)
+
+
+def serve_otlp(port: int) -> None:
+    """The OTLP/HTTP sink of the ``observe`` scenario: reads each export and answers an empty success."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Sink).serve_forever()
+
+
+def _data_dir(parent: str, name: str) -> str:
+    path = Path(parent, name)
+    path.mkdir()
+    return str(path)
+
+
+async def _observe_block(t: Target, url: str, slug: str, chunks: int, turns: int) -> float:
+    """Server CPU seconds per follow-up turn over ``turns`` turns, the spans they made exported."""
+    sessions = [(await chat(t, slug, 10, "cookie")).headers["x-session-id"] for _ in range(turns)]
+    await _get(url, "/_bench/traces/flush")
+    await settle(t.pid)
+    before = cpu_seconds(t.pid)
+    for session_id in sessions:
+        await chat(t, slug, chunks, "cookie", session_id)
+    await _get(url, "/_bench/traces/flush")
+    await settle(t.pid)
+    return (cpu_seconds(t.pid) - before) / turns
+
+
+async def scenario_observe(args: argparse.Namespace, fake_url: str, fake: ByteClient,
+                           procs: list[subprocess.Popen[bytes]], data: str) -> dict[str, dict[str, float]]:
+    """Three servers (``OBSERVE_VARIANTS``) started here, measured in alternating blocks."""
+    sink = free_port()
+    procs.append(spawn("bench.turn_cost", "--serve-otlp", str(sink)))
+    envs = {"off": {}, "metrics": {"AGENTLOFT_METRICS": "true"},
+            "tracing": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink}", "OTEL_BSP_SCHEDULE_DELAY": "200"}}
+    targets: dict[str, tuple[Target, str]] = {}
+    for variant, env in envs.items():
+        port = free_port()
+        proc = spawn("bench.turn_cost", "--serve", str(port), _data_dir(data, variant), "", env=env)
+        procs.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        await wait_up(f"{url}/api/health")
+        t = Target(ByteClient("127.0.0.1", port), fake, proc.pid)
+        t.auth = await _setup(url, fake_url)
+        targets[variant] = (t, url)
+    samples: dict[tuple[str, str, int], list[float]] = {
+        (v, slug, n): [] for v in envs for slug in AGENTS for n in OBSERVE_SIZES}
+    for t, url in targets.values():  # warm every path
+        for slug in AGENTS:
+            await _observe_block(t, url, slug, 10, 3)
+    for _ in range(args.rounds):
+        for slug in AGENTS:
+            for chunks in OBSERVE_SIZES:
+                turns = args.turns if chunks == 10 else max(3, args.turns // 3)
+                for variant, (t, url) in targets.items():
+                    samples[variant, slug, chunks].append(await _observe_block(t, url, slug, chunks, turns))
+    for t, _ in targets.values():
+        await t.app.aclose()
+    return {f"{v}/{slug}/{n}": {"turn_ms": statistics.median(xs) * 1000, "rounds_ms": [round(x * 1000, 2) for x in xs]}
+            for (v, slug, n), xs in samples.items()}
+
+
 async def _get(app_url: str, path: str) -> Any:
     async with httpx.AsyncClient(base_url=app_url, timeout=60) as client:
         return (await client.get(path)).json()
@@ -560,6 +648,8 @@ async def main(args: argparse.Namespace, database_url: str) -> None:
                 results["memory"] = await scenario_memory(t, args, app_url)
             if "usage" in scenarios:
                 results["usage"] = await scenario_usage(t, args, app_url)
+            if "observe" in scenarios:
+                results["observe"] = await scenario_observe(args, fake_url, t.fake, procs, data)
             wal = Path(data) / "agentloft.core.db-wal"
             results["wal_mb"] = wal.stat().st_size / 2**20 if wal.exists() else None
             report(args, results)
@@ -608,6 +698,17 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
             print(f"  {USAGE_VARIANTS[name]:26s} {v['turn_ms']:6.2f} ms/turn ({v['turn_ms'] / base['turn_ms']:.3f}x, "
                   f"{v['turn_ms'] - base['turn_ms']:+.2f} ms), {v['statements']:.1f} statements, "
                   f"{v['transactions']:.1f} transactions per turn")
+    if "observe" in r:
+        o = r["observe"]
+        print(f"observe: server CPU per follow-up turn, medians of {args.rounds} rounds, against neither")
+        for slug in AGENTS:
+            for n in OBSERVE_SIZES:
+                base = o[f"off/{slug}/{n}"]["turn_ms"]
+                print(f"  {AGENTS[slug]}, {n} chunks:")
+                for v, label in OBSERVE_VARIANTS.items():
+                    x = o[f"{v}/{slug}/{n}"]
+                    print(f"    {label:26s} {x['turn_ms']:7.2f} ms ({x['turn_ms'] / base:.3f}x, "
+                          f"{x['turn_ms'] - base:+.2f} ms; rounds {x['rounds_ms']})")
     if "memory" in r:
         m = r["memory"]
         after = ", ".join(f"+{s}s {mb:.0f}" for s, mb in m["after"])
@@ -629,6 +730,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--postgres", help="admin URL of a PostgreSQL server (a database is created and dropped)")
     p.add_argument("--profile", help="cProfile output of the cpu scenario's measured chats")
     p.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--serve-otlp", type=int, help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -636,6 +738,8 @@ if __name__ == "__main__":
     ns = _args()
     if ns.serve:
         serve(int(ns.serve[0]), ns.serve[1], ns.serve[2])
+    elif ns.serve_otlp:
+        serve_otlp(ns.serve_otlp)
     elif ns.postgres:
         db_name, db_url = _pg_database(ns.postgres)
         try:
