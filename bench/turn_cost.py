@@ -21,13 +21,14 @@ stream read directly by the same client in the same run (the floor).
   10 chunks): CPU, statements and transactions per turn in blocks alternating between the code with both
   switched off in the server (``/_bench/usage/off``: the baseline, as before usage was recorded), recording
   alone, and recording with an everyone budget that every turn checks.
-- ``observe``: what metrics and traces add to a turn's CPU. Three more servers, each on SQLite in its own
-  data dir: one with neither, one with ``AGENTLOFT_METRICS=true``, one with ``OTEL_EXPORTER_OTLP_ENDPOINT``
+- ``observe``: what metrics and traces add to a turn's CPU. Four more servers, each on SQLite in its own
+  data dir: one with neither, one with ``AGENTLOFT_METRICS=true``, two with ``OTEL_EXPORTER_OTLP_ENDPOINT``
   pointing at a local OTLP/HTTP sink (``--serve-otlp``, a process of its own that reads and drops what it
-  gets), every span sampled, batch export as configured by default except a 200 ms schedule, and each
+  gets), one sampling every trace, one one in ten (``OTEL_TRACES_SAMPLER=parentbased_traceidratio``,
+  ``OTEL_TRACES_SAMPLER_ARG=0.1``), batch export as configured by default except a 200 ms schedule, and each
   block ends with a flush (``/_bench/traces/flush``), so serialising and sending the spans is counted in
   the block that made them. Follow-up turns of the agent without tools and of the Assistant (10 and 500
-  chunks) in blocks that alternate between the three servers over ``--rounds`` rounds (medians); ratios
+  chunks) in blocks that alternate between the four servers over ``--rounds`` rounds (medians); ratios
   against the server with neither. No scrape of ``/metrics`` runs meanwhile (a scrape's cost is the
   scraper's rhythm, not the turn's).
 - ``memory``: resident memory idle, at the peak of ``--burst`` concurrent chats, and every 10 s for a
@@ -517,7 +518,7 @@ async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> d
 
 
 OBSERVE_VARIANTS = {"off": "neither (baseline)", "metrics": "AGENTLOFT_METRICS=true",
-                    "tracing": "OTLP traces, all sampled"}
+                    "tracing": "OTLP traces, all sampled", "sampled": "OTLP traces, 1 in 10 sampled"}
 OBSERVE_SIZES = (10, 500)
 
 
@@ -560,11 +561,13 @@ async def _observe_block(t: Target, url: str, slug: str, chunks: int, turns: int
 
 async def scenario_observe(args: argparse.Namespace, fake_url: str, fake: ByteClient,
                            procs: list[subprocess.Popen[bytes]], data: str) -> dict[str, dict[str, float]]:
-    """Three servers (``OBSERVE_VARIANTS``) started here, measured in alternating blocks."""
+    """Four servers (``OBSERVE_VARIANTS``) started here, measured in alternating blocks."""
     sink = free_port()
     procs.append(spawn("bench.turn_cost", "--serve-otlp", str(sink)))
-    envs = {"off": {}, "metrics": {"AGENTLOFT_METRICS": "true"},
-            "tracing": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink}", "OTEL_BSP_SCHEDULE_DELAY": "200"}}
+    traces = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink}", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+    envs: dict[str, dict[str, str]] = {
+        "off": {}, "metrics": {"AGENTLOFT_METRICS": "true"}, "tracing": traces,
+        "sampled": {**traces, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"}}
     targets: dict[str, tuple[Target, str]] = {}
     for variant, env in envs.items():
         port = free_port()
