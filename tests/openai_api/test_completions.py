@@ -172,3 +172,29 @@ def test_a_used_up_budget_is_a_429_in_openais_shape(
     assert refused.value.code == "budget_exceeded"
     assert refused.value.body["type"] == "insufficient_quota"  # type: ignore[index]
     assert "budget" in refused.value.body["message"]  # type: ignore[index]
+
+
+def test_a_budget_used_up_between_two_model_calls_is_a_429_too(
+    app: LiveApp, admin: ApiClient, token: str, base_url: str, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    tool = make_tool(admin, "echo", "test-echo")
+    attach(admin, agent["id"], {"toolId": tool["id"], "position": 0})
+    alice = int(app.sql("SELECT id FROM users WHERE username = 'alice'")[0][0])
+    admin.ok("POST", "/api/admin/budgets", json={"scope": "user", "scopeId": alice, "period": "day",
+                                                 "maxTokens": 15, "maxCost": None})
+    client = _client(base_url, token)
+    for stream in (False, True):
+        fake_model.push(Step(tool_calls=[ToolCall("echo", {"text": "x"})], input_tokens=10, output_tokens=5))
+        messages: list[Any] = [{"role": "user", "content": "go"}]
+        with pytest.raises(openai.APIError) as refused:
+            if stream:
+                list(client.chat.completions.create(model="helper", messages=messages, stream=True))
+            else:
+                client.chat.completions.create(model="helper", messages=messages)
+        assert refused.value.code == "budget_exceeded", refused.value
+        if not stream:
+            assert isinstance(refused.value, openai.RateLimitError)
+        assert len(fake_model.requests) == 1  # the second model call was never made
+        fake_model.requests.clear()
+        app.sql("DELETE FROM usage_records")  # the next turn starts within the budget again

@@ -27,7 +27,8 @@ Public interface (stable; other domains call only these):
     re-raised, only a user's stop through ``POST …/stop`` returns normally),
     ``text`` (the assistant's text of this turn), ``message_id`` (assistant message), ``input_tokens`` /
     ``output_tokens`` (summed over every step and every resumed run of the message), ``error`` (readable
-    message or None), ``pending`` (tool calls awaiting approval: ``[{toolCallId, toolName, input}]``).
+    message or None), ``pending`` (tool calls awaiting approval: ``[{toolCallId, toolName, input}]``),
+    ``refusal`` (the ``BudgetExceeded`` that stopped a turn between its model calls, or None).
 
 ``await resume_turn(rt, *, session_id, user_id, user_role, buffer_key=None, ...) -> TurnResult``
     Continue a session paused on approvals once every pending call is answered (``service`` records
@@ -110,6 +111,8 @@ class TurnResult:
     output_tokens: int = 0
     error: str | None = None
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # the budget that stopped the turn between two model calls (the turn is ``failed``), else None
+    refusal: budgets.BudgetExceeded | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -715,6 +718,7 @@ def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsColle
         output_tokens=turn.output_tokens + outcome.output_tokens,
         error=_INTERRUPTED_NOTE if status == INTERRUPTED else stream.failure_text,
         pending=pending,
+        refusal=stream.refusal,
     )
     history = _history_json(outcome.messages) if outcome.messages else None
     return result, history

@@ -140,12 +140,15 @@ def _completion_id(started: service.Started) -> str:
 
 def _reply_text(result: Any, chat_url: str) -> str:
     """The completion's text: the reply, with the approval note when the turn waits for one; a turn that
-    ended otherwise (failed, stopped, interrupted) is refused with its reason."""
+    ended otherwise is refused: with the budget's 429 when one stopped it between two model calls (the
+    reply so far is kept in the chat), else with its reason (failed, stopped, interrupted)."""
     if result is not None and result.status == COMPLETE:
         return result.text
     if result is not None and result.status == AWAITING_APPROVAL:
         note = service.approval_note(result, chat_url)
         return f"{result.text}\n\n{note}" if result.text else note
+    if result is not None and result.refusal is not None:  # a budget used up between two model calls
+        raise result.refusal
     reason = (result.error if result is not None else None) or "the reply was interrupted"
     raise service.TurnFailed(f"The agent did not finish its reply: {reason}")
 
@@ -172,7 +175,7 @@ async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: s
     result = await service.result_of(started)
     try:
         full = _reply_text(result, chat_url)
-    except service.TurnFailed as exc:
+    except AppError as exc:  # failed, or stopped by a budget (its 429's body)
         yield _sse(error_body(exc.status, exc.message, exc.code))
         yield "data: [DONE]\n\n"
         return
