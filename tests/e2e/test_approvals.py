@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import add_fake_model, api, csrf_headers, sign_in
+from tests.e2e.conftest import HeldRequests, add_fake_model, api, csrf_headers, sign_in
 from tests.e2e.test_accessibility import violations
 from tests.e2e.test_phone import PHONES, overflow
 from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
@@ -159,11 +159,16 @@ def test_the_requester_waits_for_the_approvers_and_the_reply_goes_on(
     # The reply's words come later than the page's next question: it finds the reply being written and
     # follows its stream (a reply already ended is simply shown).
     fake_model.push(call("calc", {"expression": "6*7"}), text("The answer is **42**.", first_delay=4))
+    # Until the page has read the session after the pause, it knows the approvers from the tool alone:
+    # the card says who is to approve from the start, never offering buttons the server would refuse.
+    reading = HeldRequests(alice, "**/api/agent-sessions/as_*")
     alice.get_by_label("Message").fill("What is 6*7?")
     alice.get_by_role("button", name="Send").click()
     card = alice.locator(".tool-card[data-tool='calc']")
     expect(card.get_by_test_id("waiting-for")).to_have_text("Waiting for approval by Reviewers")
     expect(card.get_by_role("button")).to_have_count(0)  # not hers to answer
+    reading.release()
+    expect(card.get_by_test_id("waiting-for")).to_have_text("Waiting for approval by Reviewers")
     expect(card.get_by_test_id("tool-state")).to_have_text("Waiting for approval")
     alice.screenshot(path="/tmp/shots/chat-waiting-for-approvers.png")
     polled: list[str] = []

@@ -17,6 +17,7 @@ from agentloft.core.runtime import Runtime
 from agentloft.core.schemas import PageParams
 from agentloft.defaults import ASSISTANT, TOOL_TEXTS
 from agentloft.groups import access
+from agentloft.groups import approvers as approver_groups
 from agentloft.llm import service as llm_service
 from agentloft.tools import service as tools_service
 from agentloft.tools.schemas import ToolInfo
@@ -55,6 +56,15 @@ def tool_name(tool: ToolInfo, t: Translator) -> str:
     return t(f"toolDefault.{tool.type}.name") if default and tool.name == default[0] else tool.name
 
 
+async def tool_approvers(db: DbSession, tools: list[ToolInfo]) -> dict[str, list[str]]:
+    """The approver groups' names of the tools that have some, by slug: a call of theirs that pauses says
+    at once who is to approve, before the page has read the session (whose ``pendingApprovals`` then say
+    it as the server decides it, should an admin have changed the groups since this page loaded)."""
+    by_tool = await approver_groups.approvers_of(db=db, tool_ids=[tool.id for tool in tools])
+    names = await approver_groups.group_names(db=db, group_ids=[g for ids in by_tool.values() for g in ids])
+    return {tool.slug: [names[g] for g in by_tool[tool.id] if g in names] for tool in tools if by_tool[tool.id]}
+
+
 def _first_agent(agents: list[Agent]) -> str:
     """The agent a new chat opens on: the default Assistant when it is enabled, else the first one."""
     slugs = [a.slug for a in agents]
@@ -82,6 +92,7 @@ async def _chat(
         agent_intros={a.slug: {"description": agent_description(a, t), "starterPrompts": a.starter_prompts}
                       for a in agents},
         tool_names={tool.slug: tool_name(tool, t) for tool in tools},
+        tool_approvers=await tool_approvers(db, tools),
         session_id=session_id,
         # ``?agent=`` (empty) picks the plain model chat; no parameter picks the Assistant (else the first).
         extension_scripts=extension_scripts(),

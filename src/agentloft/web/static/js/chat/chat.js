@@ -478,9 +478,8 @@ let approversTimer = null;
 function watchApprovers(detail) {
   clearTimeout(approversTimer);
   approversTimer = null;
-  const byCall = new Map((detail.pendingApprovals || [])
-    .filter((a) => a.approverGroups && a.approverGroups.length)
-    .map((a) => [a.toolCallId, a.approverGroups.map((g) => g.name)]));
+  // Every pending call, [] for one its requester answers: the server's word wins over the page's guess.
+  const byCall = new Map((detail.pendingApprovals || []).map((a) => [a.toolCallId, (a.approverGroups || []).map((g) => g.name)]));
   for (const view of views()) {
     let changed = false;
     for (const part of view.message.parts) {
@@ -489,7 +488,8 @@ function watchApprovers(detail) {
     }
     if (changed && !view.editing) view.update();
   }
-  if (byCall.size && !detail.active) approversTimer = setTimeout(() => pollApprovers(detail.id, [...byCall.keys()]), APPROVERS_POLL_MS);
+  const theirs = [...byCall].filter(([, names]) => names.length).map(([call]) => call);
+  if (theirs.length && !detail.active) approversTimer = setTimeout(() => pollApprovers(detail.id, theirs), APPROVERS_POLL_MS);
 }
 
 // An answer is stored a moment before its run starts: until then the chat has no call pending and no run.

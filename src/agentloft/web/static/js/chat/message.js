@@ -211,6 +211,10 @@ function resultLink(part) {
 /** The names of the tools this user's chats may call, by slug (a call names its tool by slug), in the
  * reader's language for a default tool. */
 const toolRows = JSON.parse(document.getElementById('chat-tools')?.textContent || '{}');
+/** The approver groups' names of the tools that have some, by slug (`pages/chat.py`): a call that pauses
+ * live says who is to approve before the page has read the session's `pendingApprovals`, which then win
+ * (`part.approverGroups`, `[]` for a call its requester answers). */
+const toolApprovers = JSON.parse(document.getElementById('chat-tool-approvers')?.textContent || '{}');
 
 function toolCard(part, actions) {
   const name = part.type.slice(5);
@@ -229,11 +233,12 @@ function toolCard(part, actions) {
     part.state === 'output-error' ? toolError(part) : null,
     part.approval && part.approval.reason ? h('p', { class: 'muted small-text', text: `${t('chat.tool.reason')}: ${part.approval.reason}` }) : null,
     decidedBy(part));
-  if (part.state === 'approval-requested' && part.approverGroups && part.approverGroups.length) {
+  const approvers = part.approverGroups ?? toolApprovers[name] ?? [];
+  if (part.state === 'approval-requested' && approvers.length) {
     // The tool's approvers answer this call, not the person chatting (`chat.approvals`): no buttons,
     // but who is to answer; the page waits for them (chat.js `watchApprovers`).
     card.append(h('p', { class: 'approval waiting-for', dataset: { testid: 'waiting-for' },
-      text: t('chat.tool.waitingFor', { groups: part.approverGroups.join(', ') }) }));
+      text: t('chat.tool.waitingFor', { groups: approvers.join(', ') }) }));
   } else if (part.state === 'approval-requested' && actions) {
     // Named by the tool: with two calls waiting, a screen reader says which one a button answers.
     const reason = h('input', { type: 'text', class: 'reason', placeholder: t('chat.tool.reasonPlaceholder'),
