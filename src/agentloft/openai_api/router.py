@@ -116,14 +116,14 @@ async def list_models(user: TokenUser, db: DbSession, rt: Rt) -> ModelList:
 async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request: Request,
                            rt: Rt) -> Response:
     conversation = service.conversation_of(body.messages)
-    started = await service.start(rt, user=user, slug=body.model, conversation=conversation)
+    started = await service.start(rt=rt, user=user, slug=body.model, conversation=conversation)
     chat_url = f"{public_base_url(request, rt.settings)}/chat/{started.session_id}"
     headers = {"X-Session-Id": started.session_id}
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
         return StreamingResponse(_stream(rt, started, body.model, chat_url, usage), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    result = await service.result_of(started)
+    result = await service.result_of(started=started)
     text = _reply_text(result, chat_url)
     assert result is not None  # ``_reply_text`` refused a turn without a result
     completion = ChatCompletion(
@@ -145,7 +145,7 @@ def _reply_text(result: Any, chat_url: str) -> str:
     if result is not None and result.status == COMPLETE:
         return result.text
     if result is not None and result.status == AWAITING_APPROVAL:
-        note = service.approval_note(result, chat_url)
+        note = service.approval_note(result=result, chat_url=chat_url)
         return f"{result.text}\n\n{note}" if result.text else note
     if result is not None and result.refusal is not None:  # a budget used up between two model calls
         raise result.refusal
@@ -172,7 +172,7 @@ async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: s
         text = "".join(text_deltas(frames))
         if text:
             yield chunk(Delta(content=text))
-    result = await service.result_of(started)
+    result = await service.result_of(started=started)
     try:
         full = _reply_text(result, chat_url)
     except AppError as exc:  # failed, or stopped by a budget (its 429's body)

@@ -152,7 +152,7 @@ async def _drive(rt: Runtime, turn: engine.PreparedTurn) -> engine.TurnResult | 
         return None
 
 
-async def start(rt: Runtime, *, user: User, slug: str, conversation: Conversation) -> Started:
+async def start(*, rt: Runtime, user: User, slug: str, conversation: Conversation) -> Started:
     """Start the turn in a new session of the user; 404 ``model_not_found`` for an agent the user may not
     use (unknown, disabled, admin-only or limited to other groups: the chat's own rule), 429 for a budget
     used up or too many chats running, as in the chat."""
@@ -177,12 +177,12 @@ async def start(rt: Runtime, *, user: User, slug: str, conversation: Conversatio
     return Started(session_id=session_id, buffer_key=turn.buffer_key, message_id=turn.message_id, run=run)
 
 
-async def result_of(started: Started) -> engine.TurnResult | None:
+async def result_of(*, started: Started) -> engine.TurnResult | None:
     """The turn's result. Shielded: a client that hangs up cancels its request, never the run."""
     return await asyncio.shield(started.run)
 
 
-def approval_note(result: engine.TurnResult, chat_url: str) -> str:
+def approval_note(*, result: engine.TurnResult, chat_url: str) -> str:
     """What a completion says when the turn paused on tool calls that need approval."""
     names = ", ".join(sorted({str(p.get("toolName")) for p in result.pending})) or "a tool"
     return (f"The call of {names} waits for approval in the chat at {chat_url}. "
