@@ -81,7 +81,10 @@ def test_built_in_texts_have_words_in_both_languages() -> None:
 
 # Codes only machines or the model see: the A2A protocol's own request error, and an MCP server's failure,
 # whose message is the server's own reason (pages show it as it is).
-MACHINE_CODES = {"task_id_required", "mcp_server_failed"}
+# The OpenAI-compatible API's codes go to OpenAI clients alone (``openai_api``), never to a page.
+MACHINE_CODES = {"task_id_required", "mcp_server_failed",
+                 "invalid_api_key", "missing_api_key", "turn_failed", "unsupported_message", "unsupported_content",
+                 "no_user_message", "model_not_found"}
 
 
 def _error_codes() -> set[str]:
