@@ -70,13 +70,17 @@ export function errorText(error) {
   return error.message || String(error);
 }
 
+// Refusals whose words already say what the reader can do (bad input, a wrong password, no access, not
+// found, a conflict): there is nothing to report, so they go without a reference.
+const OWN_TO_MEND = new Set([400, 401, 403, 404, 409, 422]);
+
 /** Show `error` (or nothing, for null) in the error box `el`, with the request's reference when it has
- * one: a reader who reports the error can quote it, and it finds the request's log lines. A form's
- * invalid input (422) goes without: the reader mends it, there is nothing to report. */
+ * one and is worth a report (a server failure, a limit hit): the reader can quote it, and it finds the
+ * request's log lines. */
 export function showError(el, error) {
   if (!el) return;
   el.textContent = errorText(error);
-  if (error && error.requestId && error.status !== 422) {
+  if (error && error.requestId && !OWN_TO_MEND.has(error.status)) {
     el.append(' ', h('span', { class: 'error-reference small-text', dataset: { testid: 'error-reference' },
       text: t('error.reference', { id: error.requestId }) }));
   }
