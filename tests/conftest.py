@@ -19,6 +19,9 @@ from tests.fakes.openai_server import FakeModel, FakeModelServer
 from tests.pg import database as pg
 from tests.support import ApiClient, LiveApp, start_app
 
+# the trace fixtures (receiver, traced) for the tests of every folder that reads spans
+pytest_plugins = ["tests.tracing_support"]
+
 _counter = itertools.count()
 
 

@@ -1,6 +1,7 @@
 """Tests' view of a live app's traces: the app started with ``OTEL_EXPORTER_OTLP_ENDPOINT`` pointing at a
 local OTLP receiver (``tests.fakes.otlp_receiver``), plus an in-memory exporter on its provider, so a test
-reads the finished spans directly."""
+reads the finished spans directly. Its fixtures (``receiver``, ``traced``) are offered to every test by the
+root conftest; a test module that wants other settings overrides ``traced``."""
 
 from __future__ import annotations
 
@@ -81,3 +82,15 @@ def all_text(span: ReadableSpan) -> str:
     parts = [span.name, repr(dict(span.attributes or {}))]
     parts += [f"{e.name} {dict(e.attributes or {})!r}" for e in span.events]
     return "\n".join(parts)
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    """``receiving`` as a fixture."""
+    yield from receiving(monkeypatch)
+
+
+@pytest.fixture
+def traced(receiver: Receiver, tmp_path: Path, template_db: Path) -> Iterator[tuple[LiveApp, InMemorySpanExporter]]:
+    """``traced_app`` on the default settings, toward ``receiver``."""
+    yield from traced_app(tmp_path, template_db)

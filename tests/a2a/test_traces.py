@@ -4,8 +4,7 @@ its turn in the caller's trace."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,19 +15,8 @@ from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, callee_step, caller
 from tests.a2a.test_invoke import tool_output
 from tests.chat.helpers import chat
 from tests.fakes.openai_server import FakeModel, call, text
-from tests.fakes.otlp_receiver import Receiver
 from tests.support import ApiClient, LiveApp
-from tests.tracing_support import receiving, traced_app, wait_for_spans
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
-    yield from receiving(monkeypatch)
-
-
-@pytest.fixture
-def traced(receiver: Receiver, tmp_path: Path, template_db: Path) -> Iterator[tuple[LiveApp, InMemorySpanExporter]]:
-    yield from traced_app(tmp_path, template_db)
+from tests.tracing_support import wait_for_spans
 
 
 @pytest.fixture

@@ -16,16 +16,11 @@ from tests.chat.helpers import attach, chat, make_tool
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, text
 from tests.fakes.otlp_receiver import Receiver
 from tests.support import ApiClient, LiveApp
-from tests.tracing_support import all_text, descends_from, named, receiving, traced_app, wait_for_spans
+from tests.tracing_support import all_text, descends_from, named, traced_app, wait_for_spans
 
 ASKED = "pelican-vermouth-31"  # the user's words
 ARGUMENT = "tangerine-obelisk-52"  # the model's tool argument
 ANSWERED = "saffron-gazebo-73"  # the model's reply
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
-    yield from receiving(monkeypatch)
 
 
 @pytest.fixture(params=[False], ids=["content-off"])

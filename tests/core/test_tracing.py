@@ -4,7 +4,6 @@ string in its attributes, and a real OTLP/HTTP export to a local receiver."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,23 +17,12 @@ from tests.tracing_support import (
     all_text,
     descends_from,
     named,
-    receiving,
     runtime_of,
     traced_app,
     wait_for_spans,
 )
 
 SECRET = "quokka-marmalade-7"
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
-    yield from receiving(monkeypatch)
-
-
-@pytest.fixture
-def traced(receiver: Receiver, tmp_path: Path, template_db: Path) -> Iterator[tuple[LiveApp, InMemorySpanExporter]]:
-    yield from traced_app(tmp_path, template_db)
 
 
 def test_off_without_an_endpoint(tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,7 @@ calling turn's trace (over streamable HTTP)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,20 +11,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.chat.helpers import chat
 from tests.fakes.openai_server import FakeModel, call, text
-from tests.fakes.otlp_receiver import Receiver
 from tests.support import ApiClient, LiveApp
 from tests.tools.mcp.conftest import TOKEN, HttpPeer, tools_by_name
-from tests.tracing_support import named, receiving, traced_app, wait_for_spans
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
-    yield from receiving(monkeypatch)
-
-
-@pytest.fixture
-def traced(receiver: Receiver, tmp_path: Path, template_db: Path) -> Iterator[tuple[LiveApp, InMemorySpanExporter]]:
-    yield from traced_app(tmp_path, template_db)
+from tests.tracing_support import named, wait_for_spans
 
 
 @pytest.fixture
