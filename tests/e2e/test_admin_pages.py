@@ -1,7 +1,7 @@
 """What the admin pages share (``js/pages/admin-common.js``), in a real browser: deleting a row after a
 confirmation (and not without one), a refused save that keeps the editor open with the reason, and a
-refused in-place change whose row goes back to what the server holds; Admin → Groups' members, named
-on Admin → Users; and Admin → Audit's type filter and export link."""
+refused in-place change whose row goes back to what the server holds; Admin → Usage's top users and
+agents; Admin → Groups' members, named on Admin → Users; and Admin → Audit's type filter and export link."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import HeldRequests, api
+from tests.chat.helpers import parse_sse, text_of
+from tests.e2e.conftest import HeldRequests, add_fake_model, api, csrf_headers, sign_in
 from tests.fakes.oidc_server import OidcProvider
+from tests.fakes.openai_server import FakeModel, FakeModelServer, text
 from tests.identity.conftest import oidc_server  # noqa: F401  (the test OpenID provider, once per session)
 from tests.support import LiveApp
 
@@ -72,7 +74,16 @@ def test_a_refused_save_keeps_the_editor_open_with_the_reason(admin_page: Page) 
     expect(page.locator("tbody tr")).to_have_count(1)
 
 
-def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page: Page) -> None:
+def turn(page: Page, slug: str, message: str, reply: str) -> None:
+    """One chat turn through the API as the page's user, read to its end (a Server-Sent Events answer)."""
+    answer = page.request.fetch(f"/api/agents/{slug}/chat", method="POST", data={"message": message},
+                                headers=csrf_headers(page))
+    assert answer.ok and text_of(parse_sse(answer.text())) == reply, answer.text()
+
+
+def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(
+    admin_page: Page, new_page: Callable[..., Page], fake_model_server: FakeModelServer, fake_model: FakeModel,
+) -> None:
     page = admin_page
     page.goto("/admin/users")
     # Add user with nothing filled in: each problem once, beside its field in words, the first focused.
@@ -87,11 +98,33 @@ def test_a_refused_change_shows_why_and_the_row_shows_what_was_stored(admin_page
     role.select_option("user")  # the only admin: refused
     expect(page.locator(".form-error")).to_have_text("The last administrator cannot be removed or demoted.")
     expect(page.locator("select[data-role='root']")).to_have_value("admin")
+    # Usage by two people with two agents, made after them (so ranking by tokens is not the order of ids)
+    model = add_fake_model(page, fake_model_server)
+    api(page, "PUT", f"/api/admin/models/{model['id']}", {"inputPricePerMTok": 1, "outputPricePerMTok": 2})
+    for slug in ("helper", "writer"):
+        api(page, "POST", "/api/admin/agents", {"slug": slug, "name": slug.title()})
+    api(page, "POST", "/api/admin/users", {"username": "alice", "password": "password123", "role": "user"})
+    alice = new_page()
+    sign_in(alice, "alice", "password123")
+    expect(alice).not_to_have_url(re.compile(r"/login"))
+    fake_model.push(text("a", input_tokens=10, output_tokens=5), text("b", input_tokens=100, output_tokens=50),
+                    text("c", input_tokens=7, output_tokens=1))
+    turn(page, "helper", "one", "a")
+    turn(alice, "writer", "two", "b")
+    turn(page, "writer", "three", "c")
     # Admin → Usage from the same navigation: the vendored chart library draws both charts (CSP allows it)
     page.get_by_role("link", name="Usage").click()
     expect(page.locator("#usage-tokens-chart canvas")).to_have_count(1)
     expect(page.locator("#usage-cost-chart .u-legend")).to_contain_text("Cost")
     expect(page.locator("#usage-table tr.total")).to_contain_text("Total")
+    # ... and ranks who and which agent used the most tokens, most first, with the cost beside
+    top_users = page.get_by_role("region", name="Top users by tokens").get_by_role("listitem")
+    expect(top_users.locator(".usage-top-name")).to_have_text(["alice", "root"])
+    expect(top_users.first).to_contain_text("150 tokens")
+    expect(top_users.first.locator(".usage-top-cost")).to_have_text("$0.0002")
+    top_agents = page.get_by_role("region", name="Top agents by tokens").get_by_role("listitem")
+    expect(top_agents.locator(".usage-top-name")).to_have_text(["Writer", "Helper"])
+    expect(top_agents.last).to_contain_text("15 tokens")
 
     # Admin → Groups: a group made, its members ticked, and Admin → Users naming it on the member's row
     page.get_by_role("link", name="Groups").click()
