@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Dialog, Page, expect
 
@@ -178,3 +179,26 @@ def test_a_chat_whose_agent_was_deleted_can_be_read_but_not_continued(
     expect(page.get_by_test_id("regenerate")).to_have_count(0)
     expect(page.locator(".msg-actions [data-action='edit']")).to_have_count(0)
     expect(page.get_by_role("button", name="Copy").first).to_be_visible()  # what it said can still be taken
+
+
+def test_the_list_shows_only_the_chats_from_other_clients_when_asked(
+    admin_page: Page, app: LiveApp, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    page = admin_page
+    add_fake_model(page, fake_model_server)
+    api(page, "POST", "/api/admin/agents", {"slug": "helper", "name": "Helper"})
+    token = api(page, "POST", "/api/auth/tokens", {"name": "client"})["token"]
+    made = httpx.post(f"{app.url}/v1/chat/completions", headers={"Authorization": f"Bearer {token}"},
+                      json={"model": "helper", "messages": [{"role": "user", "content": "from my script"}]})
+    assert made.status_code == 200, made.text
+    page.goto("/chat")
+    send(page, "typed in the page")
+    items = page.locator("#session-list .session-item .session-title")
+    expect(items).to_have_text(["typed in the page", "from my script"])
+    page.get_by_label("Only chats from other clients (API)").check()
+    expect(items).to_have_text(["from my script"])
+    page.locator("#session-search").fill("typed")
+    expect(page.locator("#session-list .no-results")).to_be_visible()
+    page.locator("#session-search").fill("")
+    page.get_by_label("Only chats from other clients (API)").uncheck()
+    expect(items).to_have_text(["typed in the page", "from my script"])

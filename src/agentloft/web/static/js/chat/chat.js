@@ -429,6 +429,7 @@ const sidebar = sessionSidebar({
   listEl: sessionList,
   emptyEl: document.querySelector('.sessions-empty'),
   searchInput: document.getElementById('session-search'),
+  apiOnlyInput: document.getElementById('session-api-only'),
   currentId: () => state.sessionId,
   onTitle: (s) => { document.getElementById('chat-title').textContent = s.title; },
   onError: (error) => showError(errorBox, error),

@@ -1,6 +1,8 @@
 // The conversation list beside the chat: grouped by date (today, yesterday, the last 7 and 30 days, then
 // by month), a badge where a tool call waits for approval, rename in place, delete from the keyboard, and
-// a search over titles and message text (GET /api/agent-sessions/search?q=, the shared search index).
+// a search over titles and message text (GET /api/agent-sessions/search?q=, the shared search index), and
+// a filter that lists only the chats started from other clients through the OpenAI-compatible API
+// (`source=api`), both in the list and in a search.
 import { api } from '../api.js';
 import { confirmDialog, h, onEnterKey } from '../dom.js';
 import { lang, t } from '../i18n.js';
@@ -39,7 +41,8 @@ export function dateGroup(iso, now = new Date()) {
  * Wire the list. `currentId()` names the open session; `onTitle(session)` hears about the open session's
  * title; `onError(error)` shows failures; `onRemovedCurrent()` runs when the open session was deleted.
  */
-export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitle, onError, onRemovedCurrent }) {
+export function sessionSidebar({ listEl, emptyEl, searchInput, apiOnlyInput, currentId, onTitle, onError,
+  onRemovedCurrent }) {
   let sessions = [];
   let pages = 1; // pages of the list shown
   let hasMore = false;
@@ -118,8 +121,13 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
     return h('li', { class: 'sessions-more' }, button);
   }
 
+  /** The list's and the search's filter: only the chats from other clients when the box is ticked. */
+  function source() {
+    return apiOnlyInput?.checked ? '&source=api' : '';
+  }
+
   async function fetchPage(number) {
-    return api('GET', `/api/agent-sessions?page=${number}&pageSize=${PAGE_SIZE}`);
+    return api('GET', `/api/agent-sessions?page=${number}&pageSize=${PAGE_SIZE}${source()}`);
   }
 
   /** Reload the pages shown (a reply moved a chat to the top, a title changed). */
@@ -165,7 +173,7 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
   async function search(text) {
     const mine = ++seq;
     let page;
-    try { page = await api('GET', `/api/agent-sessions/search?q=${encodeURIComponent(text)}&pageSize=50`); } catch (error) { onError(error); return; }
+    try { page = await api('GET', `/api/agent-sessions/search?q=${encodeURIComponent(text)}&pageSize=50${source()}`); } catch (error) { onError(error); return; }
     if (mine !== seq || text !== query) return;
     if (renaming) { deferred = true; return; }
     const results = page.items.map((s) => item(s, { snippet: snippetNode(s.match) }));
@@ -223,6 +231,10 @@ export function sessionSidebar({ listEl, emptyEl, searchInput, currentId, onTitl
     query = searchInput.value.trim();
     if (!query) { seq += 1; render(); return; }
     timer = setTimeout(() => search(query), SEARCH_DELAY_MS);
+  });
+  apiOnlyInput?.addEventListener('change', () => {
+    pages = 1; // the other list starts from its first page
+    if (query) search(query); else refresh();
   });
   searchInput.addEventListener('keydown', (event) => {
     if (event.key === 'Escape' && searchInput.value) {
