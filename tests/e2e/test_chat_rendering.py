@@ -30,11 +30,11 @@ def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
 ) -> None:
     page = admin_page
     setup_model(page, fake_model_server)
-    renders: list[float] = []
+    renders: list[Request] = []
 
     def count(request: Request) -> None:
         if request.url.endswith("/api/render/markdown") and request.method == "POST":
-            renders.append(time.monotonic())
+            renders.append(request)
 
     page.on("request", count)
     answered: list[str] = []  # the addresses that got a response (a refused one gets none)
@@ -54,7 +54,10 @@ def test_streamed_reply_renders_a_few_times_a_second_then_once_at_the_end(
     elapsed = time.monotonic() - started
     assert len(renders) >= 3, renders
     assert len(renders) <= elapsed * 4 + 2, (len(renders), elapsed)
-    gaps = [b - a for a, b in itertools.pairwise(renders)]
+    # When the browser sent each render (its own clock): this process hears of requests in batches when
+    # it is busy, so the times it hears them say nothing of the view's pacing.
+    starts = [r.timing["startTime"] / 1000 for r in renders]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert sum(1 for g in gaps if g < 0.2) <= 1, gaps  # only the final render may follow quickly
 
     block = reply.locator(".code-block")
