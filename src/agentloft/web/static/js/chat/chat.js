@@ -24,6 +24,23 @@ const stopButton = document.getElementById('stop');
 const agentSelect = document.getElementById('agent-select');
 const sessionList = document.getElementById('session-list');
 const sidePanel = document.getElementById('chat-side-panel');
+
+// Everything the page keeps between events, in one place.
+const state = {
+  sessionId: root.dataset.sessionId || null,
+  kind: agentSelect.value ? 'agent' : 'llm',
+  agentSlug: agentSelect.value || null,
+  views: new Map(), // message id -> MessageView
+  lastView: null, // the view that offers Regenerate / Retry (see refreshLastActions)
+  started: false, // the form is handled by this script (until then Send stays disabled)
+  streaming: false,
+  link: null, // the AbortController of the stream being followed
+  stopWanted: false, // Stop pressed before the server named the new session
+  closed: false, // the chat's agent was deleted: nothing can answer in it
+  offlineCut: false, // the network went away mid-stream: pick the reply up when it is back
+  approversTimer: null, // the next poll for a tool's approvers' answer
+};
+
 const files = attachmentTray({
   tray: document.getElementById('attach-tray'),
   button: document.getElementById('attach-button'),
@@ -44,22 +61,13 @@ const collections = knowledgePicker({
 /** Send waits for the files: none may be uploading, being read, or unable to be sent. */
 function updateSend() {
   const waiting = files.blocking();
-  sendButton.disabled = Boolean(state.closed) || waiting || !started;
+  sendButton.disabled = state.closed || waiting || !state.started;
   sendButton.title = waiting ? t('chat.attach.wait') : '';
 }
-let started = false;
 
 const currentUser = JSON.parse(document.getElementById('current-user')?.textContent || '{}');
 const agentIntros = JSON.parse(document.getElementById('chat-agents')?.textContent || '{}');
 const intro = document.getElementById('agent-intro');
-
-const state = {
-  sessionId: root.dataset.sessionId || null,
-  kind: agentSelect.value ? 'agent' : 'llm',
-  agentSlug: agentSelect.value || null,
-  views: new Map(), // message id -> MessageView
-  streaming: false,
-};
 
 // --- rendering -------------------------------------------------------------------------------------
 
@@ -113,12 +121,12 @@ function views() {
 /** Only the last reply offers Regenerate / Retry: repaint the one that stopped being last. While a
  * tool call waits for approval, Edit and Regenerate are hidden too: the server refuses both until it
  * is answered. */
-let lastView = null;
 function refreshLastActions() {
   const last = views().at(-1) || null;
-  if (lastView && lastView !== last && lastView.el.isConnected) lastView.update();
-  if (last && last !== lastView) last.update();
-  lastView = last;
+  const before = state.lastView;
+  if (before && before !== last && before.el.isConnected) before.update();
+  if (last && last !== before) last.update();
+  state.lastView = last;
   root.dataset.approvalPending = views().some((v) => v.message.status === 'awaiting_approval') ? 'true' : 'false';
 }
 
@@ -131,13 +139,16 @@ function dropAfter(view) {
   refreshLastActions();
 }
 
+/** The chat as the server has it now. */
+const fetchSession = (id) => api('GET', `/api/agent-sessions/${id}`);
+
 /** After a turn: take the saved ids, times, model and usage (the stream does not carry them). An answer
  * that comes back once the next turn started is older than what the page shows (it may lack the new
  * message): that turn's own sync follows. */
 async function syncFromServer() {
   if (!state.sessionId) return;
   let detail;
-  try { detail = await api('GET', `/api/agent-sessions/${state.sessionId}`); } catch { return; }
+  try { detail = await fetchSession(state.sessionId); } catch { return; }
   if (state.streaming) return;
   nameSession(detail);
   const shown = views();
@@ -160,7 +171,7 @@ async function syncFromServer() {
 function renderMessages(messages) {
   list.replaceChildren();
   state.views.clear();
-  lastView = null;
+  state.lastView = null;
   for (const m of messages) addMessage(fromApi(m));
 }
 
@@ -184,7 +195,7 @@ function setStreaming(on) {
   sendButton.hidden = on;
   stopButton.hidden = !on;
   stopButton.disabled = false;
-  input.disabled = Boolean(state.closed);
+  input.disabled = state.closed;
   root.dataset.streaming = on ? 'true' : 'false';
   keepFocus(from);
 }
@@ -250,6 +261,24 @@ async function post(url, body) {
   }
 }
 
+/** Ask for a turn (a message, a retry, an answer): the streaming response once the server accepted, or
+ * null when it did not, after `undo()` put back what the page changed for it and the reason is shown
+ * (`onRefused`: by default `refused`, which also catches up with a chat the page was behind). */
+async function postTurn(url, body, undo, onRefused = refused) {
+  let response;
+  try {
+    response = await post(url, body);
+  } catch (error) {
+    undo();
+    showError(errorBox, error);
+    return null;
+  }
+  if (response.ok) return response;
+  undo();
+  await onRefused(response);
+  return null;
+}
+
 async function send(text) {
   showError(errorBox, null);
   const url = state.kind === 'llm' ? '/api/llm/chat' : `/api/agents/${encodeURIComponent(state.agentSlug)}/chat`;
@@ -259,19 +288,8 @@ async function send(text) {
   const knowledgeIds = collections.pending();
   if (knowledgeIds) body.knowledgeIds = knowledgeIds;
   setStreaming(true);
-  let response;
-  try {
-    response = await post(url, body);
-  } catch (error) {
-    setStreaming(false);
-    showError(errorBox, error);
-    return;
-  }
-  if (!response.ok) {
-    setStreaming(false);
-    await refused(response);
-    return;
-  }
+  const response = await postTurn(url, body, () => setStreaming(false));
+  if (!response) return;
   input.value = '';
   fitInput();
   files.clear();
@@ -312,19 +330,8 @@ async function restart(url, body, before) {
   showError(errorBox, null);
   if (state.streaming) return false;
   setStreaming(true);
-  let response;
-  try {
-    response = await post(url, body);
-  } catch (error) {
-    setStreaming(false);
-    showError(errorBox, error);
-    return false;
-  }
-  if (!response.ok) {
-    setStreaming(false);
-    await refused(response);
-    return false;
-  }
+  const response = await postTurn(url, body, () => setStreaming(false));
+  if (!response) return false;
   before();
   keepFocus(from);
   follow(response);
@@ -353,19 +360,10 @@ async function answerApproval(part, approved, reason, buttons) {
   buttons.forEach((b) => { b.disabled = true; });
   const body = { toolCallId: part.toolCallId, approved };
   if (reason) body.reason = reason;
-  let response;
-  try {
-    response = await post(`/api/agent-sessions/${state.sessionId}/approvals`, body);
-  } catch (error) {
-    buttons.forEach((b) => { b.disabled = false; });
-    showError(errorBox, error);
-    return;
-  }
-  if (!response.ok) {
-    buttons.forEach((b) => { b.disabled = false; });
-    showError(errorBox, await errorFrom(response));
-    return;
-  }
+  const enable = () => buttons.forEach((b) => { b.disabled = false; });
+  const said = async (refusal) => showError(errorBox, await errorFrom(refusal)); // the card shows the chat as it is
+  const response = await postTurn(`/api/agent-sessions/${state.sessionId}/approvals`, body, enable, said);
+  if (!response) return;
   part.state = 'approval-responded';
   part.approval = { ...(part.approval || {}), approved, ...(reason ? { reason } : {}) };
   for (const view of state.views.values()) if (view.message.parts.includes(part)) view.update();
@@ -397,7 +395,7 @@ async function catchUp() {
   refreshSessions();
   if (!state.sessionId || state.streaming) return;
   let detail;
-  try { detail = await api('GET', `/api/agent-sessions/${state.sessionId}`); } catch { return; }
+  try { detail = await fetchSession(state.sessionId); } catch { return; }
   const shown = views().map((v) => `${v.message.id}:${v.message.status}`).join();
   const saved = detail.messages.map((m) => `${m.id}:${m.status}`).join();
   if (state.streaming || (!detail.active && shown === saved)) return;
@@ -409,17 +407,16 @@ window.addEventListener('focus', () => catchUp());
 
 // The browser knows when the network went away: stop waiting on a stream that cannot deliver (the reply
 // goes on on the server), say so, and pick the reply up again as soon as the network is back.
-let offlineCut = false;
 window.addEventListener('offline', () => {
   showError(errorBox, new Error(t('chat.offline')));
   if (!state.link) return;
-  offlineCut = true;
+  state.offlineCut = true;
   state.link.abort(new Error('offline'));
 });
 window.addEventListener('online', () => {
   showError(errorBox, null);
-  if (!offlineCut) return;
-  offlineCut = false;
+  if (!state.offlineCut) return;
+  state.offlineCut = false;
   reconnect();
 });
 
@@ -448,7 +445,7 @@ async function nameSession(detail) {
 }
 
 async function loadSession(id) {
-  const detail = await api('GET', `/api/agent-sessions/${id}`);
+  const detail = await fetchSession(id);
   state.kind = detail.kind;
   state.agentSlug = detail.agentSlug;
   if (detail.agentSlug) agentSelect.value = detail.agentSlug;
@@ -469,7 +466,6 @@ async function loadSession(id) {
 // How often the page asks whether the approvers answered: often enough that the reply goes on soon after
 // they do, rarely enough that a chat left open for hours costs the server little.
 const APPROVERS_POLL_MS = 3000;
-let approversTimer = null;
 
 /** Calls of this chat waiting for a tool's approvers (`pendingApprovals[].approverGroups`): their cards
  * say who is to answer instead of offering Approve / Reject, and while any waits the page asks for the
@@ -477,8 +473,8 @@ let approversTimer = null;
  * with who answered on the call). Nothing is asked while the tab is hidden (coming back catches up) nor
  * once the page is left. */
 function watchApprovers(detail) {
-  clearTimeout(approversTimer);
-  approversTimer = null;
+  clearTimeout(state.approversTimer);
+  state.approversTimer = null;
   // Every pending call, [] for one its requester answers: the server's word wins over the page's guess.
   const byCall = new Map((detail.pendingApprovals || []).map((a) => [a.toolCallId, (a.approverGroups || []).map((g) => g.name)]));
   for (const view of views()) {
@@ -490,7 +486,7 @@ function watchApprovers(detail) {
     if (changed && !view.editing) view.update();
   }
   const theirs = [...byCall].filter(([, names]) => names.length).map(([call]) => call);
-  if (theirs.length && !detail.active) approversTimer = setTimeout(() => pollApprovers(detail.id, theirs), APPROVERS_POLL_MS);
+  if (theirs.length && !detail.active) state.approversTimer = setTimeout(() => pollApprovers(detail.id, theirs), APPROVERS_POLL_MS);
 }
 
 // An answer is stored a moment before its run starts: until then the chat has no call pending and no run.
@@ -499,12 +495,12 @@ const RESUME_POLL_MS = 250;
 const RESUME_TRIES = 20;
 
 async function pollApprovers(id, calls, tries = 0) {
-  approversTimer = null;
+  state.approversTimer = null;
   if (id !== state.sessionId || state.streaming) return;
-  const again = (ms, n = tries) => { approversTimer = setTimeout(() => pollApprovers(id, calls, n), ms); };
+  const again = (ms, n = tries) => { state.approversTimer = setTimeout(() => pollApprovers(id, calls, n), ms); };
   if (document.hidden) { again(APPROVERS_POLL_MS); return; }
   let detail;
-  try { detail = await api('GET', `/api/agent-sessions/${id}`); } catch { again(APPROVERS_POLL_MS); return; } // a blip
+  try { detail = await fetchSession(id); } catch { again(APPROVERS_POLL_MS); return; } // a blip
   if (id !== state.sessionId || state.streaming) return;
   const waiting = new Set((detail.pendingApprovals || []).map((a) => a.toolCallId));
   if (!detail.active && calls.every((c) => waiting.has(c))) { watchApprovers(detail); return; }
@@ -513,7 +509,7 @@ async function pollApprovers(id, calls, tries = 0) {
   try { await loadSession(id); } catch (error) { showError(errorBox, error); }
   refreshSessions(); // the list's "needs approval" badge goes too (a reply that already ended has no stream)
 }
-window.addEventListener('pagehide', () => { clearTimeout(approversTimer); approversTimer = null; });
+window.addEventListener('pagehide', () => { clearTimeout(state.approversTimer); state.approversTimer = null; });
 
 /** The chat's agent was deleted: the conversation can still be read, copied, searched and deleted, but
  * nothing can answer in it any more (the server refuses new messages, Edit and Regenerate), so the
@@ -587,7 +583,7 @@ document.getElementById('new-chat').addEventListener('click', () => {
 window.addEventListener('popstate', () => window.location.reload());
 
 async function start() {
-  started = true; // the form is handled from here on
+  state.started = true; // the form is handled from here on
   updateSend();
   refreshSessions();
   showIntro();
