@@ -16,7 +16,7 @@ from a2a.server.cluster import TaskVersion, VersionedEvent
 from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 from sqlalchemy import select, update
 
-from agentloft.a2a import service, tool
+from agentloft.a2a import tasks, tool
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.server import BufferTaskEventStream
 from agentloft.chat.leases import task_lease
@@ -50,7 +50,7 @@ async def fail_cut_off(rt: Runtime, task_ids: list[str]) -> list[str]:
                 row.task_version += 1
                 ended.append((row.id, str(data.get("contextId") or ""), row.task_version))
     for task_id in failed:
-        await end_buffer(rt, service.buffer_key(task_id), CUT_OFF_NOTE)
+        await end_buffer(rt, tasks.buffer_key(task_id), CUT_OFF_NOTE)
     events = BufferTaskEventStream(rt)
     for task_id, context_id, version in ended:
         event = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id,

@@ -67,9 +67,11 @@ from pydantic_ai.ui.vercel_ai.response_types import (
 
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.parts import Joiner, render
+from agentloft.a2a.tasks import buffer_key
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service as chat_service
+from agentloft.chat import wire
 from agentloft.chat.models import COMPLETE, FAILED, IDLE
 from agentloft.core.runtime import Runtime
 from agentloft.core.tracing import traced_request
@@ -77,7 +79,6 @@ from agentloft.tools import netguard
 
 log = logging.getLogger(__name__)
 
-SDK_VERSION = 6
 BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)  # gRPC needs a2a-sdk[grpc]
 CARD_MAX_BYTES = 1_000_000
 # 1 MiB, the MCP SDK's default for one event: room for any reply within the text limit, the task's
@@ -183,7 +184,7 @@ class _Panel:
     kept: int = 0
 
     async def put(self, chunk: BaseChunk) -> None:
-        await self.rt.buffers.append(self.key, f"data: {chunk.encode(SDK_VERSION)}\n\n")
+        await self.rt.buffers.append(self.key, wire.frame(chunk))
 
     async def start(self) -> None:
         await self.put(StartChunk(message_id=self.message_id))
@@ -342,7 +343,7 @@ async def _open(call: RemoteCall) -> _Panel:
         reply_id, *_ = await chat_service.begin_turn(db=db, session_id=call.task.session_id or "",
                                                     user_id=call.task.user_id, agent_id=call.callee.id,
                                                     user_text=call.input_text, model_id=None, extra=call.extra)
-    key = f"a2a_{call.task.id}"
+    key = buffer_key(call.task.id)
     await call.rt.buffers.open(key, {"sessionId": call.task.session_id, "messageId": reply_id})
     panel = _Panel(call.rt, key, reply_id, max_chars=call.rt.settings.remote_agent_max_chars)
     await panel.start()

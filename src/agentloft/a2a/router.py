@@ -8,16 +8,16 @@ changed at run time are served without a restart.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from agentloft.a2a import limits, rest, service
+from agentloft.a2a import limits, rest, service, tasks
 from agentloft.a2a import server as a2a_server
 from agentloft.auth.dependencies import CurrentUser, bearer_token, token_user
+from agentloft.chat import wire
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.errors import Invalid, Unauthorized
 from agentloft.core.public_url import public_base_url
@@ -26,9 +26,8 @@ from agentloft.groups import access
 
 router = APIRouter()
 
-# X-Stream-Resume: like the chat's resumed stream, every subscription replays the reply from its start.
-SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no",
-               "x-vercel-ai-ui-message-stream": "v1", "X-Stream-Resume": "true"}
+# Resumed: like the chat's resumed stream, every subscription replays the reply from its start.
+PANEL_HEADERS = {**wire.HEADERS, **wire.RESUMED, "Connection": "keep-alive"}
 
 
 # ---------------------------------------------------------------- the side panel's stream
@@ -44,7 +43,7 @@ async def a2a_stream(
     await service.get_panel_task(db=db, task_id=task_id, user_id=user.id)
     if not await service.wait_for_buffer(rt=rt, task_id=task_id):
         return JSONResponse({"active": False, "reason": "no-buffer"})
-    return StreamingResponse(_panel_frames(rt, task_id), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(_panel_frames(rt, task_id), media_type=wire.MEDIA_TYPE, headers=PANEL_HEADERS)
 
 
 async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:
@@ -52,19 +51,18 @@ async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:
     and the stream terminator, so the panel always knows the reply is done."""
 
     saw_error = saw_done = False
-    async for frame in rt.buffers.subscribe(service.buffer_key(task_id)):
-        data = frame.encode()
-        saw_error = saw_error or b'"type": "error"' in data or b'"type":"error"' in data
-        saw_done = saw_done or b"data: [DONE]" in data
-        yield data
+    async for frame in rt.buffers.subscribe(tasks.buffer_key(task_id)):
+        saw_error = saw_error or wire.has_error(frame)
+        saw_done = saw_done or wire.has_done(frame)
+        yield frame.encode()
     if not saw_error:
         async with rt.db.session() as db:
             row = await db.get(service.A2ATaskSession, task_id)
         if row is not None and row.state in ("failed", "canceled"):
             message = "the called agent failed" if row.state == "failed" else "the call was canceled"
-            yield f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n".encode()
+            yield wire.error_frame(message).encode()
     if not saw_done:
-        yield b"data: [DONE]\n\n"
+        yield wire.DONE.encode()
 
 
 # ---------------------------------------------------------------- the public A2A server

@@ -75,11 +75,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from agentloft import __version__
-from agentloft.a2a import service
+from agentloft.a2a import service, tasks
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
+from agentloft.chat import wire
 from agentloft.chat.leases import task_lease
-from agentloft.chat.stream import text_deltas
 from agentloft.core.db import UNSTORABLE, rows_matched
 from agentloft.core.runtime import Runtime
 from agentloft.groups import access
@@ -332,13 +332,13 @@ class BufferTaskEventStream(TaskEventStream):
 
     async def publish(self, task_id: str, event: VersionedEvent) -> None:
         line = json.dumps({"v": version_number(event.version), "e": MessageToDict(to_stream_response(event.event))})
-        key = service.events_key(task_id)
+        key = tasks.events_key(task_id)
         await self.rt.buffers.append(key, line + "\n")
         if _ends_stream(event.event):
             await self.rt.buffers.close(key)
 
     async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncGenerator[VersionedEvent, None]:
-        async for frames in self.rt.buffers.subscribe(service.events_key(task_id)):
+        async for frames in self.rt.buffers.subscribe(tasks.events_key(task_id)):
             for line in frames.splitlines():
                 if not line:
                     continue
@@ -393,7 +393,7 @@ class AgentloftExecutor(AgentExecutor):
         if context.current_task is None:
             # Our row first, then the protocol's Task: the task store keeps the Task on that row.
             await service.create_task(rt=self.rt, callee=callee, caller=caller, task_id=task_id)
-            await self.rt.buffers.open(service.events_key(task_id), {"taskId": task_id})
+            await self.rt.buffers.open(tasks.events_key(task_id), {"taskId": task_id})
             history = [context.message] if context.message else []
             await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=history,
                                                  status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
@@ -434,7 +434,7 @@ class AgentloftExecutor(AgentExecutor):
         the run to end)."""
 
         buffers = self.rt.buffers
-        key = service.buffer_key(task_id)
+        key = tasks.buffer_key(task_id)
         opened = asyncio.create_task(buffers.wait_open(key, limit_s=3600))
         try:
             await asyncio.wait({opened, run}, return_when=asyncio.FIRST_COMPLETED)
@@ -442,7 +442,7 @@ class AgentloftExecutor(AgentExecutor):
             opened.cancel()
         first = True
         async for frame in buffers.subscribe(key):  # one frame holds every chunk buffered since the last
-            text = "".join(text_deltas(frame))
+            text = "".join(wire.text_deltas(frame))
             if not text:
                 continue
             await updater.add_artifact([Part(text=text)], artifact_id="reply", name="reply",

@@ -9,7 +9,6 @@ responses; the router and the A2A server adapt these functions.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.a2a import remote
 from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
+from agentloft.a2a.tasks import buffer_key
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.audit import service as audit_service
-from agentloft.chat import engine
+from agentloft.chat import engine, wire
 from agentloft.chat import service as chat_service
 from agentloft.chat.leases import task_lease
 from agentloft.core.db import one_or_404, utcnow
@@ -35,16 +35,6 @@ log = logging.getLogger(__name__)
 
 # The chain of agent ids a nested invocation came through, carried in ``ToolContext.extra``.
 CHAIN_KEY = "a2a_chain"
-
-
-def buffer_key(task_id: str) -> str:
-    """The stream buffer a task's callee reply goes to (seed 003, decision 1)."""
-    return f"a2a_{task_id}"
-
-
-def events_key(task_id: str) -> str:
-    """The stream buffer of a task's A2A protocol events, for clients following it from any worker."""
-    return f"a2a_events_{task_id}"
 
 
 class InvocationError(Exception):
@@ -297,8 +287,7 @@ async def fail_buffer(*, rt: Runtime, task_id: str, message: str) -> None:
 async def append_error(*, rt: Runtime, task_id: str, message: str) -> None:
     """Write an ``error`` chunk (a protocol-valid UI stream chunk) into the panel's buffer."""
 
-    frame = f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n"
-    await rt.buffers.append(buffer_key(task_id), frame)
+    await rt.buffers.append(buffer_key(task_id), wire.error_frame(message))
 
 
 # ---------------------------------------------------------------- the agent-invoke path

@@ -74,7 +74,7 @@ from agentloft.agents.models import Agent
 from agentloft.audit import service as audit_service
 from agentloft.chat import approvals as chat_approvals
 from agentloft.chat import knowledge as chat_knowledge
-from agentloft.chat import service, turn_log
+from agentloft.chat import service, turn_log, wire
 from agentloft.chat.budgeted import BudgetedModel
 from agentloft.chat.leases import session_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
@@ -531,7 +531,7 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
     source = _agent_events(rt, turn, outcome)
     try:
         async for raw in stream.transform_stream(source):
-            frame, chunk = _encoded(stream, raw)
+            frame, chunk = wire.whole_frame(raw)
             collector.feed(chunk)
             if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
                 outcome.closing.append(frame)
@@ -550,19 +550,8 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
             _capture(outcome.run, outcome)
 
 
-def _encoded(stream: EngineEventStream, chunk: BaseChunk) -> tuple[str, BaseChunk]:
-    """The chunk's SSE frame, and the chunk as framed: with any lone surrogate (half an emoji from a model
-    or a tool, which UTF-8 cannot encode) replaced by U+FFFD, so that the reply streams and saves as
-    shown. Checked only when encoding fails: the common case pays nothing."""
-    try:
-        return stream.encode_event(chunk), chunk
-    except PydanticSerializationError:
-        whole = type(chunk).model_validate(whole_characters(chunk.model_dump()))
-        return stream.encode_event(whole), whole
-
-
 def _history_json(messages: list[ModelMessage]) -> str:
-    """The model history as saved; a lone surrogate in it becomes U+FFFD (``_encoded``)."""
+    """The model history as saved; a lone surrogate in it becomes U+FFFD (``wire.whole_frame``)."""
     try:
         return ModelMessagesTypeAdapter.dump_json(messages).decode()
     except PydanticSerializationError:
@@ -604,7 +593,8 @@ async def drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
 
 
 async def _drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
-    stream = EngineEventStream(None, sdk_version=6, server_message_id=turn.message_id, max_steps=turn.max_steps)
+    stream = EngineEventStream(None, sdk_version=wire.SDK_VERSION, server_message_id=turn.message_id,
+                               max_steps=turn.max_steps)
     collector = PartsCollector(turn.parts)
     outcome = _Outcome()
     runs = rt.runs
@@ -617,7 +607,7 @@ async def _drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
         cancelled = exc
         outcome.stopped = current_stop_reason(rt, turn.session_id)
         if not outcome.closing:
-            outcome.closing = [stream.encode_event(chunk) for chunk in _ending(outcome.stopped)]
+            outcome.closing = [wire.frame(chunk) for chunk in _ending(outcome.stopped)]
     except Exception as exc:  # a bug of ours, not a model failure (those end up in the stream)
         log.exception("chat run of session %s crashed", turn.session_id)
         _crashed(stream, collector, outcome, exc)
@@ -645,9 +635,8 @@ def _crashed(stream: EngineEventStream, collector: PartsCollector, outcome: _Out
     failure, error = failure_chunk({"code": "failed"}), ErrorChunk(error_text=stream.failure_text)
     collector.feed(failure)
     collector.feed(error)
-    closing = outcome.closing or [stream.encode_event(FinishChunk(finish_reason="error")),
-                                  stream.encode_event(DoneChunk())]
-    outcome.closing = [stream.encode_event(failure), stream.encode_event(error), *closing]
+    closing = outcome.closing or [wire.frame(FinishChunk(finish_reason="error")), wire.DONE]
+    outcome.closing = [wire.frame(failure), wire.frame(error), *closing]
 
 
 _INTERRUPTED_NOTE = "The server shut down while this reply was being written."
@@ -694,7 +683,7 @@ async def _finish(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
         log.exception("could not save the turn of session %s", turn.session_id)
         reason = f"The reply could not be saved: {_internal(exc)}."
         result = TurnResult(status=FAILED, text="", message_id=turn.message_id, error=reason)
-        outcome.closing = [stream.encode_event(ErrorChunk(error_text=reason)), *outcome.closing]
+        outcome.closing = [wire.error_frame(reason), *outcome.closing]
         await asyncio.shield(_abandon(rt, turn, reason))
     finally:
         for frame in outcome.closing:

@@ -8,11 +8,10 @@ worker starting beside others (a rolling deploy starts them one by one) must not
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 
-from agentloft.chat import service
+from agentloft.chat import service, wire
 from agentloft.chat.leases import session_lease
 from agentloft.core.runtime import Runtime
 
@@ -24,8 +23,8 @@ CUT_OFF_NOTE = "The server stopped while this reply was being written; the text 
 async def end_buffer(rt: Runtime, key: str, message: str) -> None:
     """End a run's buffer for its followers: an ``error`` chunk, the stream's end, the end marker."""
     buffers = rt.buffers
-    await buffers.append(key, f"data: {json.dumps({'type': 'error', 'errorText': message})}\n\n")
-    await buffers.append(key, "data: [DONE]\n\n")
+    await buffers.append(key, wire.error_frame(message))
+    await buffers.append(key, wire.DONE)
     await buffers.close(key, error=message)
 
 

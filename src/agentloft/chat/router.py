@@ -37,7 +37,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from agentloft.auth.dependencies import CurrentUser, client_ip
-from agentloft.chat import approvals, search, service, titles, turns
+from agentloft.chat import approvals, search, service, titles, turns, wire
 from agentloft.chat.dependencies import OwnedSession
 from agentloft.chat.models import AgentMessage, AgentSession
 from agentloft.chat.schemas import (
@@ -70,13 +70,6 @@ from agentloft.groups.dependencies import CallerViewer
 
 router = APIRouter(tags=["chat"])
 
-SSE_HEADERS = {
-    "x-vercel-ai-ui-message-stream": "v1",
-    "Cache-Control": "no-cache",
-    "X-Accel-Buffering": "no",
-}
-
-
 async def _frames(rt: Runtime, key: str) -> AsyncIterator[str]:
     rt.metrics.follower(+1)
     try:
@@ -88,12 +81,10 @@ async def _frames(rt: Runtime, key: str) -> AsyncIterator[str]:
 
 def sse_response(rt: Runtime, key: str, *, session_id: str | None = None, resume: bool = False) -> StreamingResponse:
     """Subscribe an HTTP response to a buffer: replay from the start, then follow live."""
-    headers = dict(SSE_HEADERS)
+    headers = {**wire.HEADERS, **(wire.RESUMED if resume else {})}
     if session_id:
         headers["X-Session-Id"] = session_id
-    if resume:
-        headers["X-Stream-Resume"] = "true"
-    return StreamingResponse(_frames(rt, key), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(_frames(rt, key), media_type=wire.MEDIA_TYPE, headers=headers)
 
 
 def _session_read(row: AgentSession, names: dict[int, tuple[str, str]]) -> SessionRead:

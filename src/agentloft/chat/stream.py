@@ -1,6 +1,6 @@
 """Agent events → UI-message-stream chunks: pydantic-ai's Vercel encoder with our error wording.
 
-The encoder is reused as is (``sdk_version=6`` for ``tool-approval-request``); only the failure paths
+The encoder is reused as is (for ``chat.wire.SDK_VERSION``; its frames are ``chat.wire``'s); only the failure paths
 change: a model failure becomes an ``error`` chunk a person can read (not a provider's raw repr), preceded
 by a ``data-error`` part with its kind (``llm.failures.classify``) so the page can word it in the reader's language, and
 hitting the step limit ends the reply with a ``data-notice`` part instead of an error, and a budget used up
@@ -10,7 +10,6 @@ values.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,22 +25,6 @@ from agentloft.llm.failures import classify
 from agentloft.usage.budgets import BudgetExceeded
 
 log = logging.getLogger(__name__)
-
-
-def text_deltas(frames: str) -> list[str]:
-    """The text deltas in buffered SSE frames of the UI message stream, other chunk types skipped: what a
-    caller that relays only the reply's text reads (the A2A server, the OpenAI-compatible API)."""
-    out = []
-    for line in frames.splitlines():
-        if not line.startswith("data: "):
-            continue
-        try:
-            chunk = json.loads(line[6:])
-        except ValueError:
-            continue
-        if isinstance(chunk, dict) and chunk.get("type") == "text-delta" and chunk.get("delta"):
-            out.append(chunk["delta"])
-    return out
 
 
 def failure_chunk(data: dict[str, Any]) -> DataChunk:

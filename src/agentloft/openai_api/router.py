@@ -33,7 +33,7 @@ from fastapi.routing import APIRoute
 from agentloft.auth.dependencies import bearer_token, token_user
 from agentloft.auth.models import User
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE
-from agentloft.chat.stream import text_deltas
+from agentloft.chat.wire import text_deltas
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.errors import AppError, Unauthorized, invalid_request
 from agentloft.core.public_url import public_base_url
