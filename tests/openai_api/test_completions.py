@@ -136,7 +136,7 @@ def test_errors_are_in_openais_shape(
     app: LiveApp, admin: ApiClient, user: ApiClient, token: str, base_url: str, agent: dict[str, Any],
 ) -> None:
     bare = httpx.post(f"{base_url}/chat/completions", json={"model": "helper", "messages": []})
-    assert bare.status_code == 401 and bare.headers["x-request-id"]
+    assert bare.status_code == 401 and bare.headers["x-request-id"] and bare.headers["www-authenticate"] == "Bearer"
     assert bare.json() == {"error": {"message": "Send a personal API token: Authorization: Bearer <token>",
                                      "type": "invalid_request_error", "param": None, "code": "missing_api_key"}}
     # a signed-in browser's cookie is no API token

@@ -96,6 +96,23 @@ async def token_user(database: Database, token: str) -> User | None:
     return owner.user
 
 
+async def api_token_user(connection: HTTPConnection) -> User:
+    """The user of the request's personal API token, and nothing else: the routes that OpenAI and MCP
+    clients call (``/v1``, ``/mcp``) take no session cookie, which would put their writes within a
+    cross-site form's reach. 401 with ``WWW-Authenticate: Bearer`` (the scheme to answer with) when the
+    token is missing or unknown. Takes a connection rather than a request so that an ASGI endpoint can
+    ask it too."""
+    challenge = {"WWW-Authenticate": "Bearer"}
+    token = bearer_token(connection)
+    if not token:
+        raise Unauthorized("Send a personal API token: Authorization: Bearer <token>", code="missing_api_key",
+                           headers=challenge)
+    user = await token_user(connection.app.state.db, token)
+    if user is None:
+        raise Unauthorized("Invalid API token", code="invalid_api_key", headers=challenge)
+    return user
+
+
 # Per database: token id → when this process last wrote its use (the cached owner keeps the time it was
 # read with, so without this every request until the next read would write again).
 _RECORDED: weakref.WeakKeyDictionary[Database, dict[int, datetime]] = weakref.WeakKeyDictionary()
@@ -180,3 +197,5 @@ CurrentUser = Annotated[User, Depends(_current_user)]
 # request's transaction (``core.dependencies.DbSession``, the same session), before that commits.
 AdminUser = Annotated[User, Depends(_admin_user, scope="function")]
 SessionUser = Annotated[User, Depends(_cookie_user)]
+TokenUser = Annotated[User, Depends(api_token_user)]
+"""The user of a personal API token only (``api_token_user``)."""

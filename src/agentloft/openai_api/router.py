@@ -23,19 +23,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
-from agentloft.auth.dependencies import bearer_token, token_user
-from agentloft.auth.models import User
-from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE
-from agentloft.chat.wire import text_deltas
+from agentloft.auth.dependencies import TokenUser
+from agentloft.chat.models import AWAITING_APPROVAL
 from agentloft.core.dependencies import DbSession, Rt
-from agentloft.core.errors import AppError, Unauthorized, invalid_request
+from agentloft.core.errors import AppError, invalid_request
 from agentloft.core.public_url import public_base_url
 from agentloft.core.runtime import Runtime
 from agentloft.groups import access
@@ -92,19 +90,6 @@ class OpenAIRoute(APIRoute):
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
 
 
-async def _token_user(request: Request, rt: Rt) -> User:
-    token = bearer_token(request)
-    if not token:
-        raise Unauthorized("Send a personal API token: Authorization: Bearer <token>", code="missing_api_key")
-    user = await token_user(rt.db, token)
-    if user is None:
-        raise Unauthorized("Invalid API token", code="invalid_api_key")
-    return user
-
-
-TokenUser = Annotated[User, Depends(_token_user)]
-
-
 @router.get("/models", response_model=ModelList)
 async def list_models(user: TokenUser, db: DbSession, rt: Rt) -> ModelList:
     viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
@@ -124,8 +109,8 @@ async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request
         return StreamingResponse(_stream(rt, started, body.model, chat_url, usage), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     result = await service.result_of(started=started)
-    text = _reply_text(result, chat_url)
-    assert result is not None  # ``_reply_text`` refused a turn without a result
+    text = service.reply_text(result, chat_url)
+    assert result is not None  # ``reply_text`` refused a turn without a result
     completion = ChatCompletion(
         id=_completion_id(started), created=int(time.time()), model=body.model,
         choices=[Choice(message=AssistantMessage(content=text))],
@@ -136,21 +121,6 @@ async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request
 
 def _completion_id(started: service.Started) -> str:
     return f"chatcmpl-{started.message_id}"
-
-
-def _reply_text(result: Any, chat_url: str) -> str:
-    """The completion's text: the reply, with the approval note when the turn waits for one; a turn that
-    ended otherwise is refused: with the budget's 429 when one stopped it between two model calls (the
-    reply so far is kept in the chat), else with its reason (failed, stopped, interrupted)."""
-    if result is not None and result.status == COMPLETE:
-        return result.text
-    if result is not None and result.status == AWAITING_APPROVAL:
-        note = service.approval_note(result=result, chat_url=chat_url)
-        return f"{result.text}\n\n{note}" if result.text else note
-    if result is not None and result.refusal is not None:  # a budget used up between two model calls
-        raise result.refusal
-    reason = (result.error if result is not None else None) or "the reply was interrupted"
-    raise service.TurnFailed(f"The agent did not finish its reply: {reason}")
 
 
 def _sse(data: Any) -> str:
@@ -168,13 +138,11 @@ async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: s
                                         ).model_dump(exclude_none=True))
 
     yield chunk(Delta(role="assistant", content=""))
-    async for frames in rt.buffers.subscribe(started.buffer_key):
-        text = "".join(text_deltas(frames))
-        if text:
-            yield chunk(Delta(content=text))
+    async for text in service.text_batches(rt=rt, started=started):
+        yield chunk(Delta(content=text))
     result = await service.result_of(started=started)
     try:
-        full = _reply_text(result, chat_url)
+        full = service.reply_text(result, chat_url)
     except AppError as exc:  # failed, or stopped by a budget (its 429's body)
         yield _sse(error_body(exc.status, exc.message, exc.code))
         yield "data: [DONE]\n\n"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import cast
 
@@ -42,6 +43,8 @@ from agentloft.agents.models import Agent
 from agentloft.auth.models import User
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
+from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE
+from agentloft.chat.wire import text_deltas
 from agentloft.core.errors import AppError, Invalid, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
@@ -180,6 +183,31 @@ async def start(*, rt: Runtime, user: User, slug: str, conversation: Conversatio
 async def result_of(*, started: Started) -> engine.TurnResult | None:
     """The turn's result. Shielded: a client that hangs up cancels its request, never the run."""
     return await asyncio.shield(started.run)
+
+
+async def text_batches(*, rt: Runtime, started: Started) -> AsyncIterator[str]:
+    """The reply's text as it arrives, one piece per batch of the turn's stream buffer (read as the A2A
+    server reads it); ends when the run is done. What a streaming caller relays (``/v1``'s chunks,
+    ``/mcp``'s progress notifications)."""
+    async for frames in rt.buffers.subscribe(started.buffer_key):
+        text = "".join(text_deltas(frames))
+        if text:
+            yield text
+
+
+def reply_text(result: engine.TurnResult | None, chat_url: str) -> str:
+    """What the caller answers: the reply, with the approval note when the turn waits for one; a turn that
+    ended otherwise is refused: with the budget's 429 when one stopped it between two model calls (the
+    reply so far is kept in the chat), else with its reason (failed, stopped, interrupted)."""
+    if result is not None and result.status == COMPLETE:
+        return result.text
+    if result is not None and result.status == AWAITING_APPROVAL:
+        note = approval_note(result=result, chat_url=chat_url)
+        return f"{result.text}\n\n{note}" if result.text else note
+    if result is not None and result.refusal is not None:  # a budget used up between two model calls
+        raise result.refusal
+    reason = (result.error if result is not None else None) or "the reply was interrupted"
+    raise TurnFailed(f"The agent did not finish its reply: {reason}")
 
 
 def approval_note(*, result: engine.TurnResult, chat_url: str) -> str:
