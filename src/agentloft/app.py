@@ -57,6 +57,8 @@ from agentloft.knowledge import router as knowledge_router
 from agentloft.llm import lifecycle as llm_lifecycle
 from agentloft.llm import router as llm_router
 from agentloft.llm.clients import ModelClients
+from agentloft.mcp_server import lifecycle as mcp_server_lifecycle
+from agentloft.mcp_server import router as mcp_server_router
 from agentloft.openai_api import router as openai_api_router
 from agentloft.system import lifecycle as system_lifecycle
 from agentloft.system import router as system_router
@@ -98,6 +100,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     groups_router.admin_router,
     a2a_router.router,
     openai_api_router.router,
+    mcp_server_router.router,
     usage_router.router, usage_router.admin_router,
     audit_router.admin_router,
     web_router.router,
@@ -112,11 +115,13 @@ STARTUP_HOOKS: tuple[Hook, ...] = (
     mcp_lifecycle.startup,
     chat_lifecycle.startup,
     a2a_lifecycle.startup,
+    mcp_server_lifecycle.startup,
     audit_lifecycle.startup,
     defaults.startup,
 )
 # What is let go at shutdown: the reverse of the start-up order.
 SHUTDOWN_HOOKS: tuple[Hook, ...] = (
+    mcp_server_lifecycle.shutdown,
     a2a_lifecycle.shutdown,
     chat_lifecycle.shutdown,
     mcp_lifecycle.shutdown,

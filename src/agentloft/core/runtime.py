@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agentloft.files.store import FileStore
     from agentloft.knowledge.cache import KnowledgeCache
     from agentloft.llm.clients import ModelClients
+    from agentloft.mcp_server.server import McpServer
     from agentloft.tools.mcp.connections import McpConnections
     from agentloft.tools.registry import ToolRegistry
 
@@ -73,3 +74,5 @@ class Runtime:
     """The A2A server side, one request handler per agent; it needs the runtime, so it is set right after."""
     mcp: McpConnections = field(init=False)
     """This process's MCP clients, one per server; set by ``tools.mcp.lifecycle`` at start-up."""
+    mcp_server: McpServer = field(init=False)
+    """The MCP server at ``/mcp`` (agents as tools) and its session manager; set by ``mcp_server.lifecycle``."""

@@ -61,11 +61,11 @@ class VersionedStaticFiles(StaticFiles):
 
 
 class CompressPages:
-    """gzip for everything but the API and A2A endpoints: pages, static files, the API documentation.
+    """gzip for everything but the API, A2A and MCP endpoints: pages, static files, the API documentation.
     The API's JSON is small and its streams must reach the browser chunk by chunk, so it is never
     wrapped (and Starlette's middleware would skip ``text/event-stream`` anyway)."""
 
-    SKIP = ("/api/", "/a2a/")
+    SKIP = ("/api/", "/a2a/", "/mcp")
 
     def __init__(self, app: ASGIApp, *, minimum_size: int = 1024) -> None:
         self.app = app
