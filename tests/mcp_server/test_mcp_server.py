@@ -1,5 +1,5 @@
 """``/mcp`` through the official ``mcp`` SDK's client against the live app: which agents a token's user
-gets as tools, a call answered with the fake model's reply, the session and
+gets as tools, a call answered with the fake model's reply, progress while it streams, the session and
 usage kept as ``api``, a call that waits for an approval, refusals as tool errors, and our 401."""
 
 from __future__ import annotations
@@ -83,6 +83,28 @@ def test_a_call_runs_a_turn_answered_with_the_reply_and_kept_as_an_api_session(
     assert {r[0] for r in app.sql("SELECT source FROM agent_messages WHERE session_id = ?", (sid,))} == {"api"}
     assert app.sql("SELECT source, input_tokens, output_tokens, session_id FROM usage_records") == [
         ("api", 12, 4, sid)]
+
+
+def test_progress_notifications_carry_the_reply_as_it_streams(
+    token: str, mcp_url: str, agent: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    fake_model.push(text("one two three four", delay=0.05))
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def ask(session: ClientSession) -> types.CallToolResult:
+        result = await session.call_tool("ask_help_desk", {"message": "count"}, progress_callback=on_progress)
+        assert isinstance(result, types.CallToolResult)
+        return result
+
+    result = with_session(mcp_url, token, ask)
+    assert _text(result) == "one two three four"
+    assert len(seen) > 1  # as it came, not in one piece at the end
+    assert "".join(m or "" for _, m in seen) == "one two three four"
+    progress = [p for p, _ in seen]
+    assert progress == sorted(set(progress)) and progress[-1] == len("one two three four")
 
 
 def test_a_call_that_needs_approval_ends_with_the_chats_link(

@@ -16,6 +16,11 @@ the streamable HTTP transport allows ("the server does not offer an SSE stream a
 SDK would hold such a stream open with nothing ever to send, a connection per host that also keeps a
 worker's graceful shutdown waiting. ``DELETE`` (ending a session) is the SDK's ``405`` for the same reason.
 
+Progress: while a ``tools/call`` streams, one ``notifications/progress`` per batch of the reply's text
+(``openai_api.service.text_batches``), when the client sent a progress token: ``progress`` is the number
+of characters so far (it only grows, as the spec asks, and no ``total`` is known), ``message`` the batch's
+text, so a host that shows progress messages shows the reply as it is written.
+
 The manager's task group runs in a task of its own for the app's lifetime (``start``/``stop``), not in the
 lifespan's: its cancel scope then never wraps the app's own start-up and shutdown.
 
@@ -61,8 +66,12 @@ def build_server(rt: Runtime) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
-        async def progress(text: str) -> None:
-            return
+        said = 0
+
+        async def progress(text: str) -> None:  # a no-op unless the client sent a progress token
+            nonlocal said
+            said += len(text)
+            await ctx.session.report_progress(float(said), None, text)
 
         return await service.call_tool(rt=rt, caller=_caller(ctx), name=params.name, arguments=params.arguments,
                                        progress=progress)
