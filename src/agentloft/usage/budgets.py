@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, bindparam, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.auth.models import User
@@ -169,17 +169,26 @@ async def standings(rt: Runtime, db: AsyncSession, *, user_id: int) -> list[Stan
                      resets_at=resets_at(b.period, today)) for b in budgets]
 
 
-async def _used(db: AsyncSession, *, user_id: int, today: date, since: date) -> dict[Period, tuple[int, float]]:
-    """The user's tokens and cost today and since ``since`` (the earliest period start), in one statement."""
+def _used_statement() -> Select[int, float, int, float]:
+    """The user's tokens and cost since ``since`` (the earliest period start) and since ``today``."""
     tokens = UsageRecord.input_tokens + UsageRecord.output_tokens
     cost = func.coalesce(UsageRecord.cost, 0.0)
-    is_today = UsageRecord.day >= today
-    row = (await db.execute(
-        select(func.coalesce(func.sum(tokens), 0), func.coalesce(func.sum(cost), 0.0),
-               func.coalesce(func.sum(case((is_today, tokens), else_=0)), 0),
-               func.coalesce(func.sum(case((is_today, cost), else_=0.0)), 0.0))
-        .where(UsageRecord.user_id == user_id, UsageRecord.day >= since)
-    )).one()
+    is_today = UsageRecord.day >= bindparam("today")
+    return (select(func.coalesce(func.sum(tokens), 0), func.coalesce(func.sum(cost), 0.0),
+                   func.coalesce(func.sum(case((is_today, tokens), else_=0)), 0),
+                   func.coalesce(func.sum(case((is_today, cost), else_=0.0)), 0.0))
+            .where(UsageRecord.user_id == bindparam("user_id"), UsageRecord.day >= bindparam("since")))
+
+
+# Built once, its values bound at each run: a statement of ten SQL functions costs more to build and to
+# key for the compiled cache (memoised on the statement object) than the indexed sum costs to run:
+# 1.41 -> 0.72 ms of CPU per check on SQLite, 1.04 -> 0.38 on PostgreSQL (``bench/usage_statements.py``).
+_USED = _used_statement()
+
+
+async def _used(db: AsyncSession, *, user_id: int, today: date, since: date) -> dict[Period, tuple[int, float]]:
+    """The user's tokens and cost today and since ``since`` (the earliest period start), in one statement."""
+    row = (await db.execute(_USED, {"user_id": user_id, "today": today, "since": since})).one()
     return {"month": (int(row[0]), float(row[1])), "day": (int(row[2]), float(row[3]))}
 
 
