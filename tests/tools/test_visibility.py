@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentloft.tools import service
+from agentloft.tools import loading
 from agentloft.tools.base import ToolContext
 from agentloft.tools.runner import run_tool
 from tests.support import ApiClient
@@ -74,11 +74,11 @@ def test_toggling_admin_only_and_enabled_shows_at_once(
 def test_llm_tools_service_hides_admin_only_and_disabled(call_service: Callable[..., Any], tools: Any) -> None:
     for role in ROLES_WITHOUT_ADMIN:
         run_tools = call_service(
-            lambda db, rt, role=role: service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=2, user_role=role)
+            lambda db, rt, role=role: loading.get_enabled_tools_for_llm(db=db, rt=rt, user_id=2, user_role=role)
         )
         assert [t.name for t in run_tools] == ["public"], role
     admin_tools = call_service(
-        lambda db, rt: service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=1, user_role="admin")
+        lambda db, rt: loading.get_enabled_tools_for_llm(db=db, rt=rt, user_id=1, user_role="admin")
     )
     assert [(t.name, t.needs_approval) for t in admin_tools] == [("public", False), ("secret-op", True)]
     assert admin_tools[0].id == tools["public"]["id"] and admin_tools[0].title == "Public"
@@ -87,10 +87,10 @@ def test_llm_tools_service_hides_admin_only_and_disabled(call_service: Callable[
 def test_tool_infos_service_uses_the_same_filter(call_service: Callable[..., Any], tools: Any) -> None:
     for role in ROLES_WITHOUT_ADMIN:
         infos = call_service(
-            lambda db, rt, role=role: service.get_enabled_tool_infos(db=db, user_role=role, registry=rt.registry)
+            lambda db, rt, role=role: loading.get_enabled_tool_infos(db=db, user_role=role, registry=rt.registry)
         )
         assert [i.slug for i in infos] == ["public"], role
-    infos = call_service(lambda db, rt: service.get_enabled_tool_infos(db=db, user_role="admin", registry=rt.registry))
+    infos = call_service(lambda db, rt: loading.get_enabled_tool_infos(db=db, user_role="admin", registry=rt.registry))
     assert [(i.slug, i.admin_only, i.needs_approval) for i in infos] == [
         ("public", False, False), ("secret-op", True, True)]
     assert infos[1].model_dump(by_alias=True)["adminOnly"] is True
@@ -101,18 +101,18 @@ def test_agent_tools_service_hides_admin_only_and_disabled(
 ) -> None:
     for role in ROLES_WITHOUT_ADMIN:
         run_tools = call_service(
-            lambda db, rt, role=role: service.load_tools_for_agent(db=db, rt=rt, agent_id=agent_id, user_role=role)
+            lambda db, rt, role=role: loading.load_tools_for_agent(db=db, rt=rt, agent_id=agent_id, user_role=role)
         )
         assert [(t.name, t.needs_approval) for t in run_tools] == [("public", True)], role
     admin_tools = call_service(
-        lambda db, rt: service.load_tools_for_agent(db=db, rt=rt, agent_id=agent_id, user_role="admin")
+        lambda db, rt: loading.load_tools_for_agent(db=db, rt=rt, agent_id=agent_id, user_role="admin")
     )
     # in the agent's order, with the overrides: secret-op needs approval itself, the agent says no
     assert [(t.name, t.needs_approval) for t in admin_tools] == [("secret-op", False), ("public", True)]
 
 
 def test_agent_without_tools_or_unknown_agent_has_none(call_service: Callable[..., Any], tools: Any) -> None:
-    none = call_service(lambda db, rt: service.load_tools_for_agent(db=db, rt=rt, agent_id=999, user_role="admin"))
+    none = call_service(lambda db, rt: loading.load_tools_for_agent(db=db, rt=rt, agent_id=999, user_role="admin"))
     assert none == []
 
 
@@ -120,13 +120,13 @@ def test_loaded_tools_run_with_decrypted_config(call_service: Callable[..., Any]
     make_tool("keyed", config={"apiKey": "sk-abc"})
 
     async def load_and_run(db: Any, rt: Any) -> Any:
-        (tool,) = await service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=2, user_role="user")
+        (tool,) = await loading.get_enabled_tools_for_llm(db=db, rt=rt, user_id=2, user_role="user")
         ctx = ToolContext(runtime=rt, tool_id=tool.id, tool_slug=tool.name, user_id=2, user_role="user")
         return tool, await run_tool(tool, {"text": "hi"}, ctx)
 
     tool, result = call_service(load_and_run)
     assert result.success and result.data["apiKey"] == "sk-abc" and result.data["approved"] is False
-    assert tool.timeout_s == pytest.approx(1.0 + service.TIMEOUT_GRACE_S)  # the config's timeoutMs + grace
+    assert tool.timeout_s == pytest.approx(1.0 + loading.TIMEOUT_GRACE_S)  # the config's timeoutMs + grace
 
 
 def test_tool_of_an_unregistered_type_is_left_out_not_fatal(
@@ -135,7 +135,7 @@ def test_tool_of_an_unregistered_type_is_left_out_not_fatal(
     make_tool("calc", type="calculator")
     make_tool("orphan")  # its add-on type is missing from the runtime below
     tools = call_service(
-        lambda db, rt: service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=1, user_role="admin"), with_addon=False
+        lambda db, rt: loading.get_enabled_tools_for_llm(db=db, rt=rt, user_id=1, user_role="admin"), with_addon=False
     )
     assert [t.name for t in tools] == ["calc"]
 

@@ -10,7 +10,7 @@ Public interface (stable; other domains call only these):
     stream buffer ``buffer_key`` (default: the session id), and on finish / pause / error / stop saves
     the assistant message (text, parts, usage, status) and the model history on the session.
     - ``agent``: an ``agents.models.Agent`` row, or ``None`` for the plain LLM chat (default model,
-      the tools ``tools.service.get_enabled_tools_for_llm`` returns for the user).
+      the tools ``tools.loading.get_enabled_tools_for_llm`` returns for the user).
     - ``message_extra``: extra column values written on BOTH messages of the turn (A2A passes
       ``{"source": "a2a", "a2a_task_id": ..., "caller_agent_id": ..., "caller_session_id": ...}``
       once its migration adds those columns). Unknown column names are an error, never dropped.
@@ -41,7 +41,7 @@ follows live; ``sse_response(...)`` in ``chat.router`` turns a subscription into
 Custom chunks: a tool calls ``await ctx.emit("a2a-task-started", {...})``; the engine appends a
 ``data-a2a-task-started`` chunk to the caller's buffer at once (while the tool is still running).
 
-The engine never imports a tool type nor ``a2a``; tools come from ``tools.service`` and run through
+The engine never imports a tool type nor ``a2a``; tools come from ``tools.loading`` and run through
 ``tools.runner.run_tool`` (see ``chat.toolset``).
 """
 
@@ -89,7 +89,7 @@ from agentloft.core.tracing import traced_turn
 from agentloft.groups import access
 from agentloft.llm import service as llm_service
 from agentloft.llm.models import ModelConfig
-from agentloft.tools import service as tools_service
+from agentloft.tools import loading as tools_loading
 from agentloft.tools.runner import RunTool
 from agentloft.usage import budgets
 from agentloft.usage import service as usage_service
@@ -238,9 +238,9 @@ async def chat_inputs(rt: Runtime, *, agent_slug: str | None, user_id: int,
 async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, viewer: access.Viewer,
                  limits: access.Limits) -> list[RunTool]:
     if agent is None:
-        return await tools_service.get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=viewer.role,
+        return await tools_loading.get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=viewer.role,
                                                              group_ids=viewer.group_ids, limits=limits)
-    return await tools_service.load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=viewer.role,
+    return await tools_loading.load_tools_for_agent(db=db, rt=rt, agent_id=agent.id, user_role=viewer.role,
                                                     group_ids=viewer.group_ids, limits=limits)
 
 

@@ -4,7 +4,7 @@ Before every model request pydantic-ai passes each tool's schema through the pro
 transformer (``Model.customize_request_parameters``): a deep copy and a walk of the whole schema, ~0.5 ms
 per tool here, so ~2 ms of every request of an agent with four tools, for schemas that change only when
 an admin edits a tool. The run's tools hand pydantic-ai the same schema object on every turn (a
-``RunTool`` keeps its schema, ``tools.service`` keeps the ``RunTool``), so the adapted schema can be kept
+``RunTool`` keeps its schema, ``tools.loading`` keeps the ``RunTool``), so the adapted schema can be kept
 per schema object: the same object (and strictness) gives the adaptation made the first time.
 
 The adaptation itself is still pydantic-ai's: ``ToolSchemaCache.customize`` calls the model's own

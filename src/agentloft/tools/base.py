@@ -171,3 +171,7 @@ class ToolType(ABC, Generic[ConfigT, InputT]):
         disabled one, and the admin's listing shows the reason. One call per type and listing, so a
         type reads what it needs in one query."""
         return {}
+
+
+# A type whatever its Config and Input: what the platform's own code (the registry, loading, CRUD) holds.
+AnyToolType = ToolType[Any, Any]

@@ -57,7 +57,7 @@ from agentloft.auth.dependencies import AdminUser, CurrentUser
 from agentloft.core.dependencies import DbSession, Paging, Rt
 from agentloft.core.schemas import DbInt, Page, PageParams
 from agentloft.groups.dependencies import CallerViewer
-from agentloft.tools import service
+from agentloft.tools import loading, service
 from agentloft.tools.base import ToolResult
 from agentloft.tools.dependencies import Registry
 from agentloft.tools.schemas import (
@@ -87,7 +87,7 @@ async def chat_tools(
     user: CurrentUser, viewer: CallerViewer, rt: Rt, db: DbSession, paging: Paging,
     agent: Annotated[str | None, Query()] = None,
 ) -> Page[LlmToolRead]:
-    tools = await service.tools_for_chat(db=db, rt=rt, user_id=user.id, user_role=user.role, agent_slug=agent,
+    tools = await loading.tools_for_chat(db=db, rt=rt, user_id=user.id, user_role=user.role, agent_slug=agent,
                                          group_ids=viewer.group_ids)
     items = [
         LlmToolRead(

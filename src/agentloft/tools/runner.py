@@ -7,7 +7,7 @@ It owns the rules shared by all tools, so no tool type repeats them:
   limit is a failed result;
 - ``metadata.durationMs`` is always set; failures of its own carry ``metadata.code`` (``invalid_input``,
   ``tool_timeout``, ``tool_crashed``) so pages can word them in the reader's language.
-Visibility (admin-only, disabled) is decided when the run's tools are loaded (``tools.service``): a tool
+Visibility (admin-only, disabled) is decided when the run's tools are loaded (``tools.loading``): a tool
 that is not in a run's list cannot be called in that run at all. Approval is decided by
 ``needs_approval`` below; the chat engine pauses on it and resumes with ``ctx.approved`` set, and
 ``run_tool`` itself refuses a call that needs approval without it (seed 000: ``approved`` is true only
@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_S = 120.0
 class RunTool:
     """A tool as one run sees it: the row's identity, its parsed config and its effective approval rule.
 
-    ``name`` is the function name the model sees (the tool's slug). ``tools.service`` keeps one per
+    ``name`` is the function name the model sees (the tool's slug). ``tools.loading`` keeps one per
     version of a tool row and hands the same object to every turn, so what is derived from it here is
     derived once per edit of the row, not once per turn."""
 

@@ -19,7 +19,7 @@ from agentloft.defaults import ASSISTANT, TOOL_TEXTS
 from agentloft.groups import access
 from agentloft.groups import approvers as approver_groups
 from agentloft.llm import service as llm_service
-from agentloft.tools import service as tools_service
+from agentloft.tools import loading as tools_loading
 from agentloft.tools.schemas import ToolInfo
 from agentloft.web.deps import PageUser, page_router
 from agentloft.web.i18n import Translator, translator
@@ -82,7 +82,7 @@ async def _chat(
     agents, _ = await agents_service.list_agents(db=db, page=PageParams(page=1, page_size=100), enabled_only=True,
                                                  viewer=viewer)
     t = translator(request_language(request))
-    tools = await tools_service.get_enabled_tool_infos(db=db, user_role=user.role, registry=rt.registry,
+    tools = await tools_loading.get_enabled_tool_infos(db=db, user_role=user.role, registry=rt.registry,
                                                        group_ids=viewer.group_ids)
     return render_page(
         request,
