@@ -4,12 +4,16 @@ usage kept as ``api``, a call that waits for an approval, refusals as tool error
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import httpx2
 import mcp_types as types
+from mcp.client import Client
 from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.chat.helpers import Streamed, attach, make_agent, make_tool, session_status
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, text
@@ -182,3 +186,27 @@ def test_get_is_refused_as_a_stateless_server_refuses_it(token: str, mcp_url: st
     refused = httpx.get(mcp_url, headers=headers, timeout=5)
     assert refused.status_code == 405 and refused.headers["allow"] == "POST"
     assert refused.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_the_sdks_client_on_the_stateless_2026_protocol_gets_the_same(
+    token: str, mcp_url: str, agent: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    """The SDK's high-level ``Client`` negotiates the 2026-07-28 protocol (``server/discover``, no
+    handshake, each request on its own): the same tools, reply and progress as on the handshake."""
+    fake_model.push(text("one two three", delay=0.05))
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    async def run() -> tuple[str, list[str], Any]:
+        async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+                    Client(streamable_http_client(mcp_url, http_client=http)) as client):
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("ask_help_desk", {"message": "count"}, progress_callback=on_progress)
+            return client.protocol_version, names, result
+
+    version, names, result = asyncio.run(run())
+    assert version == "2026-07-28" and names == ["ask_help_desk"]
+    assert isinstance(result, types.CallToolResult) and _text(result) == "one two three"
+    assert len(seen) > 1 and "".join(m or "" for m in seen) == "one two three"
