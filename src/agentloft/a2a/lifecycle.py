@@ -38,7 +38,7 @@ async def fail_cut_off(rt: Runtime, task_ids: list[str]) -> list[str]:
     async with rt.db.session() as db:
         claim = (update(A2ATaskSession)
                  .where(A2ATaskSession.id.in_(task_ids), A2ATaskSession.state.in_(_GOING))
-                 .values(state="failed", updated_at=utcnow()).returning(A2ATaskSession.id))
+                 .values(state=tasks.FAILED, updated_at=utcnow()).returning(A2ATaskSession.id))
         failed = list((await db.execute(claim)).scalars())
         rows = (await db.execute(select(A2ATaskSession).where(A2ATaskSession.id.in_(failed)))).scalars()
         for row in rows:

@@ -15,12 +15,9 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from agentloft.a2a import tasks
 from agentloft.chat.models import AgentMessage
 from agentloft.core.db import Base, TimestampMixin
-
-# Task states, as the A2A protocol names them (lower-case, no prefix).
-TASK_STATES = ("submitted", "working", "completed", "failed", "canceled", "rejected")
-TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
 
 
 class A2ATaskSession(TimestampMixin, Base):
@@ -39,7 +36,7 @@ class A2ATaskSession(TimestampMixin, Base):
     )
     caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     caller_context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    state: Mapped[str] = mapped_column(String(16), nullable=False, default="submitted")
+    state: Mapped[str] = mapped_column(String(16), nullable=False, default=tasks.SUBMITTED)  # ``a2a.tasks``'s names
     task_data: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # Bumped on every save of ``task_data`` (compare-and-set), so concurrent writers on several workers
     # see each other (a2a/server.py, ``RowTaskStore``).

@@ -65,9 +65,10 @@ from pydantic_ai.ui.vercel_ai.response_types import (
     TextStartChunk,
 )
 
+from agentloft.a2a import tasks
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.parts import Joiner, render
-from agentloft.a2a.tasks import buffer_key
+from agentloft.a2a.tasks import TaskOutcome, buffer_key
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
 from agentloft.chat import service as chat_service
@@ -86,11 +87,10 @@ CARD_MAX_BYTES = 1_000_000
 # (images reach the model as images); a remote agent's files are named, never shown.
 MAX_EVENT_BYTES = netguard.STREAM_MAX_EVENT_BYTES
 MAX_REASON_CHARS = 2_000  # an error or a status message is a sentence or a paragraph, not an answer
-TERMINAL: set[int] = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
-            TaskState.TASK_STATE_REJECTED}
-# States in which a remote task stops and waits for something an agent-invoke call cannot give.
-WAITING: dict[int, str] = {TaskState.TASK_STATE_INPUT_REQUIRED: "the remote agent asks for more input",
-           TaskState.TASK_STATE_AUTH_REQUIRED: "the remote agent asks for authorization"}
+# Why a remote task that stopped to wait (``tasks.WAITING``) ends the call: an agent-invoke call cannot
+# give what it waits for.
+WAITING_REASONS: dict[int, str] = {TaskState.TASK_STATE_INPUT_REQUIRED: "the remote agent asks for more input",
+                                   TaskState.TASK_STATE_AUTH_REQUIRED: "the remote agent asks for authorization"}
 
 
 class RemoteError(Exception):
@@ -102,10 +102,6 @@ def clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit:,} more characters left out)"
-
-
-def state_name(state: int) -> str:
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower()
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -286,7 +282,7 @@ async def _events(client: A2AClient, text: str) -> AsyncGenerator[StreamResponse
 
 
 async def _cancel_remote(client: A2AClient, progress: _Progress) -> None:
-    if progress.remote_task_id is None or progress.state in TERMINAL:
+    if progress.remote_task_id is None or progress.state in tasks.TERMINAL:
         return
     try:
         async with asyncio.timeout(5):
@@ -295,19 +291,25 @@ async def _cancel_remote(client: A2AClient, progress: _Progress) -> None:
         log.info("cancelling remote task %s failed: %s", progress.remote_task_id, exc)
 
 
-def _outcome(progress: _Progress, panel: _Panel) -> tuple[str, str, str | None]:
-    """(our state, the reply text, the error) once the remote side stopped talking. A completed task's
-    reply went through the panel (and its limit) before this is asked."""
+def _outcome(task_id: str, progress: _Progress, panel: _Panel) -> TaskOutcome:
+    """How the call ended once the remote side stopped talking. A completed task's reply went through
+    the panel (and its limit) before this is asked."""
     state = progress.state
     status = clip(progress.status_text)
     if state == TaskState.TASK_STATE_COMPLETED:
-        return "completed", panel.reply, None
-    if state in WAITING:
-        return "failed", panel.reply, WAITING[state] + (f": {status}" if status else "")
-    if state in TERMINAL:
-        reason = status or f"the remote task ended {state_name(state)}"
-        return ("canceled" if state == TaskState.TASK_STATE_CANCELED else "failed"), panel.reply, reason
-    return "failed", panel.reply, "the remote agent's stream ended before its task did"
+        return TaskOutcome(task_id=task_id, state=tasks.COMPLETED, text=panel.reply)
+    if state in tasks.WAITING:
+        return _failed(task_id, panel, WAITING_REASONS[state] + (f": {status}" if status else ""))
+    if state in tasks.TERMINAL:
+        reason = status or f"the remote task ended {tasks.state_name(state)}"
+        if state == TaskState.TASK_STATE_CANCELED:
+            return TaskOutcome(task_id=task_id, state=tasks.CANCELED, text=panel.reply, error=reason)
+        return _failed(task_id, panel, reason)
+    return _failed(task_id, panel, "the remote agent's stream ended before its task did")
+
+
+def _failed(task_id: str, panel: _Panel, error: str) -> TaskOutcome:
+    return TaskOutcome(task_id=task_id, state=tasks.FAILED, text=panel.reply, error=error)
 
 
 def describe(exc: BaseException) -> str:
@@ -350,13 +352,14 @@ async def _open(call: RemoteCall) -> _Panel:
     return panel
 
 
-async def _close(call: RemoteCall, panel: _Panel, state: str, text: str, error: str | None,
-                 remote_task_id: str | None) -> None:
-    await panel.end(error if state != "completed" else None)
+async def _close(call: RemoteCall, panel: _Panel, outcome: TaskOutcome, remote_task_id: str | None) -> None:
+    state, text, error = outcome.state, outcome.text, outcome.error
+    completed = state == tasks.COMPLETED
+    await panel.end(None if completed else error)
     async with call.rt.db.session() as db:
         await chat_service.update_message(
             db=db, message_id=panel.message_id, content=text,
-            parts=[{"type": "text", "text": text}] if text else [], status=COMPLETE if state == "completed" else FAILED,
+            parts=[{"type": "text", "text": text}] if text else [], status=COMPLETE if completed else FAILED,
             error=error,
         )
         await chat_service.set_session_state(db=db, session_id=call.task.session_id or "", status=IDLE)
@@ -379,7 +382,7 @@ async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: 
             async with aclosing(_events(client, call.input_text)) as events:
                 async for event in events:
                     await _absorb(event, progress, panel)
-                    if progress.state in TERMINAL or progress.state in WAITING:
+                    if progress.state in tasks.ENDING:
                         break
         except BaseException:
             await asyncio.shield(_cancel_remote(client, progress))
@@ -422,29 +425,30 @@ async def _converse_or_reload(call: RemoteCall, panel: _Panel, progress: _Progre
 async def run_remote_task(
     *, rt: Runtime, task: A2ATaskSession, callee: Agent, input_text: str, extra: dict[str, Any],
     timeout_s: float | None,
-) -> tuple[str, str, str | None]:
-    """Run one call to a remote agent into the task's buffer; returns (state, reply text, error)."""
+) -> TaskOutcome:
+    """Run one call to a remote agent into the task's buffer; returns how it ended (no token counts: the
+    remote side's tokens are not ours to count)."""
     call = RemoteCall(rt, task, callee, input_text, extra, timeout_s)
     panel = await _open(call)
     progress = _Progress()
     async with rt.db.session() as db:
         row = await db.get(A2ATaskSession, task.id)
         if row is not None:
-            row.state = "working"
+            row.state = tasks.WORKING
     try:
         async with asyncio.timeout(timeout_s):
             await _converse_or_reload(call, panel, progress)
         if progress.state == TaskState.TASK_STATE_COMPLETED and not panel.reply:
             await panel.text(progress.status_text)  # the reply came whole, in the final status
-        state, text, error = _outcome(progress, panel)
+        outcome = _outcome(task.id, progress, panel)
     except TimeoutError:
-        state, text, error = "failed", panel.reply, f"agent '{callee.slug}' did not answer within {timeout_s:g} s"
+        outcome = _failed(task.id, panel, f"agent '{callee.slug}' did not answer within {timeout_s:g} s")
     except asyncio.CancelledError:
-        await asyncio.shield(_close(call, panel, "canceled", panel.reply, "the call was canceled",
-                                    progress.remote_task_id))
+        canceled = TaskOutcome(task_id=task.id, state=tasks.CANCELED, text=panel.reply, error="the call was canceled")
+        await asyncio.shield(_close(call, panel, canceled, progress.remote_task_id))
         raise
     except Exception as exc:
-        state, text, error = "failed", panel.reply, describe(exc)
-        log.info("remote agent %s failed (%s): %s", callee.slug, type(exc).__name__, error)
-    await _close(call, panel, state, text, error, progress.remote_task_id)
-    return state, text, error
+        outcome = _failed(task.id, panel, describe(exc))
+        log.info("remote agent %s failed (%s): %s", callee.slug, type(exc).__name__, outcome.error)
+    await _close(call, panel, outcome, progress.remote_task_id)
+    return outcome

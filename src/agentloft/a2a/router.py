@@ -58,8 +58,8 @@ async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:
     if not saw_error:
         async with rt.db.session() as db:
             row = await db.get(service.A2ATaskSession, task_id)
-        if row is not None and row.state in ("failed", "canceled"):
-            message = "the called agent failed" if row.state == "failed" else "the call was canceled"
+        if row is not None and row.state in (tasks.FAILED, tasks.CANCELED):
+            message = "the called agent failed" if row.state == tasks.FAILED else "the call was canceled"
             yield wire.error_frame(message).encode()
     if not saw_done:
         yield wire.DONE.encode()

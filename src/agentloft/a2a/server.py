@@ -123,19 +123,12 @@ class ContextBuilder(DefaultServerCallContextBuilder):
         return request.state.a2a_user
 
 
-def _state_name(state: int) -> str:
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower()
-
-
 def _owner(context: ServerCallContext) -> int | None:
     user = context.user
     return user.user_id if isinstance(user, A2AUser) else None
 
 
-_TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_FAILED,
-                       TaskState.TASK_STATE_REJECTED})
 _CANCEL_TRIES = 20  # a cancel retried this often against a running task's saves before it gives up
-_ENDING = _TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 
 
 def version_number(version: TaskVersion) -> int:
@@ -202,7 +195,7 @@ class RowTaskStore(VersionedTaskStore):
                 if not prev_version.is_missing:
                     raise ConcurrentTaskModificationError(task.id)
                 db.add(A2ATaskSession(id=task.id, agent_id=self.agent_id, user_id=owner, task_data=data,
-                                      state=_state_name(task.status.state), caller_context={"via": "a2a"},
+                                      state=tasks.state_name(task.status.state), caller_context={"via": "a2a"},
                                       task_version=1))
                 return TaskVersion(1)
             if row.user_id != owner:
@@ -216,7 +209,8 @@ class RowTaskStore(VersionedTaskStore):
                 stmt = (
                     update(A2ATaskSession)
                     .where(A2ATaskSession.id == task.id, A2ATaskSession.task_version == row.task_version)
-                    .values(task_data=data, state=_state_name(task.status.state), task_version=row.task_version + 1)
+                    .values(task_data=data, state=tasks.state_name(task.status.state),
+                            task_version=row.task_version + 1)
                 )
                 if await rows_matched(db, stmt) != 1:
                     raise ConcurrentTaskModificationError(task.id)
@@ -229,7 +223,7 @@ class RowTaskStore(VersionedTaskStore):
     def _check(task_id: str, row: A2ATaskSession, prev_version: TaskVersion, cancel: bool) -> None:
         """A cancel overwrites any task still going; every other save must start from the stored version."""
         if cancel:
-            if row.task_data is None or _stored_state(row.task_data) in _TERMINAL:
+            if row.task_data is None or _stored_state(row.task_data) in tasks.TERMINAL:
                 raise ConcurrentTaskModificationError(task_id)
         elif TaskVersion(row.task_version) != prev_version:
             raise ConcurrentTaskModificationError(task_id)
@@ -244,7 +238,7 @@ class RowTaskStore(VersionedTaskStore):
             stmt = (
                 update(A2ATaskSession)
                 .where(A2ATaskSession.id == row.id, A2ATaskSession.task_version == row.task_version)
-                .values(task_data=data, state="canceled", task_version=row.task_version + 1)
+                .values(task_data=data, state=tasks.CANCELED, task_version=row.task_version + 1)
             )
             if await rows_matched(db, stmt) == 1:
                 return row.task_version + 1
@@ -319,7 +313,7 @@ def _ends_stream(event: Any) -> bool:
     """The events after which a task's stream has nothing more to say (the SDK's own rule)."""
     if isinstance(event, Message):
         return True
-    return isinstance(event, Task | TaskStatusUpdateEvent) and event.status.state in _ENDING
+    return isinstance(event, Task | TaskStatusUpdateEvent) and event.status.state in tasks.ENDING
 
 
 class BufferTaskEventStream(TaskEventStream):
@@ -415,11 +409,11 @@ class AgentloftExecutor(AgentExecutor):
             raise
         await asyncio.wait({relay}, timeout=5)
         relay.cancel()
-        if outcome.state == "completed":
+        if outcome.state == tasks.COMPLETED:
             await updater.add_artifact([Part(text="")], artifact_id="reply", name="reply", append=True,
                                        last_chunk=True)
             await updater.complete(self._message(updater, outcome.text))
-        elif outcome.state == "canceled":  # stopped on request (a CancelTask that reached this worker)
+        elif outcome.state == tasks.CANCELED:  # stopped on request (a CancelTask that reached this worker)
             await updater.cancel(self._message(updater, outcome.error or "the task was canceled"))
         else:
             await updater.failed(self._message(updater, outcome.error or outcome.state))
@@ -454,7 +448,7 @@ class AgentloftExecutor(AgentExecutor):
         task_id = context.task_id or ""
         await TaskUpdater(event_queue, task_id, context.context_id or "").cancel()
         async with self.rt.db.session() as db:
-            await service.set_state(db=db, task_id=task_id, state="canceled")
+            await service.set_state(db=db, task_id=task_id, state=tasks.CANCELED)
 
 
 def build_card(agent: Agent, base_url: str) -> AgentCard:

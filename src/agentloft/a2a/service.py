@@ -19,13 +19,24 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.a2a import remote
-from agentloft.a2a.models import TERMINAL_STATES, A2ATaskSession
-from agentloft.a2a.tasks import buffer_key
+from agentloft.a2a.models import A2ATaskSession
+from agentloft.a2a.tasks import (
+    CANCELED,
+    COMPLETED,
+    FAILED,
+    SUBMITTED,
+    WORKING,
+    Ending,
+    TaskOutcome,
+    buffer_key,
+    is_terminal,
+)
 from agentloft.agents.models import LOCAL, REMOTE, Agent
 from agentloft.audit import service as audit_service
 from agentloft.chat import engine, wire
 from agentloft.chat import service as chat_service
 from agentloft.chat.leases import task_lease
+from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, STOPPED
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound
 from agentloft.core.runtime import Runtime
@@ -35,6 +46,9 @@ log = logging.getLogger(__name__)
 
 # The chain of agent ids a nested invocation came through, carried in ``ToolContext.extra``.
 CHAIN_KEY = "a2a_chain"
+# How a task ends for each way its callee's turn ended; any other (failed, interrupted, waiting for an
+# approval A2A cannot give) fails it.
+_ENDINGS: dict[str, Ending] = {COMPLETE: COMPLETED, STOPPED: CANCELED}
 
 
 class InvocationError(Exception):
@@ -63,16 +77,6 @@ class Caller:
         if self.chain:
             return [*self.chain]
         return [self.agent_id] if self.agent_id is not None else []
-
-
-@dataclass
-class TaskOutcome:
-    task_id: str
-    state: str
-    text: str
-    error: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 # ---------------------------------------------------------------- lookups
@@ -145,7 +149,7 @@ async def create_task(
             caller_agent_id=caller.agent_id,
             caller_session_id=caller.session_id,
             caller_context={"recursionDepth": caller.recursion_depth + 1, **caller.context},
-            state="submitted",
+            state=SUBMITTED,
         )
         db.add(row)
         await db.flush()
@@ -201,7 +205,7 @@ async def run_task(
     errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
     if task.session_id is None:  # ``create_task`` always sets it; the column allows NULL as the seed's does
         raise InvocationError("this task has no session to run in")
-    await _update_state(rt, task.id, "working")
+    await _update_state(rt, task.id, WORKING)
     extra = _message_extra(task.id, caller)
     chain = [*caller.path(), callee.id]
     turn = engine.run_turn(rt, engine.TurnRequest(
@@ -229,30 +233,30 @@ async def run_task(
         await append_error(rt=rt, task_id=task.id, message=message)
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
-        await _update_state(rt, task.id, "failed")
-        return TaskOutcome(task_id=task.id, state="failed", text="", error=message)
+        await _update_state(rt, task.id, FAILED)
+        return TaskOutcome(task_id=task.id, state=FAILED, text="", error=message)
     try:
         result = running.result()
     except Exception as exc:  # the turn could not start (no model configured, session busy, ...)
         message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         await fail_buffer(rt=rt, task_id=task.id, message=message)
-        await _update_state(rt, task.id, "failed")
-        return TaskOutcome(task_id=task.id, state="failed", text="", error=message)
-    state = {"complete": "completed", "stopped": "canceled"}.get(result.status, "failed")
+        await _update_state(rt, task.id, FAILED)
+        return TaskOutcome(task_id=task.id, state=FAILED, text="", error=message)
+    state = _ENDINGS.get(result.status, FAILED)
     error = result.error
-    if result.status == "awaiting_approval":
+    if result.status == AWAITING_APPROVAL:
         error = "the called agent needs a tool approval, which A2A calls cannot give"
         await append_error(rt=rt, task_id=task.id, message=error)
     await _update_state(rt, task.id, state)
     return TaskOutcome(
-        task_id=task.id, state=state, text=result.text or "", error=error if state != "completed" else None,
+        task_id=task.id, state=state, text=result.text or "", error=error if state != COMPLETED else None,
         input_tokens=result.input_tokens or 0, output_tokens=result.output_tokens or 0,
     )
 
 
 async def _finish_cancel(rt: Runtime, task_id: str, running: asyncio.Task[Any]) -> None:
     await asyncio.gather(running, return_exceptions=True)
-    await _update_state(rt, task_id, "canceled")
+    await _update_state(rt, task_id, CANCELED)
 
 
 async def _update_state(rt: Runtime, task_id: str, state: str) -> None:
@@ -324,14 +328,10 @@ async def invoke_agent_via_a2a(
         await emit("a2a-task-started", {"taskId": task.id, "calleeAgentSlug": callee.slug,
                                         "calleeAgentName": callee.name})
         if callee.kind == REMOTE:
-            state, text, error = await remote.run_remote_task(
+            return await remote.run_remote_task(
                 rt=rt, task=task, callee=callee, input_text=input_text, extra=_message_extra(task.id, caller),
                 timeout_s=options.timeout_s,
             )
-            return TaskOutcome(task_id=task.id, state=state, text=text, error=error)
         return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
                               timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens)
 
-
-def is_terminal(state: str) -> bool:
-    return state in TERMINAL_STATES

@@ -12,7 +12,7 @@ import logging
 
 from pydantic import Field
 
-from agentloft.a2a import service
+from agentloft.a2a import service, tasks
 from agentloft.chat.schemas import MAX_MESSAGE_CHARS
 from agentloft.core.schemas import ApiModel
 from agentloft.tools.base import Hidden, ToolContext, ToolResult, ToolType
@@ -80,7 +80,7 @@ async def invoke(agent_slug: str, input_text: str, config: Config, ctx: ToolCont
         return ToolResult.fail(str(exc), agentSlug=agent_slug, recursionDepth=depth)
     meta = {"agentSlug": agent_slug, "recursionDepth": depth, "taskId": outcome.task_id,
             "state": outcome.state, "inputTokens": outcome.input_tokens, "outputTokens": outcome.output_tokens}
-    if outcome.state != "completed":
+    if outcome.state != tasks.COMPLETED:
         return ToolResult.fail(outcome.error or f"the called agent's task {outcome.state}", **meta)
     return ToolResult.ok(outcome.text, **meta)
 
