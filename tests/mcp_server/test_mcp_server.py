@@ -5,17 +5,19 @@ usage kept as ``api``, a call that waits for an approval, refusals as tool error
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import httpx2
 import mcp_types as types
+import pytest
 from mcp.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.chat.helpers import Streamed, attach, make_agent, make_tool, session_status
+from tests.chat.helpers import Streamed, attach, make_agent, make_tool, session_status, wait_for
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, text
 from tests.mcp_server.conftest import token_of, with_session
 from tests.support import ApiClient, LiveApp
@@ -210,3 +212,18 @@ def test_the_sdks_client_on_the_stateless_2026_protocol_gets_the_same(
     assert version == "2026-07-28" and names == ["ask_help_desk"]
     assert isinstance(result, types.CallToolResult) and _text(result) == "one two three"
     assert len(seen) > 1 and "".join(m or "" for m in seen) == "one two three"
+
+
+def test_a_requests_log_line_names_the_route_and_the_tokens_user(
+    user: ApiClient, token: str, mcp_url: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="agentloft.requests")
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+               "X-Request-ID": "mcp-line-1"}
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+    assert httpx.post(mcp_url, json=body, headers=headers).status_code == 200
+    (line,) = wait_for(lambda: [r for r in caplog.records  # logged once the stream has ended
+                                if r.name == "agentloft.requests" and r.__dict__.get("requestId") == "mcp-line-1"])
+    assert (line.method, line.route, line.status) == ("POST", "/mcp", 200)  # type: ignore[attr-defined]
+    assert line.userId == str(user.ok("GET", "/api/auth/me")["id"])  # type: ignore[attr-defined]

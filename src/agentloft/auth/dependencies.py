@@ -110,6 +110,7 @@ async def api_token_user(connection: HTTPConnection) -> User:
     user = await token_user(connection.app.state.db, token)
     if user is None:
         raise Unauthorized("Invalid API token", code="invalid_api_key", headers=challenge)
+    connection.state.user, connection.state.auth_method = user, "bearer"  # as ``_optional_user`` keeps them
     return user
 
 

@@ -16,6 +16,8 @@ start with go to the SDK's handlers in the ASGI scope (``server.CALLER``).
 
 from __future__ import annotations
 
+import contextvars
+
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.routing import Route
@@ -25,7 +27,7 @@ from agentloft.auth.dependencies import api_token_user
 from agentloft.core.errors import AppError, error_response
 from agentloft.core.public_url import public_base_url
 from agentloft.core.runtime import Runtime
-from agentloft.mcp_server.server import CALLER
+from agentloft.mcp_server.server import CALLER, CONTEXT
 from agentloft.mcp_server.service import Caller
 
 PATH = "/mcp"
@@ -40,6 +42,7 @@ class McpEndpoint:
     """The ASGI app behind ``/mcp``: the caller resolved, then the SDK's session manager."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["route"] = ROUTE  # FastAPI names only its own routes: the log line, metrics and span need it
         request = Request(scope, receive)
         rt: Runtime = request.app.state.runtime
         try:
@@ -51,8 +54,10 @@ class McpEndpoint:
             await error_response(_no_server_stream())(scope, receive, send)
             return
         scope[CALLER] = Caller(user=user, base_url=public_base_url(request, rt.settings))
+        scope[CONTEXT] = contextvars.copy_context()  # the request's id and trace, for the turn it starts
         await rt.mcp_server.manager.handle_request(scope, receive, send)
 
 
+ROUTE = Route(PATH, McpEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False)
 router = APIRouter(tags=["mcp"])
-router.routes.append(Route(PATH, McpEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False))
+router.routes.append(ROUTE)

@@ -26,12 +26,15 @@ lifespan's: its cancel scope then never wraps the app's own start-up and shutdow
 
 The user of a request is put in the ASGI scope by the HTTP edge (``router``), under ``CALLER``; the
 handlers read it from the request the SDK hands them (``ctx.request``), so no handler ever runs for a
-request without a valid token.
+request without a valid token. The request's context variables go the same way (``CONTEXT``), so that a
+call's turn runs in them, as a turn that ``/v1`` starts does: its log lines carry the request's id, its
+spans sit in the request's trace.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from typing import Any
 
@@ -47,6 +50,7 @@ from agentloft.mcp_server import service
 log = logging.getLogger(__name__)
 
 CALLER = "agentloft.mcp_caller"  # the ASGI scope's key for the request's ``service.Caller``
+CONTEXT = "agentloft.mcp_context"  # and for the request's ``contextvars`` (its id, its trace)
 INSTRUCTIONS = ("Each tool is an agent of this agentloft instance: call it with a message and it answers "
                 "with the agent's reply. Every call starts a new chat, kept in the user's chat list.")
 
@@ -57,6 +61,15 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> service.Caller:
     if not isinstance(caller, service.Caller):  # only the router reaches the manager, and it always sets one
         raise RuntimeError("an MCP request without a caller")
     return caller
+
+
+def _request_context(ctx: ServerRequestContext[Any, Any]) -> contextvars.Context | None:
+    """A copy of the HTTP request's context variables, for the turn a call starts: the SDK runs handlers
+    in its own task group's tasks, which know nothing of the request, so without it the turn's log lines
+    and its error chunks would lack the request's id, and its spans would start a trace of their own."""
+    request = ctx.request
+    context = request.scope.get(CONTEXT) if request is not None else None
+    return context.copy() if isinstance(context, contextvars.Context) else None
 
 
 def build_server(rt: Runtime) -> Server[Any]:
@@ -73,8 +86,9 @@ def build_server(rt: Runtime) -> Server[Any]:
             said += len(text)
             await ctx.session.report_progress(float(said), None, text)
 
-        return await service.call_tool(rt=rt, caller=_caller(ctx), name=params.name, arguments=params.arguments,
-                                       progress=progress)
+        call = service.call_tool(rt=rt, caller=_caller(ctx), name=params.name, arguments=params.arguments,
+                                 progress=progress)
+        return await asyncio.create_task(call, context=_request_context(ctx))
 
     return Server("agentloft", version=__version__, instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool,
