@@ -18,7 +18,7 @@ from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import ask, requests_of, tool_output
 from tests.chat.helpers import attach, chat, make_tool, post_stream
 from tests.chat.helpers import make_agent as new_agent
-from tests.fakes.openai_server import FakeModel, FakeModelServer, call, text
+from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, ToolCall, call, text
 from tests.knowledge.helpers import indexed
 from tests.support import ApiClient, LiveApp
 
@@ -186,3 +186,43 @@ def test_the_knowledge_tool_searches_a_limited_collection_only_for_members(
         assert ("ninety days" in sent) == seen, (who, sent)
     r = world.member.post("/api/knowledge", json={"name": "mine", "groupIds": [world.team]})
     assert r.status_code == 403 and r.json()["error"]["code"] == "admin_required"
+
+
+_STATE_SQL = (
+    ("SELECT id, role, status, content FROM agent_messages WHERE session_id IN (?, ?) ORDER BY id", 2),
+    ("SELECT id, status, updated_at FROM agent_sessions WHERE id IN (?, ?) ORDER BY id", 2),
+    ("SELECT tool_call_id, status, answered_at, answered_by FROM chat_approvals WHERE session_id = ?", 1),
+    ("SELECT COUNT(*) FROM audit_events WHERE type = 'tool.approval'", 0),
+)
+
+
+def _state(app: LiveApp, done: str, paused: str) -> list[list[tuple[Any, ...]]]:
+    """What a refused request must leave as it was: both sessions, their messages, the pending call and
+    the approvals' audit trail."""
+    params = (done, paused)
+    return [app.sql(query, (paused,) if n == 1 else params[:n]) for query, n in _STATE_SQL]
+
+
+def test_an_approvers_answer_waits_while_the_requester_is_outside_the_group(
+    app: LiveApp, world: World, make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel,
+    model_id: int, test_tools: None,
+) -> None:
+    """The run resumes as its requester: an approver's answer that could not resume it (the requester left
+    the agent's group) is refused before anything is recorded, as the requester's own would be."""
+    agent = make_agent("secret", CALLEE_PROMPT, groupIds=[world.team])
+    reviewers = world.admin.ok("POST", "/api/admin/groups", json={"name": "reviewers"})["id"]
+    guard = make_tool(world.admin, "guard", "test-guarded", approverGroupIds=[reviewers])
+    attach(world.admin, agent["id"], {"toolId": guard["id"], "needsApproval": True})
+    fake_model.push(Step(text="Let me.", tool_calls=[ToolCall("guard", {"action": "read"}, id="ap1")]))
+    paused = chat(world.member, "secret", "please act").session_id
+    assert paused
+    before = _state(app, paused, paused)
+    world.leave()
+    r = world.admin.post(f"/api/agent-sessions/{paused}/approvals", json={"toolCallId": "ap1", "approved": True})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found", r.text
+    assert _state(app, paused, paused) == before
+    world.admin.ok("PUT", f"/api/admin/groups/{world.team}/members", json=[world.member_id])
+    fake_model.push(text("Done."))
+    answered = world.admin.ok("POST", f"/api/agent-sessions/{paused}/approvals",
+                              json={"toolCallId": "ap1", "approved": True})
+    assert answered["resumed"] is True

@@ -77,7 +77,16 @@ from agentloft.chat import knowledge as chat_knowledge
 from agentloft.chat import service, turn_log, wire
 from agentloft.chat.budgeted import BudgetedModel
 from agentloft.chat.leases import session_lease
-from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, FAILED, IDLE, INTERRUPTED, STOPPED, STREAMING
+from agentloft.chat.models import (
+    AWAITING_APPROVAL,
+    COMPLETE,
+    FAILED,
+    IDLE,
+    INTERRUPTED,
+    STOPPED,
+    STREAMING,
+    AgentSession,
+)
 from agentloft.chat.parts import PartsCollector
 from agentloft.chat.runs import current_stop_reason
 from agentloft.chat.stream import EngineEventStream, failure_chunk
@@ -257,6 +266,17 @@ async def _agent_of_session(db: Any, kind: str, agent_id: int | None) -> Agent |
     if not agent.enabled:
         raise NotFound("the agent of this session is disabled", code="agent_not_found")
     return agent
+
+
+async def check_session_agent(db: Any, *, session: AgentSession, viewer: access.Viewer) -> None:
+    """404 ``agent_not_found`` unless the session's agent could run a turn for ``viewer`` (its owner): it
+    exists, is enabled and is not limited to groups they are outside. Asked before an approval's answer
+    is recorded, since the resume it leads to asks the same (``_prepare_resume``)."""
+    agent = await _agent_of_session(db, session.kind, session.agent_id)
+    if agent is not None:
+        limits = await access.load_limits(db=db, viewer=viewer)
+        if not limits.allows(viewer, "agent", agent.id):
+            raise agents_service.agent_not_found(agent.slug)
 
 
 # --- preparing a turn --------------------------------------------------------------------------------

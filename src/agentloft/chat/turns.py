@@ -126,17 +126,22 @@ class Answered:
 async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str, approved: bool,
                  reason: str | None, ip: str | None = None) -> Answered:
     """Record an answer by the requester or an approver (``chat.approvals`` says who may), with its
-    ``tool.approval`` event, in one transaction; when it was the last one, resume the run as the requester."""
+    ``tool.approval`` event, in one transaction; when it was the last one, resume the run as the requester.
+    An answer the run could not resume on (its agent deleted, disabled, or hidden from the requester, who
+    left its groups) is refused with 404 ``agent_not_found`` before anything is recorded: the call stays
+    pending, to be answered once the requester may use the agent again."""
     viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
     async with rt.db.session() as db:
         session = await approvals.check_answer(db, user=user, viewer=viewer, session_id=session_id,
                                                tool_call_id=tool_call_id)
+        owner_id, by_requester = session.user_id, session.user_id == user.id
+        role = user.role if by_requester else await approvals.owner_role(db, owner_id)
+        owner = viewer if by_requester else await access.viewer_of(rt.db, user_id=owner_id, role=role)
+        await engine.check_session_agent(db, session=session, viewer=owner)
         tool_name = await service.answer_approval(db=db, session_id=session_id, tool_call_id=tool_call_id,
                                                   approved=approved, reason=reason, answered_by=user.id)
         await _record_answer(db, user=user, ip=ip, session=session, tool_call_id=tool_call_id,
                              tool_name=tool_name, approved=approved, reason=reason)
-        owner_id, by_requester = session.user_id, session.user_id == user.id
-        role = user.role if by_requester else await approvals.owner_role(db, owner_id)
     async with rt.db.session() as db:
         waiting = [a.tool_call_id for a in await service.pending_approvals(db=db, session_id=session_id)]
     if waiting:
