@@ -131,14 +131,16 @@ sys.modules["agentloft.a2a"] = None  # importing any A2A module now fails
 from agentloft.chat import service
 from agentloft.core.db import Database
 from agentloft.core.schemas import PageParams
+from agentloft.groups.access import Viewer
 
 
 async def listed() -> dict:
     db = Database(sys.argv[1])
     try:
         async with db.session() as s:
-            rows, total = await service.list_sessions(db=s, user_id=int(sys.argv[2]), page=PageParams())
-            hits = await service.search_sessions(db=s, user_id=int(sys.argv[2]), q="A2A", page=PageParams())
+            user_id, viewer = int(sys.argv[2]), Viewer(role="user")
+            rows, total = await service.list_sessions(db=s, user_id=user_id, viewer=viewer, page=PageParams())
+            hits = await service.search_sessions(db=s, user_id=user_id, viewer=viewer, q="A2A", page=PageParams())
             return {"ids": [r.id for r in rows], "total": total, "found": [h.session.id for h in hits.items]}
     finally:
         await db.dispose()

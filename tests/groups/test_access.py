@@ -2,8 +2,9 @@
 are seen and reached by its members and admins, and by nobody else, on every path: agent lists, reads and
 the chat page, chat, regenerate, the tools' lists and the model's tool list, agent-invoke (the caller
 user's groups decide, and the tool's list of agents never names a hidden one), A2A (card and tasks), the
-plain chat's model, the knowledge tool's collections. A user who leaves the group keeps reading their old
-sessions but cannot continue them."""
+plain chat's model, the knowledge tool's collections. A user who leaves the group can neither continue
+their old sessions with a limited agent (new message, edit, regenerate, a pending call's answer) nor read
+them, and nothing is written when they try; joining again gives them back as they were."""
 
 from __future__ import annotations
 
@@ -76,9 +77,6 @@ def test_a_limited_agent_on_every_user_path(
                       (f"/api/agent-sessions/{session}/regenerate", {})):
         r = world.member.post(url, json=body)
         assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found", url
-    # decided: their own old sessions stay readable (and listed), as those of a disabled agent do
-    assert session in [s["id"] for s in world.member.ok("GET", "/api/agent-sessions")["items"]]
-    assert world.member.ok("GET", f"/api/agent-sessions/{session}")["messages"]
 
 
 def test_a_limited_tool_never_reaches_an_outsiders_model(
@@ -201,6 +199,53 @@ def _state(app: LiveApp, done: str, paused: str) -> list[list[tuple[Any, ...]]]:
     the approvals' audit trail."""
     params = (done, paused)
     return [app.sql(query, (paused,) if n == 1 else params[:n]) for query, n in _STATE_SQL]
+
+
+def test_a_member_who_leaves_the_group_can_no_longer_continue_or_read(
+    app: LiveApp, world: World, make_agent: Callable[..., dict[str, Any]], fake_model: FakeModel,
+    model_id: int, test_tools: None,
+) -> None:
+    """Leaving the group closes every way back into the agent's sessions (new message, edit, regenerate,
+    the pending call's answer, the session's read, lists and search) with 404 ``agent_not_found`` and
+    nothing written; joining again opens them as they were."""
+    agent = make_agent("secret", CALLEE_PROMPT, groupIds=[world.team])
+    guard = make_tool(world.admin, "guard", "test-guarded")
+    attach(world.admin, agent["id"], {"toolId": guard["id"], "needsApproval": True})
+    done = chat(world.member, "secret", "first words").session_id
+    fake_model.push(Step(text="Let me.", tool_calls=[ToolCall("guard", {"action": "read"}, id="ap1")]))
+    paused = chat(world.member, "secret", "please act").session_id
+    assert done and paused
+    assert world.member.ok("GET", f"/api/agent-sessions/{paused}")["pendingApprovals"]
+    sent = [m for m in world.member.ok("GET", f"/api/agent-sessions/{done}")["messages"] if m["role"] == "user"]
+    before, asked = _state(app, done, paused), len(fake_model.requests)
+
+    world.leave()
+    refused: list[tuple[str, str, dict[str, Any] | None]] = [
+        ("POST", "/api/agents/secret/chat", {"message": "again", "sessionId": done}),
+        ("POST", f"/api/agent-sessions/{done}/regenerate", {}),
+        ("POST", f"/api/agent-sessions/{done}/messages/{sent[0]['id']}/resend", {"message": "edited"}),
+        ("POST", f"/api/agent-sessions/{done}/messages/{sent[0]['id']}/resend", {}),
+        ("POST", f"/api/agent-sessions/{paused}/approvals", {"toolCallId": "ap1", "approved": True}),
+        ("POST", f"/api/agent-sessions/{paused}/approvals", {"toolCallId": "ap1", "approved": False}),
+        ("GET", f"/api/agent-sessions/{done}", None),
+        ("GET", f"/api/agent-sessions/{paused}", None),
+    ]
+    for method, url, body in refused:
+        r = world.member.request(method, url, json=body)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found", (method, url, r.text)
+    assert _state(app, done, paused) == before, "a refused request wrote nothing"
+    assert len(fake_model.requests) == asked, "and reached no model"
+    for url in ("/api/agent-sessions", "/api/agent-sessions/search?q=words"):
+        assert world.member.ok("GET", url)["items"] == [], url
+    assert world.member.get(f"/chat/{done}").status_code == 404
+
+    world.admin.ok("PUT", f"/api/admin/groups/{world.team}/members", json=[world.member_id])
+    assert {s["id"] for s in world.member.ok("GET", "/api/agent-sessions")["items"]} == {done, paused}
+    assert [s["id"] for s in world.member.ok("GET", "/api/agent-sessions/search?q=words")["items"]] == [done]
+    fake_model.push(text("Done."))
+    resumed = post_stream(world.member, f"/api/agent-sessions/{paused}/approvals",
+                          {"toolCallId": "ap1", "approved": True})
+    assert resumed.status == 200 and resumed.text == "Done.", "the call waited, untouched"
 
 
 def test_an_approvers_answer_waits_while_the_requester_is_outside_the_group(

@@ -111,14 +111,15 @@ async def llm_chat(body: ChatRequest, user: CurrentUser, rt: Rt) -> StreamingRes
 @router.get("/api/agent-sessions", response_model=Page[SessionRead])
 async def list_sessions(
     user: CurrentUser,
+    viewer: CallerViewer,
     db: DbSession,
     paging: Paging,
     kind: Annotated[Literal["agent", "llm"] | None, Query()] = None,
     agent_id: Annotated[DbInt | None, Query(alias="agentId")] = None,
     source: Annotated[Literal["api"] | None, Query()] = None,
 ) -> Page[SessionRead]:
-    rows, total = await service.list_sessions(db=db, user_id=user.id, page=paging, kind=kind, agent_id=agent_id,
-                                              source=source)
+    rows, total = await service.list_sessions(db=db, user_id=user.id, viewer=viewer, page=paging, kind=kind,
+                                              agent_id=agent_id, source=source)
     names = await service.agent_names(db=db, agent_ids=[r.agent_id for r in rows])
     return Page[SessionRead].of([_session_read(r, names) for r in rows], total, paging)
 
@@ -135,6 +136,7 @@ def _search_hit(hit: search.SessionHit, names: dict[int, tuple[str, str]]) -> Se
 @router.get("/api/agent-sessions/search", response_model=Page[SessionSearchHit])
 async def search_sessions(
     user: CurrentUser,
+    viewer: CallerViewer,
     db: DbSession,
     paging: Paging,
     q: Annotated[str, Query(min_length=1, max_length=500, description="Words to find (all must match).")],
@@ -142,8 +144,8 @@ async def search_sessions(
     agent_id: Annotated[DbInt | None, Query(alias="agentId")] = None,
     source: Annotated[Literal["api"] | None, Query()] = None,
 ) -> Page[SessionSearchHit]:
-    hits = await service.search_sessions(db=db, user_id=user.id, q=q, page=paging, kind=kind, agent_id=agent_id,
-                                         source=source)
+    hits = await service.search_sessions(db=db, user_id=user.id, viewer=viewer, q=q, page=paging, kind=kind,
+                                         agent_id=agent_id, source=source)
     names = await service.agent_names(db=db, agent_ids=[h.session.agent_id for h in hits.items])
     return Page[SessionSearchHit].of([_search_hit(h, names) for h in hits.items], hits.total, paging)
 
@@ -198,9 +200,9 @@ async def delete_session(session_id: str, user: CurrentUser, rt: Rt) -> Response
 
 
 @router.get("/api/agent-sessions/{session_id}/stream", response_model=None)
-async def resume_stream(session_id: str, user: CurrentUser, rt: Rt) -> Response:
+async def resume_stream(session_id: str, user: CurrentUser, viewer: CallerViewer, rt: Rt) -> Response:
     async with rt.db.session() as db:
-        await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        await service.get_readable_session(db=db, session_id=session_id, user_id=user.id, viewer=viewer)
     if not await rt.buffers.is_active(session_id):
         return JSONResponse({"active": False})
     return sse_response(rt, session_id, session_id=session_id, resume=True)

@@ -50,6 +50,7 @@ from agentloft.core.errors import Conflict, Invalid, NotFound, TooMany, problem
 from agentloft.core.ids import new_id
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.schemas import PageParams
+from agentloft.groups import access
 from agentloft.llm.models import ModelConfig
 
 TITLE_LENGTH = 60
@@ -91,6 +92,20 @@ async def get_session(*, db: AsyncSession, session_id: str, user_id: int) -> Age
     return await one_or_404(db, stmt, NotFound("session not found", code="session_not_found"))
 
 
+async def get_readable_session(*, db: AsyncSession, session_id: str, user_id: int,
+                               viewer: access.Viewer) -> AgentSession:
+    """``get_session``, and 404 ``agent_not_found`` when the session's agent is limited to groups the caller
+    is no longer in (``groups.access``). Decided: a hidden agent's sessions are hidden with it (read, page,
+    stream, lists, search), not deleted; joining a group again shows them as they were. A disabled agent's
+    sessions stay readable: disabling takes an agent out of service, it does not take it from anyone."""
+    row = await get_session(db=db, session_id=session_id, user_id=user_id)
+    if row.agent_id is not None and not viewer.sees_all:
+        groups = (await access.groups_of(db=db, kind="agent", ids=[row.agent_id]))[row.agent_id]
+        if not viewer.may_use(frozenset(groups)):
+            raise NotFound("the agent of this session is not available to you", code="agent_not_found")
+    return row
+
+
 async def get_session_by_id(*, db: AsyncSession, session_id: str) -> AgentSession:
     """For the engine, which already knows the owner (it was checked when the turn started)."""
     return await one_or_404(db, select(AgentSession).where(AgentSession.id == session_id),
@@ -107,11 +122,13 @@ def _from_source(stmt: Select[Any], source: str | None) -> Select[Any]:
 
 
 async def list_sessions(
-    *, db: AsyncSession, user_id: int, page: PageParams, kind: str | None = None, agent_id: int | None = None,
-    source: str | None = None,
+    *, db: AsyncSession, user_id: int, viewer: access.Viewer, page: PageParams, kind: str | None = None,
+    agent_id: int | None = None, source: str | None = None,
 ) -> tuple[list[AgentSession], int]:
+    """The user's sessions, newest first, without those of agents hidden from them (``get_readable_session``)."""
     base = select(AgentSession).where(AgentSession.user_id == user_id, AgentSession.deleted_at.is_(None),
-                                      AgentSession.hidden.is_(False))
+                                      AgentSession.hidden.is_(False),
+                                      access.allowed("agent", AgentSession.agent_id, viewer))
     if kind:
         base = base.where(AgentSession.kind == kind)
     if agent_id is not None:
@@ -124,13 +141,14 @@ async def list_sessions(
 
 
 async def search_sessions(
-    *, db: AsyncSession, user_id: int, q: str, page: PageParams, kind: str | None = None,
+    *, db: AsyncSession, user_id: int, viewer: access.Viewer, q: str, page: PageParams, kind: str | None = None,
     agent_id: int | None = None, source: str | None = None,
 ) -> search.Hits:
     """The user's sessions whose title or messages hold every term of ``q``, best first (``chat.search``);
     the same sessions the list shows, narrowed the same way. 422 when ``q`` has no terms."""
 
     def narrow(stmt: Select[Any]) -> Select[Any]:
+        stmt = stmt.where(access.allowed("agent", AgentSession.agent_id, viewer))
         if kind:
             stmt = stmt.where(AgentSession.kind == kind)
         stmt = _from_source(stmt, source)

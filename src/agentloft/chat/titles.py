@@ -19,6 +19,7 @@ from agentloft.chat import engine, service
 from agentloft.chat.models import TITLE_AUTO, AgentSession
 from agentloft.core.plaintext import markdown_to_plain
 from agentloft.core.runtime import Runtime
+from agentloft.groups import access
 from agentloft.llm import service as llm_service
 from agentloft.llm.clients import wait_settings
 from agentloft.system import service as system_service
@@ -41,8 +42,9 @@ INSTRUCTIONS = (
 
 async def name_session(rt: Runtime, *, user: User, session_id: str) -> AgentSession:
     """Give the session a generated title if it still has its first-words one; return the session."""
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
     async with rt.db.read_session() as db:
-        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        row = await service.get_readable_session(db=db, session_id=session_id, user_id=user.id, viewer=viewer)
         if row.title_source != TITLE_AUTO or await service.is_a2a_session(db=db, session_id=session_id):
             return row
         if not (await system_service.get_settings(db=db, settings=rt.settings)).generate_titles:

@@ -198,8 +198,9 @@ async def delete(rt: Runtime, *, user: User, session_id: str) -> None:
 
 
 async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[str, Any]:
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
     async with rt.db.session() as db:
-        row = await service.get_session(db=db, session_id=session_id, user_id=user.id)
+        row = await service.get_readable_session(db=db, session_id=session_id, user_id=user.id, viewer=viewer)
         messages = await service.list_messages(db=db, session_id=session_id)
         pending = await service.pending_approvals(db=db, session_id=session_id)
         deciders = await _deciders(db, pending)

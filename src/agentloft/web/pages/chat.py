@@ -112,5 +112,6 @@ async def chat_page(
 
 @router.get("/chat/{session_id}")
 async def chat_session_page(request: Request, user: PageUser, db: DbSession, rt: Rt, session_id: str) -> Response:
-    session = await chat_service.get_session(db=db, session_id=session_id, user_id=user.id)  # 404 if not own
+    viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)  # 404 if not own, or its agent hidden
+    session = await chat_service.get_readable_session(db=db, session_id=session_id, user_id=user.id, viewer=viewer)
     return await _chat(request, db, rt, user=user, session_id=session.id, agent=None)
