@@ -271,3 +271,176 @@ def test_an_approvers_answer_waits_while_the_requester_is_outside_the_group(
     answered = world.admin.ok("POST", f"/api/agent-sessions/{paused}/approvals",
                               json={"toolCallId": "ap1", "approved": True})
     assert answered["resumed"] is True
+
+
+# --- a non-member on every path of the contract ------------------------------------------------------------
+
+
+class Limited:
+    """Everything limited to ``team`` at once: the agent ``secret`` (A2A-callable), the default model
+    ``team-model`` (``fake-model`` stays open), and the tool ``team-calc`` on the open agent ``open``, which
+    may also call any agent (``ask-agent``) or the agents it names (``ask-named``: ``secret`` and ``open``)."""
+
+    def __init__(self, app: LiveApp, world: World, make_agent: Callable[..., dict[str, Any]],
+                 invoke_tool: Callable[..., dict[str, Any]], fake_model_server: FakeModelServer,
+                 fake_model: FakeModel, model_id: int) -> None:
+        self.app, self.world, self.fake_model = app, world, fake_model
+        admin, team = world.admin, world.team
+        admin.ok("POST", "/api/admin/models", json={
+            "provider": "openai", "baseUrl": fake_model_server.base_url, "name": "Team", "model": "team-model",
+            "isDefault": True, "groupIds": [team]})
+        make_agent("secret", CALLEE_PROMPT, a2aCallable=True, modelId=model_id, groupIds=[team])
+        agent = make_agent("open", CALLER_PROMPT)
+        limited = make_tool(admin, "team-calc", "calculator", groupIds=[team])
+        attach(admin, agent["id"], {"toolId": limited["id"]}, {"toolId": make_tool(admin, "calc", "calculator")["id"]})
+        invoke_tool(agent)
+        invoke_tool(agent, slug="ask-named", allowedAgents=["secret", "open"])
+        self.tokens = {who: c.ok("POST", "/api/auth/tokens", json={"name": "t"})["token"]
+                       for who, c in world.clients().items()}
+
+    def bearer(self, client: ApiClient) -> dict[str, str]:
+        who = next(w for w, c in self.world.clients().items() if c is client)
+        return {"Authorization": f"Bearer {self.tokens[who]}"}
+
+    def last_request(self) -> dict[str, Any]:
+        return self.fake_model.requests[-1]
+
+
+def _refused(r: httpx.Response, code: str = "agent_not_found") -> bool:
+    """False (not reached) for the contract's refusal, 404 with ``code``; True for a success; else fails."""
+    if r.status_code == 404:
+        assert r.json()["error"]["code"] == code, r.text
+        return False
+    assert r.status_code == 200, r.text
+    return True
+
+
+def _sees_agent_in_list(w: Limited, c: ApiClient) -> bool:
+    return "secret" in [a["slug"] for a in c.ok("GET", "/api/agents")["items"]]
+
+
+def _reads_agent(w: Limited, c: ApiClient) -> bool:
+    return _refused(c.get("/api/agents/secret"))
+
+
+def _sees_agent_on_chat_page(w: Limited, c: ApiClient) -> bool:
+    page = c.get("/chat")
+    assert page.status_code == 200
+    return '"secret"' in page.text
+
+
+def _chats_with_agent(w: Limited, c: ApiClient) -> bool:
+    reached = _refused(c.post("/api/agents/secret/chat", json={"message": "hi"}))
+    assert bool(requests_of(w.fake_model, CALLEE_PROMPT)) == reached
+    return reached
+
+
+def _invokes_agent(w: Limited, c: ApiClient) -> bool:
+    w.fake_model.push(ask("secret", "q"), caller_step(text("done")))
+    outcome = tool_output(chat(c, "open", "go"))["type"]
+    assert bool(requests_of(w.fake_model, CALLEE_PROMPT)) == (outcome == "tool-output-available")
+    return outcome == "tool-output-available"
+
+
+def _reads_a2a_card(w: Limited, c: ApiClient) -> bool:
+    with httpx.Client(base_url=w.app.url, timeout=30) as anon:
+        return _refused(anon.get("/a2a/secret/.well-known/agent-card.json", headers=w.bearer(c)),
+                        "a2a_agent_not_found")
+
+
+def _sends_a2a_task(w: Limited, c: ApiClient) -> bool:
+    message = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
+    with httpx.Client(base_url=w.app.url, timeout=30) as anon:
+        sent = anon.post("/a2a/secret/rest/message:send", json=message,
+                         headers={**w.bearer(c), "A2A-Version": "1.0"})
+    assert sent.status_code in (200, 404), sent.text
+    assert bool(requests_of(w.fake_model, CALLEE_PROMPT)) == (sent.status_code == 200)
+    return sent.status_code == 200
+
+
+def _lists_openai_model(w: Limited, c: ApiClient) -> bool:
+    with httpx.Client(base_url=w.app.url, timeout=30) as anon:
+        ids = [m["id"] for m in anon.get("/v1/models", headers=w.bearer(c)).raise_for_status().json()["data"]]
+    assert "open" in ids
+    return "secret" in ids
+
+
+def _completes_with_openai_api(w: Limited, c: ApiClient) -> bool:
+    body = {"model": "secret", "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(base_url=w.app.url, timeout=30) as anon:
+        r = anon.post("/v1/chat/completions", json=body, headers=w.bearer(c))
+    if r.status_code == 404:
+        assert r.json()["error"]["code"] == "model_not_found", r.text
+        assert not requests_of(w.fake_model, CALLEE_PROMPT)
+        return False
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"], r.text
+    return True
+
+
+def _lists_tool(w: Limited, c: ApiClient) -> bool:
+    listed = [t["name"] for t in c.ok("GET", "/api/llm/chat/tools?agent=open")["items"]]
+    assert "calc" in listed
+    return "team-calc" in listed
+
+
+def _agents_model_gets_tool(w: Limited, c: ApiClient) -> bool:
+    """The model's tool list of the open agent, and whether anything it is sent names the hidden tool or
+    the hidden agent (the system prompt, a tool's description such as agent-invoke's list of agents)."""
+    assert chat(c, "open", "hi").status == 200
+    request = w.last_request()
+    names = _tool_names(request)
+    assert "calc" in names and "ask-agent" in names and "ask-named" in names
+    sent = json.dumps(request)
+    named = "team-calc" in sent and "secret" in sent
+    assert named == ("team-calc" in names), "named to the model exactly when it may use them"
+    assert CALLER_PROMPT in json.dumps(request["messages"][0])
+    return named
+
+
+def _plain_chats_model_gets_tool(w: Limited, c: ApiClient) -> bool:
+    assert post_stream(c, "/api/llm/chat", {"message": "hi"}).status == 200
+    names = _tool_names(w.last_request())
+    assert "calc" in names
+    assert ("team-calc" in json.dumps(w.last_request())) == ("team-calc" in names)
+    return "team-calc" in names
+
+
+def _uses_limited_model(w: Limited, c: ApiClient) -> bool:
+    models = set()
+    assert post_stream(c, "/api/llm/chat", {"message": "hi"}).status == 200
+    models.add(w.last_request()["model"])
+    assert chat(c, "open", "hi").status == 200  # an agent without a model of its own: the caller's default
+    models.add(w.last_request()["model"])
+    assert len(models) == 1
+    return models == {"team-model"}
+
+
+PATHS: dict[str, Callable[[Limited, ApiClient], bool]] = {
+    "GET /api/agents": _sees_agent_in_list,
+    "GET /api/agents/{slug}": _reads_agent,
+    "GET /chat (agent picker)": _sees_agent_on_chat_page,
+    "POST /api/agents/{slug}/chat": _chats_with_agent,
+    "agent-invoke": _invokes_agent,
+    "A2A agent card": _reads_a2a_card,
+    "A2A message:send": _sends_a2a_task,
+    "GET /v1/models": _lists_openai_model,
+    "POST /v1/chat/completions": _completes_with_openai_api,
+    "GET /api/llm/chat/tools": _lists_tool,
+    "agent chat: the model's tools and prompt": _agents_model_gets_tool,
+    "plain chat: the model's tools and prompt": _plain_chats_model_gets_tool,
+    "the default model (plain chat, agent without a model)": _uses_limited_model,
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_non_member_never_reaches_what_is_limited_to_a_group(
+    app: LiveApp, world: World, make_agent: Callable[..., dict[str, Any]],
+    invoke_tool: Callable[..., dict[str, Any]], fake_model_server: FakeModelServer, fake_model: FakeModel,
+    model_id: int, path: str,
+) -> None:
+    """The contract's every path, for the outsider (never reached, refused as the contract says), the
+    member and an admin (reached)."""
+    limited = Limited(app, world, make_agent, invoke_tool, fake_model_server, fake_model, model_id)
+    for who, client in world.clients().items():
+        fake_model.requests.clear()
+        assert PATHS[path](limited, client) == (who != "outsider"), who
