@@ -1,5 +1,6 @@
 """The test OpenID provider (``tests/fakes/oidc/server.mjs``, npm ``oidc-provider``) as a process on a free
-port, its accounts (``ACCOUNTS``), and a browser-less walk through its login form.
+port, its accounts (``ACCOUNTS``, as they start: a test may change them, ``OidcProvider.change_account``),
+and a browser-less walk through its login form.
 
 Its packages are installed by ``npm ci`` in ``tests/fakes/oidc`` (``scripts/test`` does it when they are
 missing)."""
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -70,6 +72,15 @@ class OidcProvider:
 
     def rotate_keys(self) -> None:
         httpx.post(f"{self.issuer}/_test/rotate").raise_for_status()
+
+    def change_account(self, login: str, **change: Any) -> None:
+        """Change ``login`` at the provider: ``groups=[...]``, ``removed=True`` (its login is refused from
+        now on) or ``disabled=True`` (it signs in, and the provider sends the browser back with
+        ``access_denied``). ``reset_accounts`` undoes every change."""
+        httpx.post(f"{self.issuer}/_test/accounts/{login}", json=change).raise_for_status()
+
+    def reset_accounts(self) -> None:
+        httpx.post(f"{self.issuer}/_test/accounts-reset").raise_for_status()
 
 
 def sign_in_at_provider(provider: httpx.Client, authorize_url: str, login: str, password: str) -> str:

@@ -42,6 +42,14 @@ def oidc_provider(app: LiveApp, admin: ApiClient, oidc_server: OidcProvider) -> 
 
 
 @pytest.fixture
+def provider_accounts(oidc_server: OidcProvider) -> Iterator[OidcProvider]:
+    """The test provider, for a test that changes its accounts; they are put back afterwards, since the
+    provider serves the whole run."""
+    yield oidc_server
+    oidc_server.reset_accounts()
+
+
+@pytest.fixture
 def provider_browser() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=10) as client:
         yield client

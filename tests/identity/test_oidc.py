@@ -9,7 +9,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from tests.fakes.oidc_server import OidcProvider, query_of
+from tests.fakes.oidc_server import OidcProvider, query_of, sign_in_at_provider
 from tests.identity.conftest import OidcSignIn, groups_of
 from tests.support import ApiClient, LiveApp
 
@@ -178,3 +178,59 @@ def test_next_is_same_site_only(
 ) -> None:
     with app.client() as browser:
         assert oidc_sign_in(browser, "alice", next=next_path).headers["location"] == "/"
+
+
+def _corp_group(admin: ApiClient, name: str) -> int:
+    return next(g["id"] for g in admin.ok("GET", "/api/admin/groups")["items"]
+                if (g["name"], g["source"]) == (name, "corp"))
+
+
+def test_groups_left_at_the_provider_are_left_at_the_next_sign_in(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn,
+    provider_accounts: OidcProvider, model_id: int,
+) -> None:
+    """Removed from a group at the provider, a person leaves it at their next sign-in, and with it the
+    agent limited to that group: in the new session and in one they opened before."""
+    provider_accounts.change_account("carol", groups=["engineering", "design"])
+    with app.client() as before, app.client() as after:
+        oidc_sign_in(before, "carol")
+        carol = before.ok("GET", "/api/auth/me")
+        engineering = _corp_group(admin, "engineering")
+        admin.ok("POST", "/api/admin/agents", json={"slug": "eng", "name": "Eng", "systemPrompt": "You build.",
+                                                      "modelId": model_id, "groupIds": [engineering]})
+        assert before.get("/api/agents/eng").status_code == 200
+        assert groups_of(app, carol["id"]) == [("design", "corp"), ("engineering", "corp")]
+
+        provider_accounts.change_account("carol", groups=["design"])
+        oidc_sign_in(after, "carol")
+        assert after.ok("GET", "/api/auth/me")["id"] == carol["id"]
+        assert groups_of(app, carol["id"]) == [("design", "corp")]
+        for client in (after, before):
+            r = client.get("/api/agents/eng")
+            assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found"
+            assert "eng" not in [a["slug"] for a in client.ok("GET", "/api/agents")["items"]]
+            chat = client.post("/api/agents/eng/chat", json={"message": "hi"})
+            assert chat.status_code == 404 and chat.json()["error"]["code"] == "agent_not_found"
+
+
+def test_a_person_removed_at_the_provider_cannot_sign_in_again(
+    app: LiveApp, admin: ApiClient, oidc_provider: dict[str, Any], oidc_sign_in: OidcSignIn,
+    provider_accounts: OidcProvider, provider_browser: Any,
+) -> None:
+    """The provider decides who authenticates: an account it removed never gets past its login form, and
+    one it refuses after the login (disabled there) comes back with an error; neither gets a session."""
+    for login in ("carol", "alice"):
+        with app.client() as browser:
+            oidc_sign_in(browser, login)
+            assert browser.ok("GET", "/api/auth/me")["username"] == login
+    provider_accounts.change_account("carol", removed=True)
+    with app.client() as browser:
+        start = browser.get("/auth/oidc/corp/login")
+        assert sign_in_at_provider(provider_browser, start.headers["location"], "carol", "carol-pw") == "form-refused"
+        assert browser.get("/api/auth/me").status_code == 401
+    provider_accounts.change_account("alice", disabled=True)
+    with app.client() as browser:
+        _refused_with(oidc_sign_in(browser, "alice"), "sso_provider_error")
+        assert browser.get("/api/auth/me").status_code == 401
+    signed_in = app.sql("SELECT detail FROM audit_events WHERE type = 'auth.sign_in'")
+    assert len([d for (d,) in signed_in if "oidc:corp" in str(d)]) == 2, "only the first two sign-ins"

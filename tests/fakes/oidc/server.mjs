@@ -1,6 +1,8 @@
 // The OpenID provider the sign-in tests run (tests/fakes/oidc_server.py starts it): panva's certified
 // oidc-provider with a fixed account table, a plain login form, consent given at once, clients registered
-// by the tests (POST /_test/clients), and a key rotation on demand (POST /_test/rotate).
+// by the tests (POST /_test/clients), a key rotation on demand (POST /_test/rotate), and accounts the tests
+// change at the provider (POST /_test/accounts/<login> with {"groups"}, {"removed": true} or
+// {"disabled": true}; POST /_test/accounts-reset puts the table back).
 // Usage: node server.mjs PORT   (prints "ready <issuer>" once it listens)
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -9,7 +11,7 @@ import Provider from 'oidc-provider';
 const port = Number(process.argv[2]);
 const issuer = `http://127.0.0.1:${port}`;
 
-const ACCOUNTS = {
+const INITIAL_ACCOUNTS = {
   alice: { password: 'alice-pw', email: 'alice@example.com', email_verified: true, name: 'Alice',
            groups: ['engineering', 'loft-admins'] },
   bob: { password: 'bob-pw', email: 'bob@other.example', email_verified: false, name: 'Bob',
@@ -17,6 +19,10 @@ const ACCOUNTS = {
   carol: { password: 'carol-pw', email: 'carol@example.com', email_verified: true, name: 'Carol',
            groups: [] },
 };
+// What the provider knows now: a removed account is gone (its login is refused like a wrong password); a
+// disabled one signs in and is sent back to the client with access_denied, as providers that block an
+// account after authenticating it do.
+let ACCOUNTS = structuredClone(INITIAL_ACCOUNTS);
 
 // One store for every provider instance, so a rotation keeps clients, sessions and codes.
 const store = new Map();
@@ -127,6 +133,10 @@ async function interaction(req, res, uid, action) {
     res.writeHead(200, { 'content-type': 'text/html' });
     return res.end(page(uid, 'Wrong login or password'));
   }
+  if (account.disabled) {
+    return provider.interactionFinished(req, res,
+      { error: 'access_denied', error_description: 'the account is disabled' }, { mergeWithLastSubmission: false });
+  }
   return provider.interactionFinished(req, res, { login: { accountId: form.get('login') } },
     { mergeWithLastSubmission: false });
 }
@@ -137,6 +147,13 @@ async function control(req, res, path) {
     await new MemoryAdapter('Client').upsert(client.client_id, client);
   } else if (path === '/_test/rotate') {
     provider = makeProvider(newKey());
+  } else if (path === '/_test/accounts-reset') {
+    ACCOUNTS = structuredClone(INITIAL_ACCOUNTS);
+  } else if (path.startsWith('/_test/accounts/')) {
+    const login = decodeURIComponent(path.slice('/_test/accounts/'.length));
+    const change = JSON.parse(await readBody(req));
+    if (change.removed) delete ACCOUNTS[login];
+    else ACCOUNTS[login] = { ...ACCOUNTS[login], ...change };
   }
   res.writeHead(204);
   res.end();
