@@ -2,9 +2,10 @@
 are seen and reached by its members and admins, and by nobody else, on every path: agent lists, reads and
 the chat page, chat, regenerate, the tools' lists and the model's tool list, agent-invoke (the caller
 user's groups decide, and the tool's list of agents never names a hidden one), A2A (card and tasks), the
-plain chat's model, the knowledge tool's collections. A user who leaves the group can neither continue
-their old sessions with a limited agent (new message, edit, regenerate, a pending call's answer) nor read
-them, and nothing is written when they try; joining again gives them back as they were."""
+OpenAI-compatible API and the MCP server (by the API token's user), the plain chat's model, the knowledge
+tool's collections. A user who leaves the group can neither continue their old sessions with a limited
+agent (new message, edit, regenerate, a pending call's answer) nor read them, and nothing is written when
+they try; joining again gives them back as they were."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import mcp_types
 import pytest
+from mcp.client.session import ClientSession
 
 from tests.a2a.conftest import CALLEE_PROMPT, CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import ask, requests_of, tool_output
@@ -21,6 +24,7 @@ from tests.chat.helpers import attach, chat, make_tool, post_stream
 from tests.chat.helpers import make_agent as new_agent
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, ToolCall, call, text
 from tests.knowledge.helpers import indexed
+from tests.mcp_server.conftest import with_session
 from tests.support import ApiClient, LiveApp
 
 
@@ -298,9 +302,11 @@ class Limited:
         self.tokens = {who: c.ok("POST", "/api/auth/tokens", json={"name": "t"})["token"]
                        for who, c in world.clients().items()}
 
+    def token(self, client: ApiClient) -> str:
+        return self.tokens[next(w for w, c in self.world.clients().items() if c is client)]
+
     def bearer(self, client: ApiClient) -> dict[str, str]:
-        who = next(w for w, c in self.world.clients().items() if c is client)
-        return {"Authorization": f"Bearer {self.tokens[who]}"}
+        return {"Authorization": f"Bearer {self.token(client)}"}
 
     def last_request(self) -> dict[str, Any]:
         return self.fake_model.requests[-1]
@@ -377,6 +383,29 @@ def _completes_with_openai_api(w: Limited, c: ApiClient) -> bool:
     return True
 
 
+def _lists_mcp_tool(w: Limited, c: ApiClient) -> bool:
+    async def names(session: ClientSession) -> list[str]:
+        return [t.name for t in (await session.list_tools()).tools]
+
+    listed = with_session(f"{w.app.url}/mcp", w.token(c), names)
+    assert "ask_open" in listed
+    return "ask_secret" in listed
+
+
+def _calls_mcp_tool(w: Limited, c: ApiClient) -> bool:
+    async def ask(session: ClientSession) -> mcp_types.CallToolResult:
+        result = await session.call_tool("ask_secret", {"message": "hi"})
+        assert isinstance(result, mcp_types.CallToolResult)
+        return result
+
+    result = with_session(f"{w.app.url}/mcp", w.token(c), ask)
+    said = "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
+    assert bool(requests_of(w.fake_model, CALLEE_PROMPT)) == (not result.is_error)
+    if result.is_error:
+        assert said == "Unknown tool: ask_secret", said
+    return not result.is_error
+
+
 def _lists_tool(w: Limited, c: ApiClient) -> bool:
     listed = [t["name"] for t in c.ok("GET", "/api/llm/chat/tools?agent=open")["items"]]
     assert "calc" in listed
@@ -425,6 +454,8 @@ PATHS: dict[str, Callable[[Limited, ApiClient], bool]] = {
     "A2A message:send": _sends_a2a_task,
     "GET /v1/models": _lists_openai_model,
     "POST /v1/chat/completions": _completes_with_openai_api,
+    "MCP tools/list": _lists_mcp_tool,
+    "MCP tools/call": _calls_mcp_tool,
     "GET /api/llm/chat/tools": _lists_tool,
     "agent chat: the model's tools and prompt": _agents_model_gets_tool,
     "plain chat: the model's tools and prompt": _plain_chats_model_gets_tool,
