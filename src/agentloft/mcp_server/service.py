@@ -101,7 +101,7 @@ async def call_tool(*, rt: Runtime, caller: Caller, name: str, arguments: dict[s
         await progress(text)
     result = await completions.result_of(started=started)
     try:
-        reply = completions.reply_text(result, f"{caller.base_url}/chat/{started.session_id}")
+        reply = completions.reply_text(result=result, chat_url=f"{caller.base_url}/chat/{started.session_id}")
     except AppError as exc:  # failed, stopped, or a budget used up between two model calls
         return _error(exc.message)
     return types.CallToolResult(content=[types.TextContent(text=reply)])

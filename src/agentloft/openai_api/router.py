@@ -109,7 +109,7 @@ async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request
         return StreamingResponse(_stream(rt, started, body.model, chat_url, usage), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     result = await service.result_of(started=started)
-    text = service.reply_text(result, chat_url)
+    text = service.reply_text(result=result, chat_url=chat_url)
     assert result is not None  # ``reply_text`` refused a turn without a result
     completion = ChatCompletion(
         id=_completion_id(started), created=int(time.time()), model=body.model,
@@ -142,7 +142,7 @@ async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: s
         yield chunk(Delta(content=text))
     result = await service.result_of(started=started)
     try:
-        full = service.reply_text(result, chat_url)
+        full = service.reply_text(result=result, chat_url=chat_url)
     except AppError as exc:  # failed, or stopped by a budget (its 429's body)
         yield _sse(error_body(exc.status, exc.message, exc.code))
         yield "data: [DONE]\n\n"

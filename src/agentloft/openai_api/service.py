@@ -195,7 +195,7 @@ async def text_batches(*, rt: Runtime, started: Started) -> AsyncIterator[str]:
             yield text
 
 
-def reply_text(result: engine.TurnResult | None, chat_url: str) -> str:
+def reply_text(*, result: engine.TurnResult | None, chat_url: str) -> str:
     """What the caller answers: the reply, with the approval note when the turn waits for one; a turn that
     ended otherwise is refused: with the budget's 429 when one stopped it between two model calls (the
     reply so far is kept in the chat), else with its reason (failed, stopped, interrupted)."""
