@@ -198,6 +198,25 @@ def test_several_pending_calls_resume_after_the_last_answer(
     assert [c["toolCallId"] for c in resumed.of("tool-output-denied")] == ["m2"]
 
 
+def test_an_answer_waits_while_the_agent_is_disabled(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    """An answer the run could not resume on is refused before it is recorded: the call stays pending."""
+    _wire(admin, agent, ("guard", "test-guarded", {"needsApproval": True}))
+    sid = _pause(user, fake_model, {"action": "x"}).session_id
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}", json={"enabled": False})
+    r = user.post(f"/api/agent-sessions/{sid}/approvals", json={"toolCallId": "ap1", "approved": True})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "agent_not_found"
+    assert app.sql("SELECT status FROM chat_approvals WHERE session_id = ?", (sid,)) == [("pending",)]
+    assert app.sql("SELECT COUNT(*) FROM audit_events WHERE type = 'tool.approval'") == [(0,)]
+    assert session_status(app, sid) == "awaiting_approval"
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}", json={"enabled": True})
+    fake_model.push(text("fine"))
+    assert post_stream(user, f"/api/agent-sessions/{sid}/approvals",
+                       {"toolCallId": "ap1", "approved": True}).text == "fine"
+
+
 def test_only_the_owner_may_answer(
     user: ApiClient, make_user: Any, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
     test_tools: None,
