@@ -174,3 +174,33 @@ def test_the_migration_gives_existing_models_their_kinds_vision(blank_database_u
             ("e", "embedding", "openai", "https://api.openai.com/v1")]
     assert asyncio.run(_models_then_upgrade(blank_database_url, rows)) == [
         ("a", True), ("b", True), ("c", True), ("d", False), ("e", False)]
+
+
+def test_a_known_model_added_without_prices_gets_the_price_lists(admin: ApiClient) -> None:
+    """Prices come from the genai-prices list (USD per million tokens) only for a model added with none, at
+    an endpoint of a listed provider; the figures are the list's own, read here through its public API."""
+    from genai_prices import Usage, calc_price
+
+    def listed(model: str, url: str) -> tuple[float, float]:
+        per = [calc_price(Usage(**{kind: 1000}), model, provider_api_url=url).total_price
+               for kind in ("input_tokens", "output_tokens")]
+        return float(per[0]) * 1000, float(per[1]) * 1000
+
+    gpt = _create(admin, name="GPT", baseUrl=None, model="gpt-4o-mini")  # OpenAI's own endpoint by default
+    assert (gpt["inputPricePerMTok"], gpt["outputPricePerMTok"]) == listed("gpt-4o-mini", "https://api.openai.com/v1")
+    assert 0 < gpt["inputPricePerMTok"] < gpt["outputPricePerMTok"]
+    claude = _create(admin, name="Claude", provider="anthropic", baseUrl=None, model="claude-sonnet-4-5")
+    assert (claude["inputPricePerMTok"], claude["outputPricePerMTok"]) == listed(
+        "claude-sonnet-4-5", "https://api.anthropic.com")
+    # A model of that name served by the admin's own server costs nothing the list knows of.
+    local = _create(admin, name="Local GPT", model="gpt-4o-mini")
+    assert local["inputPricePerMTok"] is None and local["outputPricePerMTok"] is None
+    unknown = _create(admin, name="Unknown", baseUrl="https://api.openai.com/v1", model="no-such-model")
+    assert unknown["inputPricePerMTok"] is None
+    # What the admin says wins: their prices, or unknown on purpose; an update never reprices.
+    said = _create(admin, name="Said", baseUrl=None, model="gpt-4o-mini", inputPricePerMTok=1, outputPricePerMTok=2)
+    assert (said["inputPricePerMTok"], said["outputPricePerMTok"]) == (1, 2)
+    cleared = _create(admin, name="Cleared", baseUrl=None, model="gpt-4o-mini", inputPricePerMTok=None)
+    assert cleared["inputPricePerMTok"] is None and cleared["outputPricePerMTok"] is None
+    moved = admin.ok("PUT", f"/api/admin/models/{local['id']}", json={"baseUrl": "https://api.openai.com/v1"})
+    assert moved["inputPricePerMTok"] is None
