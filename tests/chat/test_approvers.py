@@ -150,3 +150,24 @@ def test_without_approvers_only_the_requester_answers(
     assert _answer(bob, sid).status_code == 404 and admin.ok("GET", "/api/approvals")["items"] == []
     fake_model.push(text("fine"))
     assert _answer(alice, sid).status_code == 200
+
+
+def test_a_call_whose_requester_left_the_agents_groups_leaves_the_inbox_until_they_rejoin(
+    admin: ApiClient, make_user: Callable[..., ApiClient], agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    alice, bob = make_user("alice"), make_user("bob")
+    _wire(admin, agent, approverGroupIds=[_group(admin, "reviewers", bob)])
+    team = _group(admin, "team", alice)
+    admin.ok("PUT", f"/api/admin/agents/{agent['id']}", json={"groupIds": [team]})
+    sid = _pause(alice, fake_model)
+    assert [i["sessionId"] for i in bob.ok("GET", "/api/approvals")["items"]] == [sid]
+    admin.ok("PUT", f"/api/admin/groups/{team}/members", json=[])  # alice leaves: her run cannot resume
+    left = bob.ok("GET", "/api/approvals")
+    assert (left["items"], left["total"]) == ([], 0)
+    assert [i["sessionId"] for i in admin.ok("GET", "/api/approvals")["items"]] == []
+    assert _answer(bob, sid).status_code == 404
+    admin.ok("PUT", f"/api/admin/groups/{team}/members", json=[alice.ok("GET", "/api/auth/me")["id"]])
+    assert [i["sessionId"] for i in bob.ok("GET", "/api/approvals")["items"]] == [sid]
+    fake_model.push(text("done"))
+    assert _answer(bob, sid).json()["resumed"] is True

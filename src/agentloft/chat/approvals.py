@@ -18,6 +18,8 @@ resumed on any worker), but who may answer differs:
 - The groups are the tool's approvers when the call is answered, not when it paused: an admin who changes
   them (someone left, a group was renamed) changes who decides the calls waiting now. A call whose tool was
   deleted is left to its requester, as a tool without approvers is.
+- A call whose requester may no longer use the chat's agent (they left its groups) is not in the inbox:
+  answering it is refused (the run would resume as the requester), and it comes back if they rejoin.
 
 The run resumes as the requester (their session, their tools, their stream), whoever answered; the
 approver's answer returns no stream, since the conversation stays the requester's: an approver sees only
@@ -139,7 +141,8 @@ def _inbox(user_id: int, viewer: access.Viewer) -> Select[ChatApproval, AgentSes
         .join(User, User.id == AgentSession.user_id)
         .join(AgentTool, AgentTool.id == ChatApproval.tool_id)
         .where(ChatApproval.status == "pending", AgentSession.deleted_at.is_(None),
-               AgentSession.status == AWAITING_APPROVAL, AgentSession.user_id != user_id, _decidable(viewer))
+               AgentSession.status == AWAITING_APPROVAL, AgentSession.user_id != user_id, _decidable(viewer),
+               access.allowed_to_owner("agent", AgentSession.agent_id, User.id, User.role))
     )
 
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from agentloft.core.errors import Invalid, problem
 from agentloft.groups import service as groups_service
-from agentloft.groups.models import Group, ResourceGroup
+from agentloft.groups.models import Group, GroupMember, ResourceGroup
 
 if TYPE_CHECKING:
     from agentloft.core.db import Database
@@ -78,6 +78,19 @@ def allowed(kind: Kind, id_column: ColumnElement[Any] | InstrumentedAttribute[An
     if not viewer.group_ids:
         return ~limited.exists()
     return or_(~limited.exists(), limited.where(ResourceGroup.group_id.in_(sorted(viewer.group_ids))).exists())
+
+
+def allowed_to_owner(kind: Kind, id_column: ColumnElement[Any] | InstrumentedAttribute[Any],
+                     user_id: ColumnElement[Any] | InstrumentedAttribute[Any],
+                     role: ColumnElement[Any] | InstrumentedAttribute[Any]) -> ColumnElement[bool]:
+    """``allowed`` for a user named by a row rather than by the caller (``user_id`` and ``role`` columns of
+    the query): what another's row may still use, e.g. whether a paused chat's requester may still use its
+    agent, and so whether answering it could resume anything."""
+    column = _COLUMNS[kind]
+    limited = select(ResourceGroup.id).where(column == id_column)
+    member = limited.join(GroupMember, GroupMember.group_id == ResourceGroup.group_id).where(
+        GroupMember.user_id == user_id)
+    return or_(role == ADMIN_ROLE, ~limited.exists(), member.exists())
 
 
 async def load_limits(*, db: AsyncSession, viewer: Viewer | None = None) -> Limits:
