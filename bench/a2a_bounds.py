@@ -9,7 +9,7 @@ agent in processes of their own):
 2. **One 200 MB event.** A chat whose agent hands a question to a remote agent (agent-invoke) that streams
    one artifact event of ``--event-mb`` MB of text, in 64 KB writes, then completes. a2a-sdk's client reads
    the event whole, parses it and hands it on; the app now stops reading at 1 MiB of one event
-   (``tools.netguard``, ``a2a.remote``).
+   (``core.netguard``, ``a2a.remote``).
 
 For each, ``/me`` of another signed-in user, one request after another, alone (the baseline, measured in
 the same run) and while the load runs; the load's own wall time and outcome; the app's peak resident

@@ -4,6 +4,7 @@ only those under ``if TYPE_CHECKING:`` are left out (they never run).
 
 - chat never imports a2a (A2A builds on chat, not the other way round);
 - documents never imports tools (tools build on documents);
+- sign-in (auth, identity) never imports tools: the network guard it uses is core's;
 - no module outside the HTTP edge (``HTTP_EDGE``: routers, request dependencies, pages, middleware, the
   A2A server app) imports FastAPI or Starlette: services take plain values and raise ``AppError``;
 - core imports no domain;
@@ -36,7 +37,7 @@ HTTP_EDGE_NAMES = ("router", "dependencies")  # a domain's routes and its reques
 # breaking a loop never fails a change).
 MUTUAL = frozenset({
     ("a2a", "agents"), ("agents", "tools"), ("audit", "auth"), ("auth", "groups"), ("auth", "identity"),
-    ("auth", "system"), ("auth", "tools"), ("chat", "system"), ("identity", "web"), ("knowledge", "llm"),
+    ("auth", "system"), ("chat", "system"), ("identity", "web"), ("knowledge", "llm"),
     ("system", "tools"),
 })
 
@@ -116,6 +117,11 @@ def test_chat_never_imports_a2a() -> None:
 
 def test_documents_never_imports_tools() -> None:
     assert _forbidden("agentloft.documents", "agentloft.tools") == []
+
+
+def test_sign_in_never_imports_tools() -> None:
+    assert _forbidden("agentloft.auth", "agentloft.tools") == []
+    assert _forbidden("agentloft.identity", "agentloft.tools") == []
 
 
 def _at_http_edge(module: str) -> bool:

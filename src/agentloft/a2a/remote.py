@@ -74,9 +74,10 @@ from agentloft.agents.models import Agent
 from agentloft.chat import service as chat_service
 from agentloft.chat import wire
 from agentloft.chat.models import COMPLETE, FAILED, IDLE
+from agentloft.core import netguard
 from agentloft.core.runtime import Runtime
 from agentloft.core.tracing import traced_request
-from agentloft.tools import netguard
+from agentloft.system import service as system_service
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ async def fetch_card(rt: Runtime, card_url: str, token: str | None) -> tuple[dic
     """The agent card at ``card_url`` as JSON, or None and the reason (never raises)."""
     try:
         response = await netguard.request(
-            "GET", card_url, allow=await netguard.instance_allow_list(rt), headers=_headers(token),
+            "GET", card_url, allow=await system_service.internal_allow_list(rt=rt), headers=_headers(token),
             max_bytes=CARD_MAX_BYTES,
         )
     except netguard.NetError as exc:
@@ -373,7 +374,7 @@ async def _close(call: RemoteCall, panel: _Panel, outcome: TaskOutcome, remote_t
 
 async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: AgentCard) -> None:
     token = agents_service.remote_token(row=call.callee, box=call.rt.box)
-    allow = await netguard.instance_allow_list(call.rt)
+    allow = await system_service.internal_allow_list(rt=call.rt)
     async with netguard.guarded_client(allow, headers=_headers(token), max_body_bytes=MAX_EVENT_BYTES,
                                        max_event_bytes=MAX_EVENT_BYTES) as http:
         http.event_hooks["request"].append(traced_request)  # the callee continues this turn's trace

@@ -33,7 +33,6 @@ from agentloft.groups import service as groups_service
 from agentloft.identity import ldap
 from agentloft.identity import service as identity_service
 from agentloft.system import service as system_service
-from agentloft.tools import netguard
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 admin_router = APIRouter(prefix="/api/admin/users", tags=["admin"])
@@ -98,7 +97,7 @@ async def _password_user(rt: Rt, db: DbSession, username: str, password: str) ->
         return await service.authenticate(db=db, username=username, password=password)
     except Unauthorized:
         try:
-            user = await ldap.sign_in_any(db=db, box=rt.box, allow=await netguard.instance_allow_list(rt),
+            user = await ldap.sign_in_any(db=db, box=rt.box, allow=await system_service.internal_allow_list(rt=rt),
                                           username=username, password=password)
         except ldap.DirectoryUnavailable:
             if not await identity_service.has_own_password(db=db, username=username):

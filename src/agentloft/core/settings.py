@@ -191,7 +191,7 @@ class Settings(BaseSettings):
         "is closed; the next call opens it again.",
     )
     mcp_max_message_bytes: int = Field(
-        # The cap an HTTP MCP server's answer had before this setting (tools.netguard.STREAM_MAX_BODY_BYTES).
+        # The cap an HTTP MCP server's answer had before this setting (core.netguard.STREAM_MAX_BODY_BYTES).
         default=16_000_000, ge=64 * 1024,
         description="Longest message an MCP server may send: a stdio line, an HTTP answer or one event of "
         "its stream. Room for answers larger than what reaches the model, which are cut after they arrive "

@@ -9,7 +9,7 @@ entry's DN is the subject accounts are linked by.
 ``ldaps://`` URLs connect over TLS, ``startTls`` upgrades a plain connection before anything is sent
 (both at once is refused when the provider is written). Certificates are checked against the URL's host
 name, with the provider's ``tlsCaCert`` (PEM) as the only trusted CAs when it is set, else the system's.
-The host passes the network guard (``tools.netguard.check_host``) and the connection goes to the very
+The host passes the network guard (``core.netguard.check_host``) and the connection goes to the very
 address checked. An empty password is refused before any bind (LDAP takes an empty password as an
 anonymous bind that succeeds).
 
@@ -36,12 +36,12 @@ from ldap3.utils.conv import escape_filter_chars
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.auth.models import User
+from agentloft.core import netguard
 from agentloft.core.crypto import SecretBox
 from agentloft.core.errors import AppError
 from agentloft.identity import service
 from agentloft.identity.models import AuthProvider
 from agentloft.identity.service import ExternalPerson
-from agentloft.tools import netguard
 
 log = logging.getLogger(__name__)
 

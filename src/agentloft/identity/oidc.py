@@ -10,7 +10,7 @@ offers only ``client_secret_post``; no secret means a public client), verifies t
 against the provider's JWKS (an unknown ``kid`` fetches the keys again once: the provider rotated them)
 and its ``iss``, ``aud``, ``exp`` and ``nonce``, then reads the userinfo endpoint when there is one
 (claims there win; its ``sub`` must match). Discovery documents and key sets are kept for an hour per
-process. Every call goes through the network guard (``tools.netguard``): a provider on the inside of the
+process. Every call goes through the network guard (``core.netguard``): a provider on the inside of the
 network needs its host in the allowed internal hosts. Every failure is ``SignInRefused``.
 """
 
@@ -31,10 +31,10 @@ from joserfc import jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
+from agentloft.core import netguard
 from agentloft.core.crypto import SecretBox
 from agentloft.identity.models import AuthProvider
 from agentloft.identity.service import ExternalPerson, SignInRefused
-from agentloft.tools import netguard
 
 FLOW_COOKIE = "agentloft_oidc"
 FLOW_PATH = "/auth/oidc/"

@@ -23,7 +23,7 @@ from agentloft.core.schemas import DbInt, Page
 from agentloft.identity import oidc, service
 from agentloft.identity.schemas import LdapRead, OidcRead
 from agentloft.identity.service import SignInRefused
-from agentloft.tools import netguard
+from agentloft.system import service as system_service
 from agentloft.web.deps import page_router, safe_next
 
 admin_router = APIRouter(prefix="/api/admin/auth-providers", tags=["admin"])
@@ -87,7 +87,7 @@ async def oidc_login(slug: str, request: Request, rt: Rt, db: DbSession, next: s
         provider = await service.enabled_provider(db=db, slug=slug, kind="oidc")
         url, flow = await oidc.begin(
             provider=provider, secret=service.secret_of(row=provider, box=rt.box),
-            allow=await netguard.instance_allow_list(rt), redirect_uri=_callback_url(request, rt, slug),
+            allow=await system_service.internal_allow_list(rt=rt), redirect_uri=_callback_url(request, rt, slug),
             next_path=target,
         )
     except SignInRefused as exc:
@@ -107,7 +107,7 @@ async def oidc_callback(slug: str, request: Request, rt: Rt, db: DbSession) -> R
         provider = await service.enabled_provider(db=db, slug=slug, kind="oidc")
         person = await oidc.finish(
             provider=provider, secret=service.secret_of(row=provider, box=rt.box),
-            allow=await netguard.instance_allow_list(rt), redirect_uri=_callback_url(request, rt, slug),
+            allow=await system_service.internal_allow_list(rt=rt), redirect_uri=_callback_url(request, rt, slug),
             flow=flow, params=dict(request.query_params),
         )
         user = await service.sign_in_external(db=db, provider=provider, person=person)

@@ -5,6 +5,9 @@ model can be chosen (a chat model or an unknown id is a 422); ``null`` clears it
 queues the job that embeds every knowledge chunk with it (``knowledge.reembed``, ``knowledge.embedding``)
 in the same transaction. A model deleted or switched off later leaves the setting pointing at nothing
 usable, which knowledge reads as no model.
+
+``allowed_internal_hosts`` is read here for the network guard (``core.netguard``), which knows no setting:
+every caller of the guard (tools, A2A, MCP, sign-in) passes it the allow-list ``internal_allow_list`` gives.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.core import jobs
 from agentloft.core.errors import Conflict, Invalid, problem
+from agentloft.core.netguard import AllowList
+from agentloft.core.runtime import Runtime
 from agentloft.core.settings import Settings
 from agentloft.llm import service as llm_service
 from agentloft.system.models import AppSetting
@@ -83,3 +88,17 @@ async def update_settings(
         raise Conflict("The settings were changed by another request at the same time; reload them and try again",
                        code="settings_changed") from exc
     return await get_settings(db=db, settings=settings)
+
+
+async def allowed_internal_hosts(*, rt: Runtime) -> list[str]:
+    """The admin's ``allowed_internal_hosts`` entries, read in a session of their own (the guard's callers
+    are mid-request or in a background run, with or without a session of theirs)."""
+    async with rt.db.session() as db:
+        instance = await get_settings(db=db, settings=rt.settings)
+    return list(instance.allowed_internal_hosts)
+
+
+async def internal_allow_list(*, rt: Runtime) -> AllowList:
+    """The admin's ``allowed_internal_hosts`` setting as the network guard's allow-list (for clients that
+    are not tools: MCP, A2A, sign-in; a tool's adds what its caller passed down, ``tools.net``)."""
+    return AllowList.parse(await allowed_internal_hosts(rt=rt))

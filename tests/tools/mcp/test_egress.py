@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from agentloft.core import netguard
 from agentloft.core.settings import Settings
-from agentloft.tools import netguard
 from agentloft.tools.mcp.egress import Egress
 from agentloft.tools.mcp.launch import BwrapLauncher, StdioSpec, mcp_limits
 from tests.support import ApiClient

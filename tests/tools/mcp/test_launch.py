@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from agentloft.core.netguard import AllowList
 from agentloft.core.settings import Settings
 from agentloft.tools.mcp.egress import Egress
 from agentloft.tools.mcp.launch import BwrapLauncher, DirectLauncher, SandboxUnavailable, StdioSpec, mcp_limits
-from agentloft.tools.netguard import AllowList
 from agentloft.tools.types.python_exec import Config as PythonConfig
 from agentloft.tools.types.python_exec import run_snippet
 

@@ -10,7 +10,7 @@ that exited (it crashed, it was killed) or a stream that ended takes its connect
 the next call starts a fresh one; a call that could not even be sent is tried once more on a fresh
 connection, anything else fails with the reason.
 
-HTTP servers are reached through the network guard's transport (``tools.netguard``); stdio servers are
+HTTP servers are reached through the network guard's transport (``core.netguard``); stdio servers are
 started by a :class:`~agentloft.tools.mcp.launch.Launcher` (bubblewrap, as the sandbox user) and spoken to
 through :class:`~agentloft.tools.mcp.stdio.StdioTransport`. No message a server sends may be longer than
 ``max_message_bytes`` (a stdio line; an HTTP answer, or one event of a stream): a longer answer fails its
@@ -43,8 +43,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from agentloft import __version__
+from agentloft.core import netguard
 from agentloft.core.tracing import trace_headers_from_meta
-from agentloft.tools import netguard
 from agentloft.tools.mcp.launch import Launcher, SandboxUnavailable, StdioSpec
 from agentloft.tools.mcp.repair import NOT_UTF8, RepairingTransport, not_utf8, reparse
 from agentloft.tools.mcp.stdio import TOO_LONG, StdioTransport, too_long

@@ -6,7 +6,7 @@ Sharing the host's network namespace let such a server reach what the guard keep
 servers run in a network namespace of their own (one per worker process, shared by its networked servers)
 that has nothing but a loopback interface, and on that loopback a port this process serves: an HTTP proxy
 that speaks ``CONNECT host:port`` (any TLS or other stream) and plain ``GET http://…`` requests. Each
-connection's target passes :func:`~agentloft.tools.netguard.check_target` with the admin's allow-list at
+connection's target passes :func:`~agentloft.core.netguard.check_target` with the admin's allow-list at
 that moment, and the proxy connects to the very address that was checked. The servers learn of the proxy
 through ``HTTP_PROXY``/``HTTPS_PROXY`` (both cases), ``ALL_PROXY`` and ``NODE_USE_ENV_PROXY=1`` (node 22.21+
 and 24.5+; an older node's ``fetch`` ignores proxies, as do clients that never read them): a client that
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from agentloft.tools import netguard
+from agentloft.core import netguard
 from agentloft.tools.sandbox import SandboxUnavailable
 
 log = logging.getLogger(__name__)

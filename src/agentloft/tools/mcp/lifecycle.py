@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import logging
 
+from agentloft.core import netguard
 from agentloft.core.runtime import Runtime
-from agentloft.tools import netguard
+from agentloft.system import service as system_service
 from agentloft.tools.mcp import service, tool
 from agentloft.tools.mcp.connections import McpConnections
 from agentloft.tools.mcp.launch import launcher_for
@@ -19,7 +20,7 @@ async def startup(rt: Runtime) -> None:
     rt.registry.register(tool.TOOL_TYPE)
 
     async def allow_list() -> netguard.AllowList:
-        return await netguard.instance_allow_list(rt)
+        return await system_service.internal_allow_list(rt=rt)
 
     async def tools_changed(server_id: str) -> None:
         await service.refresh_server(rt=rt, server_id=server_id)

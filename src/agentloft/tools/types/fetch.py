@@ -15,8 +15,9 @@ from urllib.parse import urljoin
 
 from pydantic import Field
 
+from agentloft.core import netguard
 from agentloft.core.schemas import ApiModel
-from agentloft.tools import netguard
+from agentloft.tools import net
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object"}
@@ -187,14 +188,14 @@ class FetchTool(ToolType[Config, Input]):
         if input.method == "POST" and input.body is not None:
             headers["Content-Type"] = input.content_type
         try:
-            resp = await netguard.guarded_request(
+            resp = await net.guarded_request(
                 ctx, input.method, input.url, headers=headers,
                 content=input.body if input.method == "POST" else None,
                 max_bytes=config.max_bytes, timeout_s=config.timeout_seconds,
                 max_redirects=config.max_redirects, allowed_domains=config.allowed_domains, truncate=True,
             )
         except netguard.NetError as exc:
-            return netguard.failure(exc)
+            return net.failure(exc)
         if not _is_text(resp.content_type):
             return ToolResult.fail(f"unsupported content type {resp.content_type} (only text is returned)")
         title, text = readable(resp, input.raw, config.keep_links)

@@ -22,9 +22,10 @@ from urllib.parse import quote, unquote
 
 from pydantic import Field, field_validator
 
+from agentloft.core import netguard
 from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel
-from agentloft.tools import netguard
+from agentloft.tools import net
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 ParamType = Literal["string", "integer", "number", "boolean"]
@@ -183,13 +184,13 @@ class HttpApiTool(ToolType[Config, Input]):
         headers.update(all_headers(config.headers, config.secret_headers))
         send_body = config.method in ("POST", "PUT", "PATCH") or bool(body)
         try:
-            resp = await netguard.guarded_request(
+            resp = await net.guarded_request(
                 ctx, config.method, url, params=query or None, headers=headers,
                 json=body if send_body else None, timeout_s=config.timeout_seconds,
                 max_bytes=config.max_bytes, truncate=True,
             )
         except netguard.NetError as exc:
-            return netguard.failure(exc)
+            return net.failure(exc)
         data = {"status": resp.status_code, "contentType": resp.content_type,
                 "body": decode_body(resp, config.max_chars), "truncated": resp.truncated}
         if not resp.ok:

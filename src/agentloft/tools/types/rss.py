@@ -12,8 +12,9 @@ from typing import Any
 import feedparser
 from pydantic import Field
 
+from agentloft.core import netguard
 from agentloft.core.schemas import ApiModel
-from agentloft.tools import netguard
+from agentloft.tools import net
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.types.fetch import html_to_text
 
@@ -76,14 +77,14 @@ class RssTool(ToolType[Config, Input]):
 
     async def execute(self, input: Input, config: Config, ctx: ToolContext) -> ToolResult:
         try:
-            resp = await netguard.guarded_request(
+            resp = await net.guarded_request(
                 ctx, "GET", input.url,
                 headers={"Accept": "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5"},
                 timeout_s=config.timeout_seconds, max_bytes=config.max_bytes,
                 allowed_domains=config.allowed_domains,
             )
         except netguard.NetError as exc:
-            return netguard.failure(exc)
+            return net.failure(exc)
         if not resp.ok:
             return ToolResult.fail(f"the feed answered HTTP {resp.status_code}")
         feed = feedparser.parse(resp.content, response_headers={"content-type": resp.headers.get("content-type", "")})

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agentloft.core import netguard
 from agentloft.core.schemas import ApiModel
-from agentloft.tools import netguard
+from agentloft.tools import net
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 
 
@@ -78,12 +79,12 @@ class WebSearchTool(ToolType[Config, Input]):
             return ToolResult.fail("web search is not configured: an admin must set the SearXNG base URL")
         url = config.base_url.rstrip("/") + "/search"
         try:
-            resp = await netguard.guarded_request(
+            resp = await net.guarded_request(
                 ctx, "GET", url, params=self._params(input, config), headers={"Accept": "application/json"},
                 timeout_s=config.timeout_seconds, max_bytes=5_000_000,
             )
         except netguard.NetError as exc:
-            return netguard.failure(exc)
+            return net.failure(exc)
         if not resp.ok:
             hint = " (is the json format enabled in SearXNG's settings?)" if resp.status_code == 403 else ""
             return ToolResult.fail(f"search failed: HTTP {resp.status_code}{hint}")

@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from agentloft.core import netguard
 from agentloft.core.errors import pydantic_problem
 from agentloft.core.schemas import ApiModel
-from agentloft.tools import netguard
+from agentloft.tools import net
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.types.http_api import all_headers
 
@@ -99,12 +100,12 @@ class WebhookTool(ToolType[Config, Input]):
         payload = render(json.loads(config.payload_template), {"message": input.message, "title": input.title})
         headers = {"Content-Type": "application/json", **all_headers(config.headers, config.secret_headers)}
         try:
-            resp = await netguard.guarded_request(
+            resp = await net.guarded_request(
                 ctx, "POST", config.url, json=payload, headers=headers, timeout_s=config.timeout_seconds,
                 max_bytes=100_000, max_redirects=0, truncate=True,
             )
         except netguard.NetError as exc:
-            return netguard.failure(exc)
+            return net.failure(exc)
         data = {"status": resp.status_code, "response": resp.text[:1_000]}
         if not resp.ok:
             return ToolResult(success=False, data=data, error=f"the webhook answered HTTP {resp.status_code}")

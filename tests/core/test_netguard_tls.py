@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from agentloft.tools import netguard
-from agentloft.tools.netguard import AllowList, NetError
+from agentloft.core import netguard
+from agentloft.core.netguard import AllowList, NetError
 from tests.tools.types.local_server import LocalWeb
 
 

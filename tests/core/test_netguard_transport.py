@@ -10,8 +10,8 @@ import httpx
 import httpx2
 import pytest
 
-from agentloft.tools import netguard
-from agentloft.tools.netguard import AllowList, Blocked, TooLarge
+from agentloft.core import netguard
+from agentloft.core.netguard import AllowList, Blocked, TooLarge
 from tests.tools.types.local_server import LocalWeb
 
 LOCAL = AllowList.parse(["127.0.0.1"])

@@ -1,7 +1,9 @@
-"""The one way a tool opens a URL: an HTTP request that cannot be pointed at the inside of the network.
+"""The one way the platform opens a URL: an HTTP request that cannot be pointed at the inside of the network.
 
 A model can be talked into fetching ``http://169.254.169.254/`` (cloud credentials), ``http://localhost:6379``
-or an admin page on the LAN. So every tool that opens a URL calls :func:`guarded_request`, which
+or an admin page on the LAN, and an admin's A2A agent, MCP server or sign-in provider may name such a
+host too. So every outbound request of tools, A2A, MCP and sign-in goes through :func:`request` or one of
+the transports below, which
 
 - resolves the host itself and refuses loopback, private, link-local, multicast, reserved, unspecified
   and other non-global addresses unless the admin allowed them (setting ``allowed_internal_hosts``:
@@ -12,7 +14,12 @@ or an admin page on the LAN. So every tool that opens a URL calls :func:`guarded
 - streams the body and stops at ``max_bytes``, and bounds the whole exchange by ``timeout_s``.
 
 Refusals and failures are :class:`NetError` whose message is meant for the model and the user
-("blocked: 10.0.0.1 is a private address"); :func:`failure` turns one into a failed ``ToolResult``.
+("blocked: 10.0.0.1 is a private address").
+
+It lives in ``core`` because tools, A2A, MCP and sign-in all use it, and it knows none of them: each caller
+passes the :class:`AllowList` in (the admin's setting, read by ``system.service.internal_allow_list``; a tool
+adds what its caller passed down, ``tools.net``), and a caller that wants a tool's failed result makes it
+(``tools.net.failure``).
 
 The check-and-pin step is an HTTP transport (:class:`GuardedTransport` for httpx, :class:`GuardedTransport2`
 for httpx2), so clients this module does not drive go through the same guard: the A2A client (a2a-sdk,
@@ -38,9 +45,6 @@ from typing import Any
 
 import httpx
 import httpx2
-
-from agentloft.core.runtime import Runtime
-from agentloft.tools.base import ToolContext, ToolResult
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -547,36 +551,6 @@ def guarded_client2(
     transport: httpx2.AsyncBaseTransport = GuardedTransport2(allow, max_body_bytes=max_body_bytes)
     return httpx2.AsyncClient(transport=wrap(transport) if wrap else transport, headers=sent, timeout=timeout,
                               follow_redirects=False, trust_env=False)
-
-
-async def _instance_entries(rt: Runtime) -> list[str]:
-    from agentloft.system import service as system_service  # local: keeps this module light to import
-
-    async with rt.db.session() as db:
-        instance = await system_service.get_settings(db=db, settings=rt.settings)
-    return list(instance.allowed_internal_hosts)
-
-
-async def instance_allow_list(rt: Runtime) -> AllowList:
-    """The admin's ``allowed_internal_hosts`` setting (for clients that are not tools: MCP, A2A)."""
-    return AllowList.parse(await _instance_entries(rt))
-
-
-async def allow_list_for(ctx: ToolContext, extra: Iterable[str] = ()) -> AllowList:
-    """The admin's ``allowed_internal_hosts`` setting, plus what the caller passes down in
-    ``ctx.extra["allowed_internal_hosts"]`` and ``extra``."""
-    entries = [*await _instance_entries(ctx.runtime), *ctx.extra.get("allowed_internal_hosts", ()), *extra]
-    return AllowList.parse(entries)
-
-
-async def guarded_request(ctx: ToolContext, method: str, url: str, **kw: Any) -> GuardedResponse:
-    """:func:`request` with the allow-list of the tool's runtime."""
-    return await request(method, url, allow=await allow_list_for(ctx), **kw)
-
-
-def failure(exc: NetError) -> ToolResult:
-    """A refused or failed request as the tool's failed result."""
-    return ToolResult.fail(str(exc), blocked=True) if isinstance(exc, Blocked) else ToolResult.fail(str(exc))
 
 
 def parse_header_lines(text: str) -> dict[str, str]:

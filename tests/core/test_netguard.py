@@ -1,5 +1,6 @@
 """The network guard: internal addresses are refused before any connection, after DNS and on every
-redirect; the admin's allow-list opens chosen hosts; size and time are capped. Only loopback traffic."""
+redirect; an allow-list opens chosen hosts; size and time are capped. Only loopback traffic. (How a tool
+gets its allow-list, the admin's setting among it, is in ``tests/tools/types/test_net.py``.)"""
 
 from __future__ import annotations
 
@@ -8,14 +9,11 @@ import time
 
 import pytest
 
-from agentloft.core.runtime import Runtime
-from agentloft.system import service as system_service
-from agentloft.system.schemas import InstanceSettingsUpdate
-from agentloft.tools import netguard
-from agentloft.tools.netguard import AllowList, Blocked, NetError, NetTimeout, TooLarge
-from agentloft.tools.types.fetch import TOOL_TYPE as FETCH
-from tests.tools.types.conftest import LOCAL, Run
+from agentloft.core import netguard
+from agentloft.core.netguard import AllowList, Blocked, NetError, NetTimeout, TooLarge
 from tests.tools.types.local_server import LocalWeb
+
+LOCAL = ("127.0.0.1",)  # the allow-list entry that lets a test reach its own server
 
 
 @pytest.mark.parametrize(
@@ -65,40 +63,6 @@ async def test_internal_targets_are_refused(url: str, message: str) -> None:
     with pytest.raises(Blocked, match=message.replace(".", r"\.").replace("[", r"\[")):
         await netguard.request("GET", url)
     assert time.perf_counter() - started < 1  # refused before any connection attempt
-
-
-async def test_loopback_is_refused_before_connecting(run: Run, web: LocalWeb) -> None:
-    result = await run(FETCH, {"url": f"{web.url}/page"})
-    assert not result.success
-    assert result.error.startswith("blocked: 127.0.0.1 is a loopback address")
-    assert result.metadata["blocked"] is True
-    assert web.requests == []
-
-
-async def test_name_resolving_to_loopback_is_refused(run: Run, web: LocalWeb) -> None:
-    result = await run(FETCH, {"url": f"http://localhost:{web.port}/page"})
-    assert not result.success
-    assert result.error.startswith("blocked: localhost resolves to ")
-    assert "a loopback address" in result.error
-    assert web.requests == []
-
-
-async def test_allow_list_from_the_call_lets_the_local_server_through(run: Run, web: LocalWeb) -> None:
-    result = await run(FETCH, {"url": f"{web.url}/page"}, allow=LOCAL)
-    assert result.success, result.error
-    assert web.paths() == ["/page"]
-
-
-async def test_admin_setting_allows_internal_hosts(run: Run, rt: Runtime, web: LocalWeb) -> None:
-    async with rt.db.session() as db:
-        await system_service.update_settings(
-            db=db, settings=rt.settings, data=InstanceSettingsUpdate(allowed_internal_hosts=["127.0.0.0/8"])
-        )
-    result = await run(FETCH, {"url": f"{web.url}/page"})
-    assert result.success, result.error
-    # the setting opens what it names and nothing more
-    other = await run(FETCH, {"url": "http://10.1.2.3/"})
-    assert other.error.startswith("blocked: 10.1.2.3 is a private address")
 
 
 async def test_host_name_entry_allows_that_name_and_keeps_the_host_header(web: LocalWeb) -> None:
