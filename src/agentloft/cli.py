@@ -134,7 +134,7 @@ def _restore(settings: Settings, args: argparse.Namespace) -> int:
     from agentloft.system import backup
 
     done = backup.restore(settings, Path(args.path))
-    print(f"restored the {done.database} database and {done.files} stored file(s) from {args.path}; "
+    print(f"restored the {done.database} database and {done.files} stored file(s) {done.note} from {args.path}; "
           "`agentloft serve` brings the schema up to date and serves it")
     return 0
 

@@ -21,9 +21,11 @@ from tests.support import ApiClient, LiveApp, start_app
 DOCS = "/api/agent-documents"
 
 
-def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENTLOFT_DATABASE_URL"}
-    env.update(AGENTLOFT_DATA_DIR=str(data_dir), AGENTLOFT_SECRET_KEY="test-secret-key")
+def _cli(*args: str, data_dir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    """``agentloft ARGS`` on ``data_dir``, with ``settings`` as more ``AGENTLOFT_*`` variables."""
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTLOFT_DATABASE_URL", "AGENTLOFT_FILE_STORE")}
+    env.update(AGENTLOFT_DATA_DIR=str(data_dir), AGENTLOFT_SECRET_KEY="test-secret-key",
+               **{f"AGENTLOFT_{name.upper()}": value for name, value in settings.items()})
     if pg.current is not None:
         env["AGENTLOFT_DATABASE_URL"] = pg.current.for_dir(data_dir, empty=True)
     return subprocess.run([sys.executable, "-m", "agentloft.cli", *args], env=env, capture_output=True,

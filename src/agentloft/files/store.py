@@ -16,6 +16,7 @@ import contextlib
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -105,6 +106,9 @@ class LocalStore:
             raise ObjectMissing(str(path.name)) from None
 
 
+STREAM_CHUNK = 1024 * 1024  # what a backup or restore holds of an object at once
+
+
 class S3Store:
     """Objects in an S3-compatible bucket (``AGENTLOFT_FILE_STORE=s3://bucket/prefix``), through ``obstore``
     (Rust's ``object_store``: async, no thread per call). Credentials, region and endpoint come from the
@@ -130,6 +134,44 @@ class S3Store:
             await obstore.delete_async(self._store, check_key(key))
         except FileNotFoundError:  # S3 answers a missing key's delete with success; other stores may not
             return
+
+    # What ``agentloft backup`` and ``restore`` use: a command, not the server, so blocking calls; every
+    # object goes through a file a chunk at a time, never whole in memory.
+
+    def listing(self) -> Iterator[tuple[str, int]]:
+        """Every object's key (relative to the prefix) and size, a page of the listing at a time."""
+        for page in obstore.list(self._store, chunk_size=1000):
+            for meta in page:
+                yield meta["path"], meta["size"]
+
+    def is_empty(self) -> bool:
+        return next(self.listing(), None) is None
+
+    def download(self, key: str, path: Path) -> int:
+        """Stream the object into ``path`` (through a temporary file renamed into place, so a present file is
+        a whole object); its size, or ``ObjectMissing`` when it went meanwhile."""
+        try:
+            found = obstore.get(self._store, check_key(key))
+        except FileNotFoundError:
+            raise ObjectMissing(key) from None
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".get-")
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in found.stream(min_chunk_size=STREAM_CHUNK):
+                    out.write(chunk)
+                    size += len(chunk)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        return size
+
+    def upload(self, key: str, path: Path) -> None:
+        """Put the file at ``path`` as the object ``key``: ``obstore`` reads it in parts of 5 MiB (a multipart
+        upload above that, S3's smallest part), and S3 shows the object only once it is whole."""
+        obstore.put(self._store, check_key(key), path)
 
 
 def build_store(settings: Settings) -> FileStore:

@@ -14,11 +14,23 @@ A backup is a directory (made owner-only: it holds the secret key) with:
 - ``files/``: the uploaded files and their extracted text, when they live in the data dir. Objects are
   written once and never changed (``files.store``), so they are copied before the database and once more
   after it: an object made while the database was copied is in the second pass, and one deleted meanwhile
-  is still in the first. With ``AGENTLOFT_FILE_STORE=s3://…`` the bucket is not copied (its own versioning
-  or replication is the tool) and the manifest says so.
+  is still in the first.
+- ``files-s3/<key>``: the same for ``AGENTLOFT_FILE_STORE=s3://bucket/prefix``, every object under the
+  prefix, streamed to disk a chunk at a time, in the same two passes and for the same reasons: an object
+  written after the database copy is not referenced by it (a spare one, harmless: the restored server never
+  names it), and one deleted while the database was copied was copied by the first pass, so the rows of
+  the copy find their bytes. Only an object made after the first pass listed the bucket and deleted before
+  the second can be missing: its file was deleted by its owner a moment after the copy, and the restored
+  server answers it as any file whose bytes are gone (404). The manifest gives their count
+  and bytes (``s3Objects``), and ``restore`` checks the backup holds them all before it writes anything.
 
-``restore`` refuses a data dir that already holds a database, a key or files (it never merges), and a
-PostgreSQL database that already has tables; it refuses a backup of the other database kind, and an
+``restore`` puts the files into the store the target's settings name, whichever the backup came from:
+the keys are the same in both stores (``<user id>/<file id>``), so a bucket's backup restored without
+``AGENTLOFT_FILE_STORE`` fills the data dir's ``files`` and one of the data dir goes into a bucket (a way to
+move between them). It writes the files before the database, so a restore cut short leaves no database
+and no server starts on half of it. It refuses a data dir that already holds a database, a key or files,
+a bucket prefix that already holds objects (it never merges), and a PostgreSQL database that already has
+tables; it refuses a backup of the other database kind, and an
 ``AGENTLOFT_SECRET_KEY`` that differs from the backup's (the secrets could not be read). The schema is
 brought to this build's head by the next ``agentloft serve`` (or ``agentloft db upgrade``), as after any
 upgrade.
@@ -31,22 +43,26 @@ import os
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from obstore.exceptions import BaseError
 from sqlalchemy.engine import URL, make_url
 
 from agentloft import __version__
 from agentloft.core import migrate
 from agentloft.core.settings import SECRET_KEY_FILE, ConfigError, Settings
+from agentloft.files.store import ObjectMissing, S3Store, check_key
 
 FORMAT = 1
 MANIFEST = "manifest.json"
 SQLITE_COPY = "agentloft.db"
 PG_DUMP = "database.dump"
 FILES = "files"
+FILES_S3 = "files-s3"
 PAGES_PER_STEP = 1024  # 4 MiB at SQLite's default page size: the server waits at most one step's copy
 
 
@@ -60,6 +76,51 @@ class Summary:
 def _files_root(settings: Settings) -> Path | None:
     """The data dir's file store, or None when files live in a bucket."""
     return None if settings.file_store else settings.data_dir.resolve() / FILES
+
+
+def _bucket(settings: Settings) -> S3Store | None:
+    return S3Store(settings.file_store) if settings.file_store else None
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """The bucket's failures (no such bucket, refused credentials, no answer) as one line naming it, not
+    a trace of ``obstore``'s retries."""
+    try:
+        yield
+    except (BaseError, FileNotFoundError, PermissionError) as exc:  # how obstore raises
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{url}: {first[:500]} (check AGENTLOFT_FILE_STORE and the AWS_* variables)") from None
+
+
+@dataclass
+class Copied:
+    count: int = 0
+    bytes: int = 0
+
+    def add(self, other: Copied) -> None:
+        self.count += other.count
+        self.bytes += other.bytes
+
+
+def _download_new(store: S3Store, dst: Path) -> Copied:
+    """Copy the bucket's objects that ``dst`` lacks (objects never change, so present means done); one
+    listed and deleted before its turn is left out, as it would have been a moment later."""
+    copied = Copied()
+    for key, _size in store.listing():
+        try:
+            target = dst / check_key(key)
+        except ValueError:
+            raise ConfigError(f"the bucket holds {key!r} under AGENTLOFT_FILE_STORE's prefix, which is no key "
+                              "agentloft writes; the prefix should hold only agentloft's files") from None
+        if target.exists():
+            continue
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            copied.add(Copied(1, store.download(key, target)))
+        except ObjectMissing:
+            continue
+    return copied
 
 
 def _copy_new(src: Path, dst: Path) -> int:
@@ -112,6 +173,16 @@ def _start(dest: Path) -> None:
     os.chmod(dest, 0o700)
 
 
+def _backup_database(settings: Settings, dest: Path, progress: Callable[[int, int], None] | None) -> str:
+    sqlite_file = settings.sqlite_file
+    if sqlite_file is not None:
+        _backup_sqlite(sqlite_file, dest, progress)
+        return "sqlite"
+    _run(["pg_dump", "--format=custom", "--no-owner", f"--file={dest / PG_DUMP}"],
+         make_url(settings.resolved_database_url))
+    return "postgresql"
+
+
 def backup(settings: Settings, dest: Path, progress: Callable[[int, int], None] | None = None) -> Summary:
     """Write a backup of the instance ``settings`` describe into ``dest`` (new or empty)."""
     sqlite_file = settings.sqlite_file
@@ -121,25 +192,30 @@ def backup(settings: Settings, dest: Path, progress: Callable[[int, int], None] 
     url = settings.resolved_database_url
     revision = migrate.current_revision(url)
     root = _files_root(settings)
+    bucket = _bucket(settings)
     files = 0
+    objects = Copied()
     if root is not None and root.is_dir():
         files += _copy_new(root, dest / FILES)
-    if sqlite_file is not None:
-        _backup_sqlite(sqlite_file, dest, progress)
-        kind = "sqlite"
-    else:
-        _run(["pg_dump", "--format=custom", "--no-owner", f"--file={dest / PG_DUMP}"], make_url(url))
-        kind = "postgresql"
+    if bucket is not None:
+        with _reaching(settings.file_store):
+            objects.add(_download_new(bucket, dest / FILES_S3))
+    kind = _backup_database(settings, dest, progress)
     if root is not None and root.is_dir():
         files += _copy_new(root, dest / FILES)
+    if bucket is not None:
+        with _reaching(settings.file_store):
+            objects.add(_download_new(bucket, dest / FILES_S3))
     key = dest / SECRET_KEY_FILE
     key.write_text(settings.ensure_secret_key() + "\n")
     os.chmod(key, 0o600)
-    note = "" if root is not None else f"files are in {settings.file_store} and were not copied"
     manifest = {"format": FORMAT, "createdAt": datetime.now(UTC).isoformat(), "version": __version__,
                 "database": kind, "revision": revision, "files": files, "fileStore": settings.file_store or "data dir"}
+    if bucket is not None:
+        manifest["s3Objects"] = {"count": objects.count, "bytes": objects.bytes}
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return Summary(database=kind, files=files, note=note)
+    note = f"{objects.count} of them ({objects.bytes} bytes) from {settings.file_store}" if bucket else ""
+    return Summary(database=kind, files=files + objects.count, note=note)
 
 
 def _read_manifest(src: Path) -> dict[str, object]:
@@ -154,12 +230,52 @@ def _read_manifest(src: Path) -> dict[str, object]:
 
 def _check_empty_target(settings: Settings) -> None:
     root = _files_root(settings)
-    taken = [p for p in (*settings.database_files(), settings.data_dir / SECRET_KEY_FILE) if p.exists()]
+    taken = [str(p) for p in (*settings.database_files(), settings.data_dir / SECRET_KEY_FILE) if p.exists()]
     if root is not None and root.is_dir() and any(root.iterdir()):
-        taken.append(root)
+        taken.append(str(root))
+    bucket = _bucket(settings)
+    if bucket is not None:
+        with _reaching(settings.file_store):
+            if not bucket.is_empty():
+                taken.append(f"objects in {settings.file_store}")
     if taken:
-        raise ConfigError("restore goes into an empty data dir; this one already has "
-                          + ", ".join(str(p) for p in taken))
+        raise ConfigError("restore goes into an empty data dir and file store; this one already has "
+                          + ", ".join(taken))
+
+
+def _backup_files(src: Path) -> Path | None:
+    """Where the backup keeps its files (the data dir's or a bucket's), None when it has none."""
+    return next((src / name for name in (FILES, FILES_S3) if (src / name).is_dir()), None)
+
+
+def _objects_of(folder: Path) -> list[tuple[str, Path]]:
+    return [(path.relative_to(folder).as_posix(), path) for path in sorted(folder.rglob("*"))
+            if path.is_file() and not path.name.startswith(".")]
+
+
+def _check_objects(manifest: dict[str, object], objects: list[tuple[str, Path]]) -> None:
+    """A backup missing some of the objects its manifest lists (cut short, or copied in part) is refused
+    before anything is written."""
+    listed = manifest.get("s3Objects")
+    if not isinstance(listed, dict):
+        return
+    held = {"count": len(objects), "bytes": sum(path.stat().st_size for _key, path in objects)}
+    if held != {"count": listed.get("count"), "bytes": listed.get("bytes")}:
+        raise ConfigError(f"the backup's {FILES_S3} holds {held['count']} object(s) of {held['bytes']} bytes, "
+                          f"its manifest lists {listed.get('count')} of {listed.get('bytes')}; it is incomplete")
+
+
+def _restore_files(settings: Settings, folder: Path | None, objects: list[tuple[str, Path]]) -> None:
+    """Into the target's bucket, one object at a time; else into the data dir's ``files``."""
+    bucket = _bucket(settings)
+    if bucket is not None:
+        with _reaching(settings.file_store):
+            for key, path in objects:
+                bucket.upload(check_key(key), path)
+    elif folder is not None:
+        root = settings.data_dir.resolve() / FILES
+        root.mkdir(mode=0o700, exist_ok=True)
+        _copy_new(folder, root)
 
 
 def _check_key(settings: Settings, key: str) -> None:
@@ -170,19 +286,24 @@ def _check_key(settings: Settings, key: str) -> None:
 
 
 def restore(settings: Settings, src: Path) -> Summary:
-    """Bring the backup in ``src`` into the empty instance ``settings`` describe."""
+    """Bring the backup in ``src`` into the empty instance ``settings`` describe: every check first, then
+    the files, the database, the key."""
     manifest = _read_manifest(src)
     key = (src / SECRET_KEY_FILE).read_text().strip()
     _check_key(settings, key)
-    _check_empty_target(settings)
     sqlite_file = settings.sqlite_file
     kind = "sqlite" if sqlite_file is not None else "postgresql"
     if manifest.get("database") != kind:
         raise ConfigError(f"this backup is of a {manifest.get('database')} database; this instance uses {kind}")
+    folder = _backup_files(src)
+    objects = _objects_of(folder) if folder is not None else []
+    _check_objects(manifest, objects)
+    _check_empty_target(settings)
     url = settings.resolved_database_url
     if sqlite_file is None and migrate.current_revision(url) is not None:
         raise ConfigError("restore goes into an empty PostgreSQL database; this one already has agentloft's tables")
     settings.prepare_data_dir()
+    _restore_files(settings, folder, objects)
     if sqlite_file is not None:
         shutil.copy2(src / SQLITE_COPY, sqlite_file)
         os.chmod(sqlite_file, 0o600)
@@ -193,8 +314,4 @@ def restore(settings: Settings, src: Path) -> Summary:
         path = settings.data_dir / SECRET_KEY_FILE
         path.write_text(key + "\n")
         os.chmod(path, 0o600)
-    files = 0
-    root = _files_root(settings)
-    if root is not None and (src / FILES).is_dir():
-        files = _copy_new(src / FILES, root)
-    return Summary(database=kind, files=files)
+    return Summary(database=kind, files=len(objects), note=f"into {settings.file_store or 'the data dir'}")
