@@ -11,7 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel
@@ -205,6 +205,12 @@ class GuardedTool(ToolType[_NoConfig, GuardedInput]):
 
     def describe(self, config: _NoConfig) -> str:
         return "Do an action."
+
+    parsed: ClassVar[list[dict[str, Any]]] = []  # every input it was asked to validate, to count them
+
+    def parse_input(self, raw: dict[str, Any], config: _NoConfig) -> BaseModel:
+        GuardedTool.parsed.append(dict(raw))
+        return super().parse_input(raw, config)
 
     def needs_approval(self, input: GuardedInput, config: _NoConfig, ctx: ToolContext) -> bool:
         return input.action == "delete"

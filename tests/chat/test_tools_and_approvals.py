@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.chat.helpers import attach, chat, make_tool, parse_sse, post_stream, session_status, text_of
+from tests.chat.helpers import GuardedTool, attach, chat, make_tool, parse_sse, post_stream, session_status, text_of
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, call, text
 from tests.support import ApiClient, LiveApp, login, start_app
 
@@ -311,3 +311,17 @@ def test_a_stop_during_a_tool_call_leaves_a_history_the_model_accepts(
     messages = fake_model.requests[-1]["messages"]
     assert any(m.get("tool_calls") for m in messages)
     assert _tool_messages_answer_every_call(messages), messages
+
+
+def test_a_calls_input_is_validated_once(
+    app: LiveApp, user: ApiClient, admin: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    test_tools: None,
+) -> None:
+    """The approval check (the type asks per input) and the run read the same parsed input."""
+    _wire(admin, agent, ("guard", "test-guarded", {}))
+    GuardedTool.parsed.clear()
+    fake_model.push(call("guard", {"action": "read"}, id="g1"), text("Done."))
+    res = chat(user, "helper", "read it")
+    outputs = {c["toolCallId"]: c["output"] for c in res.of("tool-output-available")}
+    assert outputs["g1"]["data"] == {"did": "read", "approved": False}
+    assert GuardedTool.parsed == [{"action": "read"}]

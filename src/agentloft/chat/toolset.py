@@ -33,7 +33,7 @@ from agentloft.audit.redact import redact
 from agentloft.core.runtime import Runtime
 from agentloft.core.tracing import tool_outcome
 from agentloft.tools.base import MAX_FILE_BYTES, ToolContext, ToolFile, ToolResult
-from agentloft.tools.runner import RunTool, needs_approval, run_tool
+from agentloft.tools.runner import RunTool, needs_approval, parse_call, run_tool
 
 # Arguments reach ``run_tool`` as a dict; each tool validates them against its own ``Input`` model.
 _ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
@@ -137,9 +137,10 @@ class RunToolset(AbstractToolset[Any]):
     ) -> Any:
         run_tool_ = self._tools[name]
         tctx = self._context(run_tool_, ctx)
-        if not ctx.tool_call_approved and needs_approval(run_tool_, tool_args, tctx):
+        parsed = parse_call(run_tool_, tool_args)  # once: the approval check and the run read it
+        if not ctx.tool_call_approved and needs_approval(run_tool_, parsed, tctx):
             raise ApprovalRequired()
-        result = await run_tool(run_tool_, tool_args, tctx)
+        result = await run_tool(run_tool_, parsed, tctx)
         tool_outcome(run_tool_.type.slug, result.success, result.metadata.get("code"))
         self._scope.audit.append(tool_call_entry(run_tool_, tool_args, result, tctx))
         self._scope.runtime.metrics.tool_call(run_tool_.type.slug, result.success, result.metadata.get("code"))

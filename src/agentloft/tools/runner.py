@@ -2,7 +2,9 @@
 
 It owns the rules shared by all tools, so no tool type repeats them:
 - input from the model is validated against the type's ``Input``; a mismatch is a failed result that
-  carries the validation message (the run goes on and the model can correct itself);
+  carries the validation message (the run goes on and the model can correct itself). It is validated once
+  per call (``parse_call``): the approval check and the run read the same ``ParsedCall`` (an MCP tool's
+  input is checked against the server's JSON Schema, not cheap to do twice);
 - an exception inside a tool becomes a failed result and a log line; a tool that overruns its time
   limit is a failed result;
 - ``metadata.durationMs`` is always set; failures of its own carry ``metadata.code`` (``invalid_input``,
@@ -72,16 +74,40 @@ def parse_input(tool: RunTool, raw_args: dict[str, Any] | BaseModel) -> BaseMode
     return tool.type.parse_input(raw_args, tool.config)
 
 
-def needs_approval(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) -> bool:
+@dataclass(frozen=True)
+class ParsedCall:
+    """One call's input, validated once: its parsed ``input``, or the ``error`` message invalid input
+    gets. ``started`` is when the call reached the wrapper, so ``durationMs`` counts the validation too."""
+
+    input: BaseModel | None
+    error: str | None
+    started: float
+
+
+def parse_call(tool: RunTool, raw_args: dict[str, Any] | BaseModel) -> ParsedCall:
+    """Validate the model's arguments against the tool's input, once for the whole call."""
+    started = time.perf_counter()
+    try:
+        return ParsedCall(input=parse_input(tool, raw_args), error=None, started=started)
+    except ValidationError as exc:
+        return ParsedCall(input=None, error=_validation_message(exc), started=started)
+    except InvalidInput as exc:
+        return ParsedCall(input=None, error=f"invalid input: {exc}", started=started)
+
+
+def _parsed(tool: RunTool, call: dict[str, Any] | ParsedCall) -> ParsedCall:
+    return call if isinstance(call, ParsedCall) else parse_call(tool, call)
+
+
+def needs_approval(tool: RunTool, call: dict[str, Any] | ParsedCall, ctx: ToolContext) -> bool:
     """Whether this call must wait for the user: the tool (or agent override) says so, or the type asks
-    for this particular input (e.g. the document tool's ``approvalRequiredActions``)."""
+    for this particular input (e.g. the document tool's ``approvalRequiredActions``). Pass the
+    ``ParsedCall`` that ``run_tool`` gets next, so the input is validated once."""
     if tool.needs_approval:
         return True
-    try:
-        parsed = parse_input(tool, raw_args)
-    except (ValidationError, InvalidInput):
-        return False  # invalid input never executes; it fails in run_tool with the message
-    return _asks_approval(tool, parsed, ctx)
+    parsed = _parsed(tool, call)
+    # invalid input never executes; it fails in run_tool with the message
+    return parsed.input is not None and _asks_approval(tool, parsed.input, ctx)
 
 
 def _asks_approval(tool: RunTool, parsed: BaseModel, ctx: ToolContext) -> bool:
@@ -98,21 +124,18 @@ def approval_needed(tool: RunTool) -> ToolResult:
     )
 
 
-async def run_tool(tool: RunTool, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    """Validate, refuse a call that needs approval without it, execute with a time limit, time it, and
-    never raise."""
-    started = time.perf_counter()
+async def run_tool(tool: RunTool, call: dict[str, Any] | ParsedCall, ctx: ToolContext) -> ToolResult:
+    """Validate (unless ``call`` is a ``ParsedCall`` already), refuse a call that needs approval without
+    it, execute with a time limit, time it, and never raise."""
+    checked = _parsed(tool, call)
 
     def done(result: ToolResult) -> ToolResult:
-        result.metadata.setdefault("durationMs", int((time.perf_counter() - started) * 1000))
+        result.metadata.setdefault("durationMs", int((time.perf_counter() - checked.started) * 1000))
         return result
 
-    try:
-        parsed = parse_input(tool, raw_args)
-    except ValidationError as exc:
-        return done(ToolResult.fail(_validation_message(exc), code="invalid_input"))
-    except InvalidInput as exc:
-        return done(ToolResult.fail(f"invalid input: {exc}", code="invalid_input"))
+    parsed = checked.input
+    if parsed is None:
+        return done(ToolResult.fail(checked.error or "invalid input", code="invalid_input"))
     if not ctx.approved and _asks_approval(tool, parsed, ctx):
         return done(approval_needed(tool))
     try:
