@@ -2,9 +2,10 @@
 
 Pieces (a2a-sdk 1.3):
 - ``AgentloftExecutor`` runs a task through the same ``a2a.service`` as the agent-invoke tool (same
-  engine, same ``source='a2a'`` messages, same buffer ``a2a_<taskId>``) and relays the buffer's text
-  deltas to the A2A client as artifact chunks, at most one every ``RELAY_PACE_S`` (what arrives in
-  between goes out as one chunk).
+  engine, same ``source='a2a'`` messages, same buffer ``a2a_<taskId>``) and relays the reply's text
+  to the A2A client as artifact chunks, at most one every ``RELAY_PACE_S`` (what arrives in between
+  goes out as one chunk). It takes the text from the engine's chunks as the run makes them
+  (``chat.relay``), not from the buffer's encoded frames: the run is always this worker's own.
 - ``RowTaskStore`` keeps the protocol's ``Task`` on our ``a2a_task_sessions`` row (``task_data``), scoped
   by owner (our user id) and agent, so ``GetTask`` survives restarts and works from any worker. It is a
   versioned store (``task_version``, compare-and-set on every save), which is what lets the SDK serve
@@ -78,8 +79,8 @@ from agentloft import __version__
 from agentloft.a2a import service, tasks
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
-from agentloft.chat import wire
 from agentloft.chat.leases import task_lease
+from agentloft.chat.relay import TextRelay
 from agentloft.core.db import UNSTORABLE, rows_matched
 from agentloft.core.runtime import Runtime
 from agentloft.groups import access
@@ -397,10 +398,12 @@ class AgentloftExecutor(AgentExecutor):
             return
         async with self.rt.db.session() as db:
             row = await service.get_task_row(db=db, task_id=task_id, user_id=user.user_id)
+        reply = TextRelay()
         run = asyncio.create_task(
-            service.run_task(rt=self.rt, task=row, callee=callee, caller=caller, input_text=text)
+            service.run_task(rt=self.rt, task=row, callee=callee, caller=caller, input_text=text, on_chunk=reply)
         )
-        relay = asyncio.create_task(self._relay(task_id, updater, run))
+        run.add_done_callback(lambda _: reply.end())
+        relay = asyncio.create_task(self._relay(reply, updater, run))
         try:
             outcome = await run
         except BaseException:
@@ -422,23 +425,12 @@ class AgentloftExecutor(AgentExecutor):
     def _message(updater: TaskUpdater, text: str) -> Message:
         return updater.new_agent_message([Part(text=text)])
 
-    async def _relay(self, task_id: str, updater: TaskUpdater, run: asyncio.Task[Any]) -> None:
-        """Follow the task's buffer and forward its text as artifact chunks as it arrives, one chunk per
-        ``RELAY_PACE_S`` at most. The engine opens the buffer when the turn starts, so wait for it (or for
-        the run to end)."""
-
-        buffers = self.rt.buffers
-        key = tasks.buffer_key(task_id)
-        opened = asyncio.create_task(buffers.wait_open(key, limit_s=3600))
-        try:
-            await asyncio.wait({opened, run}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            opened.cancel()
+    @staticmethod
+    async def _relay(reply: TextRelay, updater: TaskUpdater, run: asyncio.Task[Any]) -> None:
+        """Forward the reply's text as artifact chunks as the engine makes it, one chunk per
+        ``RELAY_PACE_S`` at most (each with all the text that arrived since the one before)."""
         first = True
-        async for frame in buffers.subscribe(key):  # one frame holds every chunk buffered since the last
-            text = "".join(wire.text_deltas(frame))
-            if not text:
-                continue
+        async for text in reply.texts():
             await updater.add_artifact([Part(text=text)], artifact_id="reply", name="reply",
                                        append=not first, last_chunk=False)
             first = False

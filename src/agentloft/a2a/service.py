@@ -198,8 +198,10 @@ async def run_task(
     input_text: str,
     timeout_s: float | None = None,
     max_output_tokens: int | None = None,
+    on_chunk: engine.ChunkListener | None = None,
 ) -> TaskOutcome:
     """Run the callee for one turn into buffer ``a2a_<taskId>`` and record the outcome on the task.
+    ``on_chunk``: called with the turn's chunks as they stream (``engine.TurnRequest.on_chunk``).
 
     A timeout cancels the run, writes an error chunk to the panel's buffer and fails the task. Model
     errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
@@ -219,6 +221,7 @@ async def run_task(
         message_extra=extra,
         recursion_depth=caller.recursion_depth + 1,
         tool_extra={CHAIN_KEY: chain},
+        on_chunk=on_chunk,
     ))
     running = asyncio.create_task(turn)
     try:

@@ -15,6 +15,9 @@ Public interface (stable; other domains call only these):
       ``{"source": "a2a", "a2a_task_id": ..., "caller_agent_id": ..., "caller_session_id": ...}``
       once its migration adds those columns). Unknown column names are an error, never dropped.
     - ``recursion_depth`` / ``tool_extra`` are handed to every tool in ``ToolContext``.
+    - ``on_chunk``: called with each chunk of the run's stream as it is framed for the buffer
+      (``chat.wire``, a lone surrogate mended), for a caller in this process that passes the reply on as it streams
+      (``chat.relay``: the A2A server, the OpenAI-compatible API) instead of reading frames back.
     - Raises ``errors.Conflict`` (code ``session_busy``) when the session already runs a turn or waits
       for an approval. Never raises for model or tool failures: they end up in the result.
     The chat endpoints use ``prepare_turn`` (the same ``TurnRequest``) in the request (bad input is a
@@ -51,7 +54,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +109,8 @@ from agentloft.usage.models import Source
 
 log = logging.getLogger(__name__)
 
+ChunkListener = Callable[[BaseChunk], None]  # must not raise: it runs inside the run's stream
+
 class NoModel(AppError):
     status = 409
     code = "no_model"
@@ -151,6 +156,9 @@ class TurnRequest:
     # the user's own knowledge collections the session searches from this turn on (``chat.knowledge``;
     # None: those it has)
     knowledge_ids: list[str] | None = None
+    # called with every chunk of the run's stream as the run makes it, for a caller in this process
+    # that reads the reply as it streams (``chat.relay``) rather than the buffer's frames back
+    on_chunk: ChunkListener | None = None
 
 
 @dataclass
@@ -181,6 +189,7 @@ class PreparedTurn:
     allowance: budgets.Allowance | None = None
     usage_source: Source = "chat"
     agent_slug: str | None = None  # None: the plain LLM chat (for the turn's trace span)
+    on_chunk: ChunkListener | None = None  # ``TurnRequest.on_chunk``
     started: float = field(default_factory=time.perf_counter)  # when its request began to prepare it
 
 
@@ -315,7 +324,7 @@ async def prepare_turn(
         return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
                                 buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
                                 history=raw_history, prompt=r.user_text if r.prompt is None else r.prompt,
-                                tools=tools, allowance=allowance, usage_source=_source_of(r))
+                                tools=tools, allowance=allowance, usage_source=_source_of(r), on_chunk=r.on_chunk)
     except BaseException:
         await rt.runs.release(lease)
         raise
@@ -553,6 +562,8 @@ async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream
         async for raw in stream.transform_stream(source):
             frame, chunk = wire.whole_frame(raw)
             collector.feed(chunk)
+            if turn.on_chunk is not None:
+                turn.on_chunk(chunk)
             if outcome.closing or isinstance(chunk, FinishChunk | DoneChunk):
                 outcome.closing.append(frame)
                 continue

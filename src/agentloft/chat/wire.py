@@ -2,10 +2,11 @@
 
 A run's chunks travel as SSE frames (``data: <chunk JSON>\\n\\n``) through the stream buffers, so every
 writer of a buffer (the engine, the end of a cut-off run, an A2A task's panel, a remote agent's reply)
-and every reader that looks inside the frames (the A2A side panel's ending, the A2A server and the
-OpenAI-compatible API, which relay only the reply's text) speaks it through this module: how a chunk
-is framed, the ``error`` frame, the ``[DONE]`` terminator, the response headers, and reading frames
-back. Nothing else writes ``data: `` by hand or sniffs a frame's bytes.
+and every reader that looks inside the frames (the A2A side panel's ending) speaks it through this
+module: how a chunk is framed, the ``error`` frame, the ``[DONE]`` terminator, the response headers,
+and reading frames back. Nothing else writes ``data: `` by hand or sniffs a frame's bytes. Callers that
+pass on only the reply's text (the A2A server, the OpenAI-compatible API) read no frames at all: they
+take the engine's chunks as the run makes them (``chat.relay``).
 
 The chunks themselves are pydantic-ai's (``pydantic_ai.ui.vercel_ai.response_types``), encoded for the
 SDK version that has approval chunks (``tool-approval-request`` needs 6).
@@ -71,12 +72,6 @@ def chunks(frames: str) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(chunk, dict):
             yield chunk
-
-
-def text_deltas(frames: str) -> list[str]:
-    """The text deltas in buffered SSE frames, other chunk types skipped: what a caller that relays only
-    the reply's text reads (the A2A server, the OpenAI-compatible API)."""
-    return [c["delta"] for c in chunks(frames) if c.get("type") == "text-delta" and c.get("delta")]
 
 
 def has_error(frames: str) -> bool:

@@ -12,10 +12,11 @@ exception handlers are the whole app's, so a handler there would have to know th
 failure (any 422 of ours) is a 400, as OpenAI answers one. What fails before a route is chosen (an
 unknown ``/v1`` path, a body over the size limit) keeps the app's shape.
 
-Streaming sends ``chat.completion.chunk`` objects as SSE ``data:`` lines as the reply's text arrives (read
-from the turn's stream buffer, as the A2A server reads it), then one chunk with ``finish_reason``, a
-usage chunk (``choices: []``) when ``stream_options.include_usage`` asks for it, and ``data: [DONE]``. A
-turn that fails after its stream began ends with an ``error`` event in the same shape (the SDKs raise it).
+Streaming sends ``chat.completion.chunk`` objects as SSE ``data:`` lines as the reply's text arrives
+(taken from the engine's chunks, as the A2A server takes it: ``service.text_batches``), then one chunk
+with ``finish_reason``, a usage chunk (``choices: []``) when ``stream_options.include_usage`` asks for
+it, and ``data: [DONE]``. A turn that fails after its stream began ends with an ``error`` event in the
+same shape (the SDKs raise it).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from pydantic_ai.messages import (
@@ -44,7 +44,7 @@ from agentloft.auth.models import User
 from agentloft.chat import engine
 from agentloft.chat import service as chat_service
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE
-from agentloft.chat.wire import text_deltas
+from agentloft.chat.relay import TextRelay
 from agentloft.core.errors import AppError, Invalid, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
@@ -138,12 +138,14 @@ def _with_system(agent: Agent, system: list[str]) -> Agent:
 
 @dataclass
 class Started:
-    """A completion's turn, running: its session, the buffer its chunks go to, and the run."""
+    """A completion's turn, running: its session, the buffer its chunks go to, the run, and its reply's
+    text as the engine makes it (``text_batches``)."""
 
     session_id: str
     buffer_key: str
     message_id: str
     run: asyncio.Task[engine.TurnResult | None]
+    reply: TextRelay = field(default_factory=TextRelay)
 
 
 async def _drive(rt: Runtime, turn: engine.PreparedTurn) -> engine.TurnResult | None:
@@ -167,17 +169,20 @@ async def start(*, rt: Runtime, user: User, slug: str, conversation: Conversatio
         raise ModelNotFound(f"The model '{slug}' does not exist or you do not have access to it") from exc
     assert agent is not None  # a slug always names an agent
     session_id = new_id("as")
+    reply = TextRelay()
     create = chat_service.NewSession(user_id=user.id, agent_id=agent.id, kind="agent",
                                      history=history_json(conversation.earlier), earlier=conversation.earlier)
     request = engine.TurnRequest(
         user_id=user.id, user_role=user.role, group_ids=inputs.viewer.group_ids,
         agent=_with_system(agent, conversation.system), session_id=session_id, user_text=conversation.message,
-        message_extra={"source": SOURCE}, running_limit=rt.settings.max_running_chats_per_user,
+        message_extra={"source": SOURCE}, running_limit=rt.settings.max_running_chats_per_user, on_chunk=reply,
     )
     turn = await engine.prepare_turn(rt, request, create=create, inputs=inputs)
     rt.runs.note_owner(session_id, user.id)
     run = cast("asyncio.Task[engine.TurnResult | None]", rt.runs.spawn(_drive(rt, turn)))
-    return Started(session_id=session_id, buffer_key=turn.buffer_key, message_id=turn.message_id, run=run)
+    run.add_done_callback(lambda _: reply.end())
+    return Started(session_id=session_id, buffer_key=turn.buffer_key, message_id=turn.message_id, run=run,
+                   reply=reply)
 
 
 async def result_of(*, started: Started) -> engine.TurnResult | None:
@@ -186,13 +191,12 @@ async def result_of(*, started: Started) -> engine.TurnResult | None:
 
 
 async def text_batches(*, rt: Runtime, started: Started) -> AsyncIterator[str]:
-    """The reply's text as it arrives, one piece per batch of the turn's stream buffer (read as the A2A
-    server reads it); ends when the run is done. What a streaming caller relays (``/v1``'s chunks,
-    ``/mcp``'s progress notifications)."""
-    async for frames in rt.buffers.subscribe(started.buffer_key):
-        text = "".join(text_deltas(frames))
-        if text:
-            yield text
+    """The reply's text as it arrives, each piece all that arrived since the one before, taken from the
+    engine's chunks as the run makes them (``chat.relay``, as the A2A server takes it); ends when the run
+    is done. What a streaming caller relays (``/v1``'s chunks, ``/mcp``'s progress notifications); one
+    reader per turn (the run is always this worker's own, so nothing is read back from the buffer)."""
+    async for text in started.reply.texts():
+        yield text
 
 
 def reply_text(*, result: engine.TurnResult | None, chat_url: str) -> str:
