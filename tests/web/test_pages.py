@@ -134,6 +134,22 @@ def test_chat_page_lists_enabled_agents_and_the_plain_model(
     page = user.get("/chat").text
     assert '<option value="helper" selected' in page and 'value="hidden"' not in page
     assert '<option value="" selected' in user.get("/chat?agent=").text
+    assert '<option value="helper" selected' in user.get("/chat?agent=helper").text
+
+
+def test_chat_page_opens_on_the_default_for_an_agent_the_reader_cannot_use(
+    admin: ApiClient, user: ApiClient, model_id: int
+) -> None:
+    """An address naming an agent that is disabled, limited to a group the reader is not in, or unknown
+    opens the default agent, and the page does not take up the name (the address, which the language links
+    keep, is the reader's own): the same whether such an agent exists or not."""
+    admin.ok("POST", "/api/admin/agents", json={"slug": "helper", "name": "Helper"})
+    admin.ok("POST", "/api/admin/agents", json={"slug": "switched-off", "name": "Off", "enabled": False})
+    team = admin.ok("POST", "/api/admin/groups", json={"name": "team"})["id"]
+    admin.ok("POST", "/api/admin/agents", json={"slug": "team-only", "name": "Team", "groupIds": [team]})
+    for slug in ("switched-off", "team-only", "no-such-agent"):
+        page = user.get(f"/chat?agent={slug}").text
+        assert '<option value="helper" selected' in page and 'data-selected="helper"' in page, slug
 
 
 def test_no_form_can_put_what_was_typed_in_the_address() -> None:

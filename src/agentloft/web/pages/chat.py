@@ -65,9 +65,14 @@ async def tool_approvers(db: DbSession, tools: list[ToolInfo]) -> dict[str, list
     return {tool.slug: [names[g] for g in by_tool[tool.id] if g in names] for tool in tools if by_tool[tool.id]}
 
 
-def _first_agent(agents: list[Agent]) -> str:
-    """The agent a new chat opens on: the default Assistant when it is enabled, else the first one."""
+def _selected_agent(agents: list[Agent], asked: str | None) -> str:
+    """The agent a new chat opens on: the one ``?agent=`` names when the reader may use it (empty: the
+    plain model chat), else the default Assistant when it is enabled, else the first one. A slug the reader
+    cannot use (unknown, disabled, or hidden from them) is treated as no parameter and never echoed into
+    the page, so the page is the same whether such an agent exists or not."""
     slugs = [a.slug for a in agents]
+    if asked is not None and (asked == "" or asked in slugs):
+        return asked
     return "assistant" if "assistant" in slugs else (slugs[0] if slugs else "")
 
 
@@ -94,9 +99,8 @@ async def _chat(
         tool_names={tool.slug: tool_name(tool, t) for tool in tools},
         tool_approvers=await tool_approvers(db, tools),
         session_id=session_id,
-        # ``?agent=`` (empty) picks the plain model chat; no parameter picks the Assistant (else the first).
         extension_scripts=extension_scripts(),
-        selected_agent=agent if agent is not None else _first_agent(agents),
+        selected_agent=_selected_agent(agents, agent),
         file_max_bytes=rt.settings.file_max_bytes,
         max_attachments=MAX_ATTACHMENTS,
         max_collections=MAX_COLLECTIONS,
