@@ -2,22 +2,4 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.tools.types.local_server import LocalWeb
-
-
-@pytest.fixture(scope="session")
-def web_server() -> Iterator[LocalWeb]:
-    web = LocalWeb()
-    web.server.start()
-    yield web
-    web.server.stop()
-
-
-@pytest.fixture
-def web(web_server: LocalWeb) -> LocalWeb:
-    web_server.requests.clear()
-    return web_server
+from tests.tools.types.local_server import web, web_server  # noqa: F401 (fixtures of this folder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from agentloft.core.runtime import Runtime
 from agentloft.core.settings import load_settings
 from agentloft.tools.base import ToolContext, ToolResult, ToolType
 from agentloft.tools.runner import RunTool, run_tool
-from tests.tools.types.local_server import LocalWeb
+from tests.tools.types.local_server import web, web_server  # noqa: F401 (fixtures of this folder)
 
 LOCAL = ("127.0.0.1",)  # the allow-list entry that lets a test reach its own server
 
@@ -51,20 +51,6 @@ def run(rt: Runtime) -> Run:
         return await run_tool(tool, args, make_ctx(rt, tool_type, allow))
 
     return call
-
-
-@pytest.fixture(scope="session")
-def web_server() -> Iterator[LocalWeb]:
-    web = LocalWeb()
-    web.server.start()
-    yield web
-    web.server.stop()
-
-
-@pytest.fixture
-def web(web_server: LocalWeb) -> LocalWeb:
-    web_server.requests.clear()
-    return web_server
 
 
 def processes_with(marker: str) -> list[int]:

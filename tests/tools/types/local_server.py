@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -158,3 +160,20 @@ class LocalWeb:
             Route("/search", search), Route("/feed.xml", feed),
             Route("/atom.xml", atom), Route("/data.json", data),
         ])
+
+
+# The fixtures of the folders whose tests use this server (their conftests import them): one server per
+# test session, its request log cleared for each test.
+
+@pytest.fixture(scope="session")
+def web_server() -> Iterator[LocalWeb]:
+    web = LocalWeb()
+    web.server.start()
+    yield web
+    web.server.stop()
+
+
+@pytest.fixture
+def web(web_server: LocalWeb) -> LocalWeb:
+    web_server.requests.clear()
+    return web_server
