@@ -71,6 +71,7 @@ from pydantic_ai.ui.vercel_ai.response_types import (
 )
 from pydantic_ai.usage import UsageLimits
 from pydantic_core import PydanticSerializationError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.agents import service as agents_service
 from agentloft.agents.models import Agent
@@ -196,7 +197,8 @@ class PreparedTurn:
 # --- models and tools --------------------------------------------------------------------------------
 
 
-async def _model_row(db: Any, agent: Agent | None, viewer: access.Viewer, limits: access.Limits) -> ModelConfig:
+async def _model_row(db: AsyncSession, agent: Agent | None, viewer: access.Viewer,
+                     limits: access.Limits) -> ModelConfig:
     """The agent's own model (whoever may use the agent may use the model its admin chose for it), else
     the default model the caller may use."""
     if agent is not None and agent.model_id is not None:
@@ -222,7 +224,7 @@ class TurnInputs:
     viewer: access.Viewer  # whom they were read for: the tools' context carries the same groups
 
 
-async def load_inputs(db: Any, rt: Runtime, *, agent: Agent | None, user_id: int,
+async def load_inputs(db: AsyncSession, rt: Runtime, *, agent: Agent | None, user_id: int,
                       viewer: access.Viewer) -> TurnInputs:
     """Read the turn's model and tools in the caller's session (``NoModel`` when there is no model);
     ``agent_not_found`` when the caller may not use the agent (``groups.access``), on every path that
@@ -253,7 +255,7 @@ async def chat_inputs(rt: Runtime, *, agent_slug: str | None, user_id: int,
     return await rt.db.cache.load("chat_config", (agent_slug, user_role, viewer.group_ids), read)
 
 
-async def _tools(db: Any, rt: Runtime, agent: Agent | None, user_id: int, viewer: access.Viewer,
+async def _tools(db: AsyncSession, rt: Runtime, agent: Agent | None, user_id: int, viewer: access.Viewer,
                  limits: access.Limits) -> list[RunTool]:
     if agent is None:
         return await tools_loading.get_enabled_tools_for_llm(db=db, rt=rt, user_id=user_id, user_role=viewer.role,
@@ -266,7 +268,7 @@ def _history(raw: str | None) -> list[ModelMessage]:
     return list(ModelMessagesTypeAdapter.validate_json(raw)) if raw else []
 
 
-async def _agent_of_session(db: Any, kind: str, agent_id: int | None) -> Agent | None:
+async def _agent_of_session(db: AsyncSession, kind: str, agent_id: int | None) -> Agent | None:
     if kind == "llm":
         return None
     if agent_id is None:
@@ -277,7 +279,7 @@ async def _agent_of_session(db: Any, kind: str, agent_id: int | None) -> Agent |
     return agent
 
 
-async def check_session_agent(db: Any, *, session: AgentSession, viewer: access.Viewer) -> None:
+async def check_session_agent(db: AsyncSession, *, session: AgentSession, viewer: access.Viewer) -> None:
     """404 ``agent_not_found`` unless the session's agent could run a turn for ``viewer`` (its owner): it
     exists, is enabled and is not limited to groups they are outside. Asked before an approval's answer
     is recorded, since the resume it leads to asks the same (``_prepare_resume``)."""
@@ -330,7 +332,7 @@ async def prepare_turn(
         raise
 
 
-async def _refuse_over(rt: Runtime, db: Any, *, user_id: int, model: ModelConfig) -> budgets.Allowance | None:
+async def _refuse_over(rt: Runtime, db: AsyncSession, *, user_id: int, model: ModelConfig) -> budgets.Allowance | None:
     """``budgets.refuse_over``, with a refusal recorded (``budget.refused``) in a transaction of its own: the
     turn's is rolled back, so that nothing of the refused turn is kept."""
     try:
@@ -765,7 +767,7 @@ async def _save(rt: Runtime, turn: PreparedTurn, collector: PartsCollector, resu
         await _record_tool_calls(db, turn)
 
 
-async def _record_tool_calls(db: Any, turn: PreparedTurn) -> None:
+async def _record_tool_calls(db: AsyncSession, turn: PreparedTurn) -> None:
     """The run's ``tool.call`` events (and the ``budget.refused`` of a turn a budget stopped), last in the
     save's transaction (the audit chain's lock is held from here to the commit): no statement at all for a
     turn that called no tool, three for one that did."""
@@ -773,7 +775,7 @@ async def _record_tool_calls(db: Any, turn: PreparedTurn) -> None:
         await audit_service.record_many(db=db, entries=turn.scope.audit)
 
 
-async def _record_usage(db: Any, turn: PreparedTurn, tokens: usage_service.Tokens) -> None:
+async def _record_usage(db: AsyncSession, turn: PreparedTurn, tokens: usage_service.Tokens) -> None:
     """The run's usage record, for the user the turn runs as (an A2A callee's turn runs as the user whose
     turn called it, or as the outside caller's user)."""
     s = turn.scope
