@@ -54,7 +54,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,9 +308,7 @@ async def prepare_turn(
         async with rt.db.read_session() as db:  # reads only
             inputs = await load_inputs(db, rt, agent=agent, user_id=r.user_id,
                                        viewer=access.Viewer(role=r.user_role, group_ids=r.group_ids))
-    lease = session_lease(r.session_id)
-    await rt.runs.claim(lease)  # before the database says it runs: a sweeper never sees it unowned
-    try:
+    async with _claimed(rt, r.session_id):
         async with rt.db.session() as db:  # one short write transaction
             allowance = await _refuse_over(rt, db, user_id=r.user_id, model=inputs.model_row)
             reply_id, raw_history, knowledge_ids = await service.begin_turn(
@@ -319,17 +318,38 @@ async def prepare_turn(
             )
             tools = await chat_knowledge.session_tools(db, user_id=r.user_id, collection_ids=knowledge_ids,
                                                        tools=inputs.tools)
-        scope = RunScope(runtime=rt, user_id=r.user_id, user_role=r.user_role, group_ids=inputs.viewer.group_ids,
-                         session_id=r.session_id,
-                         agent_id=agent.id if agent else None, recursion_depth=r.recursion_depth,
-                         extra=dict(r.tool_extra or {}))
+        scope = _run_scope(rt, user_id=r.user_id, user_role=r.user_role, viewer=inputs.viewer,
+                           session_id=r.session_id, agent=agent, recursion_depth=r.recursion_depth,
+                           extra=r.tool_extra)
         return await _open_turn(rt, agent, inputs, session_id=r.session_id, scope=scope,
                                 buffer_key=r.buffer_key or r.session_id, message_id=reply_id,
                                 history=raw_history, prompt=r.user_text if r.prompt is None else r.prompt,
                                 tools=tools, allowance=allowance, usage_source=_source_of(r), on_chunk=r.on_chunk)
+
+
+@asynccontextmanager
+async def _claimed(rt: Runtime, session_id: str) -> AsyncIterator[None]:
+    """Hold the session's run lease while a turn is prepared, and give it back if preparing the turn fails in
+    any way (cancellation too): once prepared, the lease is the run's, released when ``drive`` saved it.
+    Claimed before the database says the session runs, so a sweeper never sees a running session unowned;
+    ``errors.Conflict`` (``session_busy``) when another run holds it."""
+    lease = session_lease(session_id)
+    await rt.runs.claim(lease)
+    try:
+        yield
     except BaseException:
         await rt.runs.release(lease)
         raise
+
+
+def _run_scope(rt: Runtime, *, user_id: int, user_role: str, viewer: access.Viewer, session_id: str,
+               agent: Agent | None, recursion_depth: int = 0, extra: dict[str, Any] | None = None) -> RunScope:
+    """Who the turn's tools run as and where (``chat.toolset``), the same for a new turn, a rewound one
+    and a resumed one; ``viewer``'s groups are those its model and tools were read for (``TurnInputs``).
+    ``extra`` is copied, so a tool that changes it never changes the caller's ``TurnRequest``."""
+    return RunScope(runtime=rt, user_id=user_id, user_role=user_role, group_ids=viewer.group_ids,
+                    session_id=session_id, agent_id=agent.id if agent else None, recursion_depth=recursion_depth,
+                    extra=dict(extra or {}))
 
 
 async def _refuse_over(rt: Runtime, db: AsyncSession, *, user_id: int, model: ModelConfig) -> budgets.Allowance | None:
@@ -369,9 +389,7 @@ async def prepare_rewind(
     again on the history as it was then (``service.rewind_turn``). Leased like every run, so any worker
     can stop it and no other worker's sweep takes it for the run of a dead worker. ``prompt``: the model
     input made of the message and its files (None: the message's text alone)."""
-    lease = session_lease(session_id)
-    await rt.runs.claim(lease)
-    try:
+    async with _claimed(rt, session_id):
         async with rt.db.session() as db:
             allowance = await _refuse_over(rt, db, user_id=user_id, model=inputs.model_row)
             cut = await service.rewind_turn(db=db, session_id=session_id, user_id=user_id, message_id=message_id,
@@ -379,15 +397,12 @@ async def prepare_rewind(
                                             running_limit=running_limit)
             tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=cut.knowledge_ids,
                                                        tools=inputs.tools)
-        scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, group_ids=inputs.viewer.group_ids,
-                         session_id=session_id, agent_id=agent.id if agent else None)
+        scope = _run_scope(rt, user_id=user_id, user_role=user_role, viewer=inputs.viewer, session_id=session_id,
+                           agent=agent)
         return await _open_turn(rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=session_id,
                                 message_id=cut.reply_id, history=cut.history,
                                 prompt=cut.prompt if prompt is None else prompt, tools=tools,
                                 allowance=allowance)
-    except BaseException:
-        await rt.runs.release(lease)
-        raise
 
 
 async def _open_turn(rt: Runtime, agent: Agent | None, inputs: TurnInputs, *, tools: list[RunTool] | None = None,
@@ -458,14 +473,9 @@ async def prepare_resume(
     rt: Runtime, *, session_id: str, user_id: int, user_role: str, buffer_key: str | None = None
 ) -> PreparedTurn:
     """Continue a session whose every pending approval is answered, on the same assistant message."""
-    lease = session_lease(session_id)
-    await rt.runs.claim(lease)
-    try:
+    async with _claimed(rt, session_id):
         return await _prepare_resume(rt, session_id=session_id, user_id=user_id, user_role=user_role,
                                      buffer_key=buffer_key)
-    except BaseException:
-        await rt.runs.release(lease)
-        raise
 
 
 async def _prepare_resume(
@@ -495,8 +505,7 @@ async def _prepare_resume(
         # Saved with the answers from the start: a page opened while the run goes on shows what came
         # before it as the reply's, up to the last answered call, and follows the rest live.
         await service.update_message(db=db, message_id=reply.id, status=STREAMING, parts=collector.parts)
-    scope = RunScope(runtime=rt, user_id=user_id, user_role=user_role, group_ids=viewer.group_ids,
-                     session_id=session_id, agent_id=agent.id if agent else None)
+    scope = _run_scope(rt, user_id=user_id, user_role=user_role, viewer=viewer, session_id=session_id, agent=agent)
     return await _open_turn(
         rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or session_id,
         message_id=reply.id, tools=tools,
