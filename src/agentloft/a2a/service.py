@@ -36,7 +36,7 @@ from agentloft.audit import service as audit_service
 from agentloft.chat import engine, wire
 from agentloft.chat import service as chat_service
 from agentloft.chat.leases import task_lease
-from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, STOPPED
+from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, STOPPED, TurnStatus
 from agentloft.core.db import one_or_404, utcnow
 from agentloft.core.errors import NotFound
 from agentloft.core.runtime import Runtime
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 CHAIN_KEY = "a2a_chain"
 # How a task ends for each way its callee's turn ended; any other (failed, interrupted, waiting for an
 # approval A2A cannot give) fails it.
-_ENDINGS: dict[str, Ending] = {COMPLETE: COMPLETED, STOPPED: CANCELED}
+_ENDINGS: dict[TurnStatus, Ending] = {COMPLETE: COMPLETED, STOPPED: CANCELED}
 
 
 class InvocationError(Exception):

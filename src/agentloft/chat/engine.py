@@ -91,9 +91,10 @@ from agentloft.chat.models import (
     STOPPED,
     STREAMING,
     AgentSession,
+    TurnStatus,
 )
 from agentloft.chat.parts import PartsCollector
-from agentloft.chat.runs import current_stop_reason
+from agentloft.chat.runs import StopReason, current_stop_reason
 from agentloft.chat.stream import EngineEventStream, failure_chunk
 from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.db import whole_characters
@@ -120,7 +121,7 @@ class NoModel(AppError):
 
 @dataclass
 class TurnResult:
-    status: str
+    status: TurnStatus
     text: str
     message_id: str
     input_tokens: int = 0
@@ -525,7 +526,7 @@ class _Outcome:
     output_tokens: int = 0
     tokens: usage_service.Tokens = field(default_factory=usage_service.Tokens)  # this run's, cache counts too
     output: Any = None
-    stopped: str | None = None  # "stopped" | "interrupted"
+    stopped: StopReason | None = None
     run: Any = None  # pydantic-ai's event stream of the run, once it started
     model_calls: int = 0  # requests this run sent to the model
     # The closing chunks (``finish``, ``[DONE]``): held back until the turn is saved, because a client
@@ -682,13 +683,13 @@ def _crashed(stream: EngineEventStream, collector: PartsCollector, outcome: _Out
 
 
 _INTERRUPTED_NOTE = "The server shut down while this reply was being written."
-_STOP_NOTES = {
+_STOP_NOTES: dict[StopReason, str] = {
     "stopped": "Stopped by the user.",
     "cancelled": "The run was cancelled.",
 }
 
 
-def _ending(reason: str) -> list[BaseChunk]:
+def _ending(reason: StopReason) -> list[BaseChunk]:
     """The chunks that end a cancelled run's stream. A stop is an ``abort``; a shutdown's interruption is a
     failure of kind ``interrupted`` (``data-error``, then the ``error``), which the page words as it words
     an interrupted reply it loads, instead of showing it as stopped by the user."""
@@ -698,7 +699,7 @@ def _ending(reason: str) -> list[BaseChunk]:
     return [AbortChunk(reason=_STOP_NOTES[reason]), DoneChunk()]
 
 
-def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]]) -> str:
+def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]]) -> TurnStatus:
     if outcome.stopped:
         return INTERRUPTED if outcome.stopped == "interrupted" else STOPPED
     if stream.failure_text:

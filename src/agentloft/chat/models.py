@@ -7,7 +7,7 @@ continue it after a restart; the stream buffers only hold what is being sent rig
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Final, Literal
 
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -15,17 +15,21 @@ from sqlalchemy.orm import Mapped, mapped_column
 from agentloft.core.db import Base, StorableJSON, StorableString, StorableText, TimestampMixin, UTCDateTime, utcnow
 
 # Session status: what the session is doing now (at most one turn at a time).
-IDLE = "idle"
-RUNNING = "running"
-AWAITING_APPROVAL = "awaiting_approval"
+IDLE: Final = "idle"
+RUNNING: Final = "running"
+AWAITING_APPROVAL: Final = "awaiting_approval"
+SessionStatus = Literal["idle", "running", "awaiting_approval"]
 
 # Message status.
-COMPLETE = "complete"
-STREAMING = "streaming"
-FAILED = "failed"
-STOPPED = "stopped"
-INTERRUPTED = "interrupted"
+COMPLETE: Final = "complete"
+STREAMING: Final = "streaming"
+FAILED: Final = "failed"
+STOPPED: Final = "stopped"
+INTERRUPTED: Final = "interrupted"
 # (an assistant message whose run paused on approvals also carries AWAITING_APPROVAL)
+MessageStatus = Literal["complete", "streaming", "failed", "stopped", "interrupted", "awaiting_approval"]
+# How a turn ended (``engine.TurnResult``): the status its reply is saved with, never ``streaming``.
+TurnStatus = Literal["complete", "failed", "stopped", "interrupted", "awaiting_approval"]
 
 # Where a session's title came from.
 TITLE_AUTO = "auto"

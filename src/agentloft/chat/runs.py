@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 from agentloft.chat.leases import Leases, MemoryLeases, NoReply, session_lease
 from agentloft.core.errors import Conflict
@@ -47,12 +47,16 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # How long interrupted runs may take to save and end their streams.
 SAVE_WAIT_S = 5.0
 
+# Why a run's task was cancelled (``current_stop_reason``): the user's stop, the server's shutdown, or the
+# caller's own cancellation.
+StopReason = Literal["stopped", "interrupted", "cancelled"]
+
 
 @dataclass
 class RunRegistry:
     leases: Leases = field(default_factory=MemoryLeases)
     tasks: dict[str, asyncio.Task[object]] = field(default_factory=dict)
-    reasons: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, StopReason] = field(default_factory=dict)
     background: set[asyncio.Task[object]] = field(default_factory=set)
     shutting_down: bool = False
     # Session runs leased here but not entered yet (prepared, the background task not started).
@@ -297,7 +301,7 @@ def stop_signals(runs: RunRegistry, grace_s: float) -> Iterator[None]:
             signal.signal(sig, previous[sig])
 
 
-def current_stop_reason(rt: Runtime, session_id: str) -> str:
+def current_stop_reason(rt: Runtime, session_id: str) -> StopReason:
     """``stopped`` (the user asked), ``interrupted`` (shutdown) or ``cancelled`` (the caller's own task
     was cancelled, e.g. an A2A timeout; saved like a stop, but the cancellation goes on up)."""
     runs = rt.runs

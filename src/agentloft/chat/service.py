@@ -44,6 +44,8 @@ from agentloft.chat.models import (
     AgentMessage,
     AgentSession,
     ChatApproval,
+    MessageStatus,
+    SessionStatus,
 )
 from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
 from agentloft.core.errors import Conflict, Invalid, NotFound, TooMany, problem
@@ -204,7 +206,7 @@ async def delete_session(*, db: AsyncSession, session_id: str, user_id: int) -> 
     await db.flush()
 
 
-async def claim_session(*, db: AsyncSession, session_id: str, from_status: str) -> None:
+async def claim_session(*, db: AsyncSession, session_id: str, from_status: SessionStatus) -> None:
     """Move the session to ``running`` if it is in ``from_status``; the conditional update is what keeps
     two turns from running on one session at once (409 for the loser)."""
     stmt = (
@@ -482,7 +484,7 @@ def _busy(row: AgentSession) -> Conflict:
 
 
 async def set_session_state(
-    *, db: AsyncSession, session_id: str, status: str, history: str | None = None
+    *, db: AsyncSession, session_id: str, status: SessionStatus, history: str | None = None
 ) -> None:
     values: dict[str, Any] = {"status": status, "updated_at": utcnow()}
     if history is not None:
@@ -513,7 +515,7 @@ async def save_message(
     role: str,
     content: str = "",
     parts: list[dict[str, Any]] | None = None,
-    status: str = "complete",
+    status: MessageStatus = COMPLETE,
     model_id: int | None = None,
     extra: dict[str, Any] | None = None,
 ) -> AgentMessage:

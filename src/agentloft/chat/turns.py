@@ -17,7 +17,7 @@ from agentloft.audit import service as audit_service
 from agentloft.auth.models import User
 from agentloft.chat import approvals, attachments, engine, service
 from agentloft.chat import knowledge as chat_knowledge
-from agentloft.chat.models import RUNNING, STOPPED, STREAMING, AgentSession
+from agentloft.chat.models import IDLE, RUNNING, STOPPED, STREAMING, AgentSession
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
@@ -182,7 +182,7 @@ async def stop(rt: Runtime, *, user: User, session_id: str) -> bool:
         reply = await service.last_assistant_message(db=db, session_id=session_id)
         if reply is not None and reply.status == STREAMING:
             await service.update_message(db=db, message_id=reply.id, status=STOPPED)
-        await service.set_session_state(db=db, session_id=session_id, status="idle")
+        await service.set_session_state(db=db, session_id=session_id, status=IDLE)
     await rt.buffers.close(session_id)
     return True
 
