@@ -163,18 +163,17 @@ async def name_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionRea
 @router.get("/api/agent-sessions/{session_id}", response_model=SessionDetail)
 async def read_session(session_id: str, user: CurrentUser, rt: Rt) -> SessionDetail:
     got = await turns.session_detail(rt, user=user, session_id=session_id)
-    base = _session_read(got["session"], got["names"]).model_dump()
-    models, files = got["models"], got["files"]
-    messages = [_message_read(m, models, files) for m in got["messages"]]
+    base = _session_read(got.session, got.names).model_dump()
+    messages = [_message_read(m, got.models, got.files) for m in got.messages]
     return SessionDetail(
         **base,
         messages=messages,
         pending_approvals=[PendingApproval(tool_call_id=a.tool_call_id, tool_name=a.tool_name, input=a.input,
                                            approver_groups=[GroupName(id=g, name=n)
-                                                            for g, n in got["deciders"][a.tool_call_id]])
-                           for a in got["pending"]],
-        active=got["active"],
-        knowledge=[KnowledgeRef(id=i, name=n) for i, n in got["knowledge"]],
+                                                            for g, n in got.deciders[a.tool_call_id]])
+                           for a in got.pending],
+        active=got.active,
+        knowledge=[KnowledgeRef(id=i, name=n) for i, n in got.knowledge],
         input_tokens=sum(m.input_tokens or 0 for m in messages),
         output_tokens=sum(m.output_tokens or 0 for m in messages),
     )

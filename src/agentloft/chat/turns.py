@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,7 +16,7 @@ from agentloft.audit import service as audit_service
 from agentloft.auth.models import User
 from agentloft.chat import approvals, attachments, engine, service
 from agentloft.chat import knowledge as chat_knowledge
-from agentloft.chat.models import IDLE, RUNNING, STOPPED, STREAMING, AgentSession
+from agentloft.chat.models import IDLE, RUNNING, STOPPED, STREAMING, AgentMessage, AgentSession, ChatApproval
 from agentloft.core.errors import Conflict, NotFound
 from agentloft.core.ids import new_id
 from agentloft.core.runtime import Runtime
@@ -197,7 +196,24 @@ async def delete(rt: Runtime, *, user: User, session_id: str) -> None:
     await rt.runs.stop_anywhere(session_id)
 
 
-async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SessionRecords:
+    """What a session's view shows (``GET /api/agent-sessions/{id}``), read in one transaction: the
+    session, its messages and the calls waiting for an answer, with the names and ids the response shows.
+    Named fields, not a dict's keys, so the type checker catches a reader that asks for one it lacks."""
+
+    session: AgentSession
+    messages: list[AgentMessage]
+    pending: list[ChatApproval]
+    deciders: dict[str, list[tuple[int, str]]]  # approver groups (id, name) by tool call id (``_deciders``)
+    active: bool  # a reply is streaming into the session's buffer now
+    names: dict[int, tuple[str, str]]  # the session's agent (``service.agent_names``)
+    models: dict[int | None, str]  # model names by id, of the messages' models
+    files: set[str]  # which attached files are still the user's (the others show as deleted)
+    knowledge: list[tuple[str, str]]  # (id, name) of the collections it searches (``chat.knowledge``)
+
+
+async def session_detail(rt: Runtime, *, user: User, session_id: str) -> SessionRecords:
     viewer = await access.viewer_of(rt.db, user_id=user.id, role=user.role)
     async with rt.db.session() as db:
         row = await service.get_readable_session(db=db, session_id=session_id, user_id=user.id, viewer=viewer)
@@ -210,14 +226,11 @@ async def session_detail(rt: Runtime, *, user: User, session_id: str) -> dict[st
         files = await files_service.existing_ids(db=db, user_id=user.id, file_ids=attached)
         knowledge = await chat_knowledge.attached(db, user_id=user.id, collection_ids=row.knowledge_ids)
     active = await rt.buffers.is_active(session_id)
-    return {"session": row, "messages": messages, "pending": pending, "deciders": deciders, "active": active,
-            "names": names,
-            "models": models, "files": files, "knowledge": knowledge}
+    return SessionRecords(session=row, messages=messages, pending=pending, deciders=deciders, active=active,
+                          names=names, models=models, files=files, knowledge=knowledge)
 
 
-
-
-async def _deciders(db: AsyncSession, pending: list[Any]) -> dict[str, list[tuple[int, str]]]:
+async def _deciders(db: AsyncSession, pending: list[ChatApproval]) -> dict[str, list[tuple[int, str]]]:
     """The approver groups (id, name) of each pending call, by tool call id: the requester's chat says
     who is to approve instead of offering buttons (empty: the requester approves)."""
     groups = await approvers.approvers_of(db=db, tool_ids=sorted({a.tool_id for a in pending if a.tool_id}))
