@@ -30,18 +30,31 @@ PEER_TOKEN = "peer-token-271828"
 
 
 class Peer:
+    """``remote_peer.py`` in a process of its own, on ``port`` or a free one. A free port is only free when
+    it was picked: another process may take it before the peer binds it, so a peer that exits on start
+    is started again on another (never when the test named the port, e.g. to restart a peer in place)."""
+
     def __init__(self, streaming: bool, protocol: str = "1.0", *, port: int | None = None, rpc: str = "/") -> None:
-        self.port = port or free_port()
-        self.process = subprocess.Popen([sys.executable, PEER, str(self.port), PEER_TOKEN, "1" if streaming else "0",
-                                         protocol, rpc])
+        args = ["1" if streaming else "0", protocol, rpc]
+        for _ in range(1 if port else 3):
+            self.port = port or free_port()
+            self.process = subprocess.Popen([sys.executable, PEER, str(self.port), PEER_TOKEN, *args])
+            if self._wait_ready():
+                return
+        raise AssertionError("the peer did not start")
+
+    def _wait_ready(self) -> bool:
+        """True once the peer serves its card; False when its process ended first (its port was taken)."""
         deadline = time.monotonic() + 30
         while True:
             try:
                 if httpx.get(self.card_url, timeout=1).status_code == 200:
-                    break
+                    return True
             except httpx.HTTPError:
                 pass
-            assert self.process.poll() is None and time.monotonic() < deadline, "the peer did not start"
+            if self.process.poll() is not None:
+                return False
+            assert time.monotonic() < deadline, "the peer did not start within 30 s"
             time.sleep(0.05)
 
     @property
