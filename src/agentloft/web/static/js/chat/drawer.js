@@ -24,7 +24,9 @@ export function sessionDrawer({ drawer, toggle, backdrop }) {
 
   toggle.addEventListener('click', () => set(!isOpen()));
   backdrop.addEventListener('click', () => set(false));
-  drawer.addEventListener('keydown', (event) => {
+  // On the document, not the drawer: Tab from the drawer's last control moves focus out to the browser and
+  // back to the page's body (what lies behind is inert), and Escape pressed there must close it too.
+  document.addEventListener('keydown', (event) => {
     if (event.key === 'Escape' && isOpen() && !event.defaultPrevented) { event.preventDefault(); set(false); }
   });
   drawer.addEventListener('click', (event) => {
