@@ -81,8 +81,13 @@ async def index_file(rt: Runtime, payload: dict[str, Any]) -> None:
 
 
 async def _replace_chunks(rt: Runtime, collection_id: str, file_id: str, rows: list[dict[str, Any]]) -> None:
+    """The file's chunks replaced in one transaction. Its entry's row is locked first (PostgreSQL; SQLite
+    writes one at a time anyway): a job whose lease ran out while it ran can be run twice at once, and on
+    PostgreSQL the second run's delete would not see the first's uncommitted chunks, so both would stay.
+    ``FOR NO KEY UPDATE`` (``key_share``), the lock the entry's update takes anyway, taken earlier: it
+    does not wait for writers of rows that only reference the entry."""
     async with rt.db.session() as db:
-        entry = await db.get(KnowledgeFile, (collection_id, file_id))
+        entry = await db.get(KnowledgeFile, (collection_id, file_id), with_for_update={"key_share": True})
         if entry is None:
             return
         await db.execute(delete(KnowledgeChunk).where(KnowledgeChunk.collection_id == collection_id,
