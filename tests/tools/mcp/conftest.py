@@ -15,6 +15,7 @@ import pytest
 from tests.fakes.openai_server import ThreadedServer
 from tests.support import ApiClient
 from tests.tools.mcp.server_app import BearerGuard, build
+from tests.tools.types.local_server import web, web_server  # noqa: F401 (fixtures of this folder)
 
 SERVER_SCRIPT = str(Path(__file__).with_name("server_app.py"))
 TOKEN = "mcp-test-token"

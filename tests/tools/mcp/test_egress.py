@@ -60,14 +60,6 @@ print(json.dumps({
 
 
 @pytest.fixture
-def web() -> Iterator[LocalWeb]:
-    server = LocalWeb()
-    server.server.start()
-    yield server
-    server.server.stop()
-
-
-@pytest.fixture
 def script() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="agentloft-egress-"))
     root.chmod(0o755)
