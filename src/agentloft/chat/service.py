@@ -44,7 +44,6 @@ from agentloft.chat.models import (
     AgentMessage,
     AgentSession,
     ChatApproval,
-    MessageStatus,
     SessionStatus,
 )
 from agentloft.core.db import one_or_404, rows_matched, table_of, utcnow
@@ -500,41 +499,6 @@ async def list_messages(*, db: AsyncSession, session_id: str) -> list[AgentMessa
         AgentMessage.sort_order, AgentMessage.created_at
     )
     return list((await db.execute(stmt)).scalars())
-
-
-async def next_sort_order(*, db: AsyncSession, session_id: str) -> int:
-    stmt = select(func.max(AgentMessage.sort_order)).where(AgentMessage.session_id == session_id)
-    current = (await db.execute(stmt)).scalar_one_or_none()
-    return 0 if current is None else current + 1
-
-
-async def save_message(
-    *,
-    db: AsyncSession,
-    session_id: str,
-    role: str,
-    content: str = "",
-    parts: list[dict[str, Any]] | None = None,
-    status: MessageStatus = COMPLETE,
-    model_id: int | None = None,
-    extra: dict[str, Any] | None = None,
-) -> AgentMessage:
-    """Append a message. ``extra`` sets further columns by name (A2A adds ``source`` and friends in
-    its migration); an unknown column is a ``TypeError``, not a silent drop."""
-    row = AgentMessage(
-        id=new_id("am"),
-        session_id=session_id,
-        role=role,
-        content=content,
-        parts=parts if parts is not None else ([{"type": "text", "text": content}] if content else []),
-        status=status,
-        model_id=model_id,
-        sort_order=await next_sort_order(db=db, session_id=session_id),
-        **(extra or {}),
-    )
-    db.add(row)
-    await db.flush()
-    return row
 
 
 async def update_message(*, db: AsyncSession, message_id: str, **values: Any) -> None:
