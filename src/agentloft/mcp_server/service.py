@@ -97,7 +97,7 @@ async def call_tool(*, rt: Runtime, caller: Caller, name: str, arguments: dict[s
         return _error(f"Unknown tool: {name}")
     except AppError as exc:  # a used-up budget, too many chats running
         return _error(exc.message)
-    async for text in completions.text_batches(rt=rt, started=started):
+    async for text in completions.text_batches(started=started):
         await progress(text)
     result = await completions.result_of(started=started)
     try:

@@ -36,7 +36,6 @@ from agentloft.chat.models import AWAITING_APPROVAL
 from agentloft.core.dependencies import DbSession, Rt
 from agentloft.core.errors import AppError, invalid_request
 from agentloft.core.public_url import public_base_url
-from agentloft.core.runtime import Runtime
 from agentloft.groups import access
 from agentloft.openai_api import service
 from agentloft.openai_api.schemas import (
@@ -107,7 +106,7 @@ async def chat_completions(body: ChatCompletionRequest, user: TokenUser, request
     headers = {"X-Session-Id": started.session_id}
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
-        return StreamingResponse(_stream(rt, started, body.model, chat_url, usage), media_type="text/event-stream",
+        return StreamingResponse(_stream(started, body.model, chat_url, usage), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     result = await service.result_of(started=started)
     text = service.reply_text(result=result, chat_url=chat_url)
@@ -128,7 +127,7 @@ def _sse(data: Any) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
-async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: str,
+async def _stream(started: service.Started, model: str, chat_url: str,
                   include_usage: bool) -> AsyncIterator[str]:
     """The turn's text as chunks while it streams, then its ending (see the module's doc)."""
     cid, created = _completion_id(started), int(time.time())
@@ -139,7 +138,7 @@ async def _stream(rt: Runtime, started: service.Started, model: str, chat_url: s
                                         ).model_dump(exclude_none=True))
 
     yield chunk(Delta(role="assistant", content=""))
-    async for text in service.text_batches(rt=rt, started=started):
+    async for text in service.text_batches(started=started):
         yield chunk(Delta(content=text))
     result = await service.result_of(started=started)
     try:

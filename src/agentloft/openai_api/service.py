@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 from pydantic_ai.messages import (
@@ -145,7 +145,7 @@ class Started:
     buffer_key: str
     message_id: str
     run: asyncio.Task[engine.TurnResult | None]
-    reply: TextRelay = field(default_factory=TextRelay)
+    reply: TextRelay
 
 
 async def _drive(rt: Runtime, turn: engine.PreparedTurn) -> engine.TurnResult | None:
@@ -190,7 +190,7 @@ async def result_of(*, started: Started) -> engine.TurnResult | None:
     return await asyncio.shield(started.run)
 
 
-async def text_batches(*, rt: Runtime, started: Started) -> AsyncIterator[str]:
+async def text_batches(*, started: Started) -> AsyncIterator[str]:
     """The reply's text as it arrives, each piece all that arrived since the one before, taken from the
     engine's chunks as the run makes them (``chat.relay``, as the A2A server takes it); ends when the run
     is done. What a streaming caller relays (``/v1``'s chunks, ``/mcp``'s progress notifications); one
