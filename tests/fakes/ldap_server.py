@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.fakes.oidc_server import free_port
+from tests.fakes.openai_server import free_port
 from tests.fakes.tls_ca import TestCa
 
 SEED = Path(__file__).parent / "ldap" / "seed.ldif"

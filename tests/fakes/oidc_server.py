@@ -8,7 +8,6 @@ missing)."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -17,14 +16,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from tests.fakes.openai_server import free_port
+
 HERE = Path(__file__).parent / "oidc"
 ACCOUNTS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class OidcProvider:
@@ -35,13 +30,27 @@ class OidcProvider:
         self.issuer = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[str] | None = None
 
-    def start(self, timeout_s: float = 30.0) -> OidcProvider:
+    def start(self, timeout_s: float = 30.0, attempts: int = 3) -> OidcProvider:
+        """Start it; a port another process took between ``free_port`` and node's bind is tried again on a
+        new port (tests run beside other servers picking ports the same way)."""
         node = shutil.which("node")
         if node is None or not (HERE / "node_modules" / "oidc-provider").is_dir():
             raise RuntimeError("the test OpenID provider needs Node.js and `npm ci` in tests/fakes/oidc")
+        for _ in range(attempts):
+            lines = self._launch(node, timeout_s)
+            if lines is None:
+                return self
+            if not any("EADDRINUSE" in line for line in lines):
+                break
+            self.port = free_port()
+            self.issuer = f"http://127.0.0.1:{self.port}"
+        raise RuntimeError("the test OpenID provider did not start:\n" + "".join(lines))
+
+    def _launch(self, node: str, timeout_s: float) -> list[str] | None:
+        """None once it listens; else what it printed before it exited or the time ran out."""
         self._proc = subprocess.Popen([node, "server.mjs", str(self.port)], cwd=HERE, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True)
-        ready = threading.Event()
+        settled = threading.Event()  # it listens, or its output ended (it exited)
         lines: list[str] = []
 
         def read() -> None:
@@ -49,13 +58,14 @@ class OidcProvider:
             for line in self._proc.stdout:
                 lines.append(line)
                 if line.startswith("ready "):
-                    ready.set()
+                    settled.set()
+            settled.set()
 
         threading.Thread(target=read, daemon=True).start()
-        if not ready.wait(timeout_s):
-            self.stop()
-            raise RuntimeError("the test OpenID provider did not start:\n" + "".join(lines))
-        return self
+        if settled.wait(timeout_s) and any(line.startswith("ready ") for line in lines):
+            return None
+        self.stop()
+        return lines
 
     def stop(self) -> None:
         if self._proc is not None:

@@ -333,7 +333,7 @@ def build_app(fake: FakeModel) -> Starlette:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 class ThreadedServer:
