@@ -60,7 +60,8 @@ def test_invoke_streams_to_panel_and_stores_source(
     assert len(started) == 1
     data = started[0]["data"]
     task_id = data["taskId"]
-    assert data == {"taskId": task_id, "calleeAgentSlug": "coder", "calleeAgentName": "Coder"}
+    assert data == {"taskId": task_id, "calleeAgentSlug": "coder", "calleeAgentName": "Coder",
+                    "calleeSessionId": data["calleeSessionId"]}
     assert reply.types.index("data-a2a-task-started") < reply.types.index("tool-output-available")
     output = tool_output(reply)
     assert output["type"] == "tool-output-available"

@@ -5,18 +5,21 @@ handlers closed.
 A task's run lives in the worker that started it, under the task's lease (``chat.leases``). A task still
 ``submitted`` or ``working`` whose lease is gone will never end by itself, so it is failed: in our state,
 in the protocol's copy A2A clients read, in the side panel's buffer and in the task's event stream, so
-that every follower, on any worker, sees it end.
+that every follower, on any worker, sees it end. A task ``input_required`` (its callee waits for the
+calling user's approval) waits on no worker: ``a2a.waiting`` takes it on from wherever it is answered,
+and its start-up ``catch_up`` resumes callers a stopped worker left waiting.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from a2a.server.cluster import TaskVersion, VersionedEvent
 from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 from sqlalchemy import select, update
 
-from agentloft.a2a import tasks, tool
+from agentloft.a2a import tasks, tool, waiting
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.a2a.server import BufferTaskEventStream
 from agentloft.chat.leases import task_lease
@@ -75,6 +78,19 @@ async def startup(rt: Runtime) -> None:
         await fail_cut_off(rt, task_ids)
 
     rt.runs.on_lost("task", lost_tasks)
+
+    async def deferred(session_id: str, call_ids: list[str]) -> dict[str, Any]:
+        return await waiting.resolve(rt, session_id, call_ids)
+
+    async def ended(session_id: str, key: str, result: Any) -> None:
+        await waiting.turn_ended(rt, session_id, key, result)
+
+    rt.runs.on_deferred(deferred)
+    rt.runs.on_turn_end(ended)
+    try:
+        await waiting.catch_up(rt)
+    except Exception:  # the next start tries again; a start must not fail on it
+        log.exception("resuming the callers of callee agents that ended before this start failed")
     if rt.runs.leases.shared:  # a second look one heartbeat later: done in the background
         rt.runs.spawn(_sweep_at_start(rt))
     else:

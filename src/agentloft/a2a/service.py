@@ -24,6 +24,7 @@ from agentloft.a2a.tasks import (
     CANCELED,
     COMPLETED,
     FAILED,
+    INPUT_REQUIRED,
     SUBMITTED,
     WORKING,
     Ending,
@@ -199,9 +200,13 @@ async def run_task(
     timeout_s: float | None = None,
     max_output_tokens: int | None = None,
     on_chunk: engine.ChunkListener | None = None,
+    pause_on_approval: bool = False,
 ) -> TaskOutcome:
     """Run the callee for one turn into buffer ``a2a_<taskId>`` and record the outcome on the task.
     ``on_chunk``: called with the turn's chunks as they stream (``engine.TurnRequest.on_chunk``).
+    ``pause_on_approval``: a callee that pauses for a tool approval leaves the task ``input_required``
+    (its caller's user answers it in the side panel: ``a2a.waiting``); without it (an outside A2A
+    client, who has nobody to ask) the task fails.
 
     A timeout cancels the run, writes an error chunk to the panel's buffer and fails the task. Model
     errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
@@ -245,9 +250,11 @@ async def run_task(
         await fail_buffer(rt=rt, task_id=task.id, message=message)
         await _update_state(rt, task.id, FAILED)
         return TaskOutcome(task_id=task.id, state=FAILED, text="", error=message)
-    state = _ENDINGS.get(result.status, FAILED)
+    state: Ending = _ENDINGS.get(result.status, FAILED)
     error = result.error
-    if result.status == AWAITING_APPROVAL:
+    if result.status == AWAITING_APPROVAL and pause_on_approval:
+        state, error = INPUT_REQUIRED, "the called agent waits for the approval of a tool call"
+    elif result.status == AWAITING_APPROVAL:
         error = "the called agent needs a tool approval, which A2A calls cannot give"
         await append_error(rt=rt, task_id=task.id, message=error)
     await _update_state(rt, task.id, state)
@@ -328,13 +335,15 @@ async def invoke_agent_via_a2a(
     task_id = new_task_id()
     async with rt.runs.lease(task_lease(task_id)):  # another worker finishes the task if this one dies
         task = await create_task(rt=rt, callee=callee, caller=caller, task_id=task_id)
+        # the callee's session: the panel answers the callee's approvals through that session's route
         await emit("a2a-task-started", {"taskId": task.id, "calleeAgentSlug": callee.slug,
-                                        "calleeAgentName": callee.name})
+                                        "calleeAgentName": callee.name, "calleeSessionId": task.session_id})
         if callee.kind == REMOTE:
             return await remote.run_remote_task(
                 rt=rt, task=task, callee=callee, input_text=input_text, extra=_message_extra(task.id, caller),
                 timeout_s=options.timeout_s,
             )
         return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
-                              timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens)
+                              timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens,
+                              pause_on_approval=True)
 

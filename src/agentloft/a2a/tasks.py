@@ -29,10 +29,12 @@ COMPLETED: Final = "completed"
 FAILED: Final = "failed"
 CANCELED: Final = "canceled"
 REJECTED: Final = "rejected"
+# The callee's turn waits for the calling user's approval of one of its tool calls (``a2a.waiting``).
+INPUT_REQUIRED: Final = "input_required"
 TERMINAL_STATES: Final = frozenset({COMPLETED, FAILED, CANCELED, REJECTED})
 
 # How running a task ended, for the agent-invoke tool and the A2A server.
-Ending = Literal["completed", "failed", "canceled"]
+Ending = Literal["completed", "failed", "canceled", "input_required"]
 
 
 def state_name(state: int) -> str:

@@ -1,6 +1,8 @@
 """Agent invoke: hand a sub-task to another agent over A2A (seed 003, 3.2.4): a tool call becomes an A2A
 task, and the callee's reply its result. Every failure is a failed ``ToolResult``; the caller's run goes
-on whatever happens to the callee.
+on whatever happens to the callee, except a callee that waits for a tool approval: then the call is
+deferred (``ToolResult.defer``), the caller's turn pauses, and ``a2a.waiting`` resumes it with the
+callee's outcome once the calling user answered in the side panel.
 
 The type lives in the A2A domain and is registered at its start-up (``a2a.lifecycle``) through the
 registry's add-on call, so the tool layer never imports a2a: imports run one way, a2a → chat → tools.
@@ -80,6 +82,8 @@ async def invoke(agent_slug: str, input_text: str, config: Config, ctx: ToolCont
         return ToolResult.fail(str(exc), agentSlug=agent_slug, recursionDepth=depth)
     meta = {"agentSlug": agent_slug, "recursionDepth": depth, "taskId": outcome.task_id,
             "state": outcome.state, "inputTokens": outcome.input_tokens, "outputTokens": outcome.output_tokens}
+    if outcome.state == tasks.INPUT_REQUIRED:  # the caller's turn waits; ``a2a.waiting`` gives the result
+        return ToolResult.defer(outcome.error or "the called agent waits for an approval", **meta)
     if outcome.state != tasks.COMPLETED:
         return ToolResult.fail(outcome.error or f"the called agent's task {outcome.state}", **meta)
     return ToolResult.ok(outcome.text, **meta)

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, UserContent
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, UserContent
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.ui.vercel_ai.response_types import (
     AbortChunk,
@@ -90,6 +90,7 @@ from agentloft.chat.models import (
     INTERRUPTED,
     STOPPED,
     STREAMING,
+    AgentMessage,
     AgentSession,
     TurnStatus,
 )
@@ -128,6 +129,9 @@ class TurnResult:
     output_tokens: int = 0
     error: str | None = None
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # ids of tool calls whose result comes from outside the run (``ToolResult.defer``): the turn waits
+    # for them as for approvals (``awaiting_approval``) and resumes once they have one
+    deferred: list[str] = field(default_factory=list)
     # the budget that stopped the turn between two model calls (the turn is ``failed``), else None
     refusal: budgets.BudgetExceeded | None = None
 
@@ -459,7 +463,21 @@ def _internal(exc: BaseException) -> str:
     return f"internal error ({type(exc).__name__})"
 
 
-def _deferred_results(approvals: list[Any]) -> DeferredToolResults:
+def _open_calls(messages: list[ModelMessage], answered: set[str]) -> list[str]:
+    """The tool calls of the history's last response that have no result yet and are no approval: those
+    the run deferred to outside it (pydantic-ai asks a result of each when it resumes)."""
+    returned: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest):
+            returned.update(getattr(p, "tool_call_id", "") for p in message.parts
+                            if p.part_kind in ("tool-return", "retry-prompt"))
+        elif isinstance(message, ModelResponse):
+            return [c.tool_call_id for c in message.tool_calls
+                    if c.tool_call_id not in returned and c.tool_call_id not in answered]
+    return []
+
+
+def _deferred_results(approvals: list[Any], calls: dict[str, Any] | None = None) -> DeferredToolResults:
     answers: dict[str, Any] = {}
     for a in approvals:
         if a.status == "approved":
@@ -467,7 +485,25 @@ def _deferred_results(approvals: list[Any]) -> DeferredToolResults:
         else:
             note = "The user declined this tool call."
             answers[a.tool_call_id] = ToolDenied(f"{note} Reason: {a.reason}" if a.reason else note)
-    return DeferredToolResults(approvals=answers)
+    return DeferredToolResults(approvals=answers, calls=dict(calls or {}))
+
+
+async def _call_results(rt: Runtime, session_id: str, history: str | None, approvals: list[Any]) -> dict[str, Any]:
+    """The results of the calls the paused run deferred (``RunRegistry.resolve_deferred``); 409
+    ``call_pending`` while one has none yet (the agent it called still waits for its own approval)."""
+    open_calls = _open_calls(_history(history), {a.tool_call_id for a in approvals})
+    if not open_calls:
+        return {}
+    results = await rt.runs.resolve_deferred(session_id, open_calls)
+    if any(c not in results for c in open_calls):
+        raise Conflict("a tool call still waits for its result", code="call_pending")
+    return results
+
+
+def _resume_key(reply: AgentMessage) -> str:
+    """The buffer a resumed reply streams into: that of its turn. An A2A task's turn (its messages carry
+    the task id: ``message_extra``) streams into ``a2a_<taskId>``, the buffer its side panel follows."""
+    return f"a2a_{reply.a2a_task_id}" if reply.a2a_task_id else reply.session_id
 
 
 async def prepare_resume(
@@ -492,6 +528,7 @@ async def _prepare_resume(
         approvals = await service.approvals_of_message(db=db, message_id=reply.id)
         if any(a.status == "pending" for a in approvals):
             raise Conflict("other tool calls still wait for an answer", code="approval_pending")
+        calls = await _call_results(rt, session_id, session.model_history, approvals)
         inputs = await load_inputs(db, rt, agent=agent, user_id=user_id, viewer=viewer)
         tools = await chat_knowledge.session_tools(db, user_id=user_id, collection_ids=session.knowledge_ids,
                                                    tools=inputs.tools)
@@ -508,9 +545,9 @@ async def _prepare_resume(
         await service.update_message(db=db, message_id=reply.id, status=STREAMING, parts=collector.parts)
     scope = _run_scope(rt, user_id=user_id, user_role=user_role, viewer=viewer, session_id=session_id, agent=agent)
     return await _open_turn(
-        rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or session_id,
+        rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or _resume_key(reply),
         message_id=reply.id, tools=tools,
-        history=session.model_history, deferred=_deferred_results(approvals), parts=collector.parts,
+        history=session.model_history, deferred=_deferred_results(approvals, calls), parts=collector.parts,
         input_tokens=reply.input_tokens or 0, output_tokens=reply.output_tokens or 0,
         allowance=allowance, usage_source=_TURN_SOURCES.get(reply.source, "chat"),
     )
@@ -615,6 +652,12 @@ def _capture(events: Any, outcome: _Outcome) -> None:
         outcome.output = result.output
 
 
+def _deferred_calls(output: Any) -> list[str]:
+    if not isinstance(output, DeferredToolRequests):
+        return []
+    return [c.tool_call_id for c in output.calls]
+
+
 def _pending(output: Any) -> list[dict[str, Any]]:
     if not isinstance(output, DeferredToolRequests):
         return []
@@ -668,6 +711,8 @@ async def _drive(rt: Runtime, turn: PreparedTurn) -> TurnResult:
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()  # the user's stop is handled: the result says so
+    # saved and released: a caller waiting for this turn may resume now
+    await runs.turn_ended(turn.session_id, turn.buffer_key, result)
     return result
 
 
@@ -699,12 +744,13 @@ def _ending(reason: StopReason) -> list[BaseChunk]:
     return [AbortChunk(reason=_STOP_NOTES[reason]), DoneChunk()]
 
 
-def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]]) -> TurnStatus:
+def _status(stream: EngineEventStream, outcome: _Outcome, pending: list[dict[str, Any]],
+            deferred: list[str]) -> TurnStatus:
     if outcome.stopped:
         return INTERRUPTED if outcome.stopped == "interrupted" else STOPPED
     if stream.failure_text:
         return FAILED
-    if pending:
+    if pending or deferred:
         return AWAITING_APPROVAL
     return COMPLETE
 
@@ -740,8 +786,8 @@ def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsColle
             outcome: _Outcome) -> tuple[TurnResult, str | None]:
     """The turn's result and the model history to keep."""
     collector.close_open()
-    pending = _pending(outcome.output)
-    status = _status(stream, outcome, pending)
+    pending, deferred = _pending(outcome.output), _deferred_calls(outcome.output)
+    status = _status(stream, outcome, pending, deferred)
     result = TurnResult(
         status=status,
         text=collector.text,
@@ -750,6 +796,7 @@ def _result(turn: PreparedTurn, stream: EngineEventStream, collector: PartsColle
         output_tokens=turn.output_tokens + outcome.output_tokens,
         error=_INTERRUPTED_NOTE if status == INTERRUPTED else stream.failure_text,
         pending=pending,
+        deferred=deferred,
         refusal=stream.refusal,
     )
     history = _history_json(outcome.messages) if outcome.messages else None

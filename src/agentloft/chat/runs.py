@@ -41,6 +41,12 @@ OWNERS_KEPT = 10_000
 
 # What to do with runs whose owner died, per kind of lease: called with their ids.
 LostHandler = Callable[[list[str]], Awaitable[None]]
+# The results of tool calls a run deferred to something outside it, for a session about to resume: called
+# with the session id and the calls' ids, it returns the results of those that have one (``on_deferred``).
+DeferredResolver = Callable[[str, list[str]], Awaitable[dict[str, Any]]]
+# Told of every turn that ended and was saved: the session id, the turn's buffer key and the engine's
+# ``TurnResult``.
+TurnListener = Callable[[str, str, Any], Awaitable[None]]
 
 # The signals that ask the server to stop (uvicorn's: SIGTERM from a supervisor, SIGINT from Ctrl+C).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -66,6 +72,8 @@ class RunRegistry:
     # so a stop never outlives the run it was meant for.
     _early_stops: dict[str, str] = field(default_factory=dict)
     _lost_handlers: dict[str, LostHandler] = field(default_factory=dict)
+    _resolvers: list[DeferredResolver] = field(default_factory=list)
+    _turn_listeners: list[TurnListener] = field(default_factory=list)
     _suspects: dict[str, float] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
     _grace: asyncio.Task[None] | None = None  # the grace window of a stop, once one began
@@ -178,6 +186,33 @@ class RunRegistry:
         self.background.add(task)
         task.add_done_callback(self.background.discard)
         return task
+
+    # --- calls deferred outside a run, and turns that ended -----------------------------------------
+
+    def on_deferred(self, resolver: DeferredResolver) -> None:
+        """Register what answers calls a run deferred (the agent-invoke call of a callee that waits for an
+        approval: ``a2a.waiting``). The chat domain never learns what such a call is; it only asks."""
+        self._resolvers.append(resolver)
+
+    async def resolve_deferred(self, session_id: str, call_ids: list[str]) -> dict[str, Any]:
+        """The results the registered resolvers have for ``call_ids`` of the session (those still
+        waiting are left out)."""
+        found: dict[str, Any] = {}
+        for resolver in self._resolvers:
+            found.update(await resolver(session_id, [c for c in call_ids if c not in found]))
+        return found
+
+    def on_turn_end(self, listener: TurnListener) -> None:
+        """Register what is told of every saved turn (a callee's turn that a caller waits for)."""
+        self._turn_listeners.append(listener)
+
+    async def turn_ended(self, session_id: str, key: str, result: object) -> None:
+        """Tell the listeners; one that fails is logged, never the run's failure."""
+        for listener in self._turn_listeners:
+            try:
+                await listener(session_id, key, result)
+            except Exception:
+                log.exception("a listener of the end of the turn of %s failed", session_id)
 
     # --- runs whose worker died ----------------------------------------------------------------------
 

@@ -3,7 +3,9 @@
 Only what is in that list exists for the model. Every call goes through ``tools.runner.run_tool`` (input
 validation, time limit, exceptions turned into failed results), so the toolset's own argument validator
 accepts any object. A call that needs approval raises ``ApprovalRequired`` unless pydantic-ai says this
-call was approved on resume; the run then ends with ``DeferredToolRequests`` and the engine pauses.
+call was approved on resume; the run then ends with ``DeferredToolRequests`` and the engine pauses. A
+tool whose result comes later (``ToolResult.defer``) raises ``CallDeferred`` the same way: the engine
+pauses and resumes once ``RunRegistry.resolve_deferred`` has the result.
 
 A result's ``files`` (an MCP tool's images) go to the model as pydantic-ai file parts after the result
 (``model_return``), not as base64 text inside it: a model API that takes files in tool results gets them
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import CustomEvent, RunContext
-from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ToolFailed
 from pydantic_ai.messages import BinaryContent
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
@@ -141,6 +143,8 @@ class RunToolset(AbstractToolset[Any]):
         if not ctx.tool_call_approved and needs_approval(run_tool_, parsed, tctx):
             raise ApprovalRequired()
         result = await run_tool(run_tool_, parsed, tctx)
+        if result.deferred:  # the run ends with this call in ``DeferredToolRequests.calls``; no result yet
+            raise CallDeferred(metadata={k: v for k, v in result.metadata.items() if k != "deferred"})
         tool_outcome(run_tool_.type.slug, result.success, result.metadata.get("code"))
         self._scope.audit.append(tool_call_entry(run_tool_, tool_args, result, tctx))
         self._scope.runtime.metrics.tool_call(run_tool_.type.slug, result.success, result.metadata.get("code"))

@@ -150,9 +150,30 @@ async def answer(rt: Runtime, *, user: User, session_id: str, tool_call_id: str,
     except Conflict as exc:
         if exc.code == "session_busy":  # a concurrent last answer resumed it first: follow that run
             return Answered(session_id, [], by_requester)
+        if exc.code == "call_pending":  # an agent it called still waits: its end resumes the run
+            return Answered(None, [], by_requester)
         raise
     rt.runs.spawn(_background(rt, turn))
     return Answered(turn.buffer_key, [], by_requester)
+
+
+# Why a resume did not start that leaves nothing to do: another resumed it first, it waits for something
+# else still, or nothing waits any more.
+_NOT_NOW = frozenset({"session_busy", "call_pending", "approval_pending", "nothing_to_resume"})
+
+
+async def resume(rt: Runtime, *, session_id: str, user_id: int, user_role: str) -> str | None:
+    """Resume a paused session in the background once what it waited for is there (the reply of an agent
+    it called); its buffer key, None when it is not to resume now (see ``_NOT_NOW``)."""
+    try:
+        turn = await engine.prepare_resume(rt, session_id=session_id, user_id=user_id, user_role=user_role)
+    except Conflict as exc:
+        if exc.code in _NOT_NOW:
+            log.debug("session %s not resumed: %s", session_id, exc.code)
+            return None
+        raise
+    rt.runs.spawn(_background(rt, turn))
+    return turn.buffer_key
 
 
 async def _record_answer(db: AsyncSession, *, user: User, ip: str | None, session: AgentSession, tool_call_id: str,

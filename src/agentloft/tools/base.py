@@ -68,6 +68,21 @@ class ToolResult(BaseModel):
     def fail(cls, error: str, **metadata: Any) -> ToolResult:
         return cls(success=False, error=error, metadata=metadata)
 
+    @classmethod
+    def defer(cls, reason: str, **metadata: Any) -> ToolResult:
+        """The call's result comes later, from outside the run (an agent-invoke call whose callee waits
+        for an approval): the run pauses as for an approval and resumes once the result is there
+        (``chat.toolset``, ``RunRegistry.on_deferred``)."""
+        return cls(success=False, error=reason, metadata={**metadata, DEFERRED: True})
+
+    @property
+    def deferred(self) -> bool:
+        return bool(self.metadata.get(DEFERRED))
+
+
+# The metadata key of a deferred result (``ToolResult.defer``).
+DEFERRED = "deferred"
+
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
