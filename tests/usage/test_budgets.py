@@ -180,3 +180,17 @@ def test_a_group_budget_holds_for_each_member_and_the_report_groups_by_group(
     assert chat(bob, "helper", "still not").status == 200
     by_group = admin.ok("GET", "/api/admin/usage?groupBy=group")["items"]
     assert [(i["key"], i["label"], i["inputTokens"]) for i in by_group] == [(str(group), "team", 10)]
+
+
+def test_a_budget_first_read_by_a_refused_turn_still_refuses_the_next(
+    app: LiveApp, admin: ApiClient, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel
+) -> None:
+    # set after the usage it refuses: the refused turn is the first to read it, and rolls back
+    fake_model.push(text("first", input_tokens=10, output_tokens=5))
+    chat(user, "helper", "one")
+    admin.ok("POST", "/api/admin/budgets", json={"scope": "user", "scopeId": alice_id(app), "period": "day",
+                                                 "maxTokens": 15})
+    for message in ("two", "three"):
+        refused = user.post("/api/agents/helper/chat", json={"message": message})
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "budget_exceeded"

@@ -145,11 +145,21 @@ async def _all_budgets(db: AsyncSession) -> list[Budget]:
     return list((await db.execute(select(Budget).order_by(Budget.id))).scalars())
 
 
+async def _cached_budgets(db: AsyncSession) -> list[Budget]:
+    """Every budget, detached from ``db`` for the read cache: the session that reads them may be the turn's
+    that a refusal rolls back, and a rollback expires the objects still in it, which the next turn would
+    then find in the cache without their columns."""
+    found = await _all_budgets(db)
+    for b in found:
+        db.expunge(b)
+    return found
+
+
 async def applying(rt: Runtime, db: AsyncSession, *, user_id: int) -> list[Budget]:
     """The budgets that limit ``user_id`` (through the read cache: budgets change when an admin edits them).
     The user's groups are read only when a group budget exists, as they are now (a budget follows its
     group's members, not those it had when the usage was recorded)."""
-    budgets = await rt.db.cache.load("budgets", "all", lambda: _all_budgets(db))
+    budgets = await rt.db.cache.load("budgets", "all", lambda: _cached_budgets(db))
     groups: frozenset[int] = frozenset()
     if any(b.scope == "group" for b in budgets):
         groups = await groups_service.user_group_ids(db=db, user_id=user_id)
