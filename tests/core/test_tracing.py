@@ -10,7 +10,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentloft.core import tracing
+from agentloft.core import tracing, tracing_db
 from tests.fakes.otlp_receiver import Receiver
 from tests.support import ApiClient, LiveApp, running_app
 from tests.tracing_support import (
@@ -67,6 +67,24 @@ def test_a_request_has_one_span_with_its_statements_under_it(traced: tuple[LiveA
     trace_id = request.context.trace_id if request.context else None
     assert all(s.context is not None and s.context.trace_id == trace_id for s in inserts)
     assert not any(SECRET in all_text(s) for s in spans)  # the username was a parameter, never the text
+    assert {s.name for s in inserts} == {"INSERT users"}  # named by operation and table
+    assert not any(str(live.data_dir) in all_text(s) for s in statements)  # never the SQLite file's path
+    assert all((s.attributes or {}).get("db.system") in ("sqlite", "postgresql") for s in statements)
+
+
+@pytest.mark.parametrize(("statement", "described"), [
+    ("INSERT INTO users (id, name) VALUES (?, ?)", ("INSERT users", "INSERT", "users")),
+    ("UPDATE agent_sessions SET title=? WHERE id = ?", ("UPDATE agent_sessions", "UPDATE", "agent_sessions")),
+    ("DELETE FROM \"public\".\"documents\" WHERE id = $1", ("DELETE documents", "DELETE", "documents")),
+    ("/* c */ SELECT a.id FROM agents AS a JOIN tools ON 1", ("SELECT agents", "SELECT", "agents")),
+    ("select count(*) from\n  usage_records", ("SELECT usage_records", "SELECT", "usage_records")),
+    ("INSERT OR REPLACE INTO kv VALUES (?)", ("INSERT kv", "INSERT", "kv")),
+    ("SELECT 1", ("SELECT", "SELECT", None)),
+    ("PRAGMA journal_mode=WAL", ("PRAGMA", "PRAGMA", None)),
+    ("  ", ("SQL", "SQL", None)),
+])
+def test_a_statement_is_named_by_operation_and_table(statement: str, described: tuple[str, str, str | None]) -> None:
+    assert tracing_db.describe(statement) == described
 
 
 def test_an_unknown_path_and_a_query_string_stay_out(traced: tuple[LiveApp, InMemorySpanExporter]) -> None:

@@ -17,8 +17,9 @@ What is traced, and where:
   per-chunk ``send``/``receive`` spans left out, since a streamed reply has thousands), named after the
   route template (``POST /api/agents/{slug}/chat``, ``(unmatched)`` for unknown paths) and carrying the
   request id; an incoming ``traceparent`` is continued (an A2A caller's trace goes on here);
-- each database statement (``instrument_engine``: the SQLAlchemy instrumentation's per-engine tracer),
-  its text with placeholders, never the parameters' values;
+- each database statement (``instrument_engine``: ``core.tracing_db``'s cursor hooks, see there why not
+  the generic SQLAlchemy instrumentation), named by operation and table (``INSERT agent_messages``), its
+  text with placeholders, never the parameters' values;
 - each chat turn (``chat.engine``), and under it pydantic-ai's own spans for the agent run, each model
   call and each tool call (``model_instrumentation``); tool spans get the tool type and outcome
   (``chat.toolset``);
@@ -206,19 +207,19 @@ class SdkTracing(Tracing):
         )
 
     def instrument_engine(self, engine: AsyncEngine) -> None:
-        from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
-        from opentelemetry.metrics import NoOpMeter
+        from agentloft.core.tracing_db import StatementTracer
 
-        # The per-engine tracer, not the instrumentor: that one patches SQLAlchemy once per process, and
-        # tests run several apps in one. Connection counts are ``core.metrics``'s, hence the no-op meter.
-        usage = NoOpMeter("agentloft").create_up_down_counter("db.client.connections.usage")
-        EngineTracer(self.tracer, engine.sync_engine, usage)
+        StatementTracer(self.tracer, engine.sync_engine)
 
     def model_instrumentation(self) -> InstrumentationSettings | None:
         from pydantic_ai.models.instrumented import InstrumentationSettings
 
+        # Without ``model_request_parameters``: a second dump of every tool's schema (the Assistant's
+        # come to ~9 kB a model call), serialised and exported on every call, while
+        # ``gen_ai.tool.definitions`` already names and describes the tools.
         return InstrumentationSettings(tracer_provider=self.provider, include_content=self.content,
-                                       include_binary_content=self.content)
+                                       include_binary_content=self.content,
+                                       include_model_request_parameters=False)
 
     def start(self) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
