@@ -1,12 +1,13 @@
-"""CPU of the two statements usage adds to a turn, as they run now against the shape they had before: the
-usage record's INSERT (``usage.service.record``) and the budget check's sum (``usage.budgets._used``).
-Before, each call built its statement (``insert(...).values(...)`` through the ORM session, a ``select`` of
-ten SQL functions) and so paid for building it and for keying it in the compiled cache; now both are built
-once and run with bound values. Alternating blocks of ``--calls`` calls in one process over ``--rounds``
-rounds (medians), each in a transaction of its own as in a turn (rolled back: every sum reads the same
-``--rows`` records of the user this month), on SQLite in a temporary directory or on a
-new PostgreSQL database (dropped afterwards); CPU is this process's (``time.process_time``), so the
-machine's other load counts little.
+"""CPU of the two statements usage adds to a turn, as they run now against the shape they had at migration
+0037: the usage record's INSERT (``usage.service.record``; now the database also adds it to the user's day
+in ``usage_daily``, by a trigger in the same statement) and the budget check's sum (``usage.budgets._used``;
+then over the user's records of the period, now over their days: at most 31 rows). The 0037 record is
+timed on a twin of ``usage_records`` without the trigger; the 0037 sum is its statement, run as it was
+(through the session) over the same records. Alternating blocks of ``--calls`` calls in one process over
+``--rounds`` rounds (medians), each in a transaction of its own as in a turn (rolled back: every sum
+reads the same ``--rows`` records of the user this month), on SQLite in a temporary directory or on a new
+PostgreSQL database (dropped afterwards), both built by the migrations; CPU is this process's
+(``time.process_time``), so the machine's other load counts little.
 
     python -m bench.usage_statements [--rounds 7] [--calls 300] [--rows 300] [--postgres postgresql+asyncpg://u:pw@host/postgres]
 
@@ -22,15 +23,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import date
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, text
+from sqlalchemy import MetaData, Table, bindparam, case, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from agentloft.auth.models import User
-from agentloft.core import metadata
-from agentloft.core.db import Base, make_engine, utcnow
+from agentloft.core import metadata, migrate
+from agentloft.core.db import make_engine, utcnow
 from agentloft.usage import budgets
 from agentloft.usage import service as usage_service
 from agentloft.usage.models import UsageRecord
@@ -45,8 +45,27 @@ def _values(user_id: int) -> dict[str, Any]:
             "cost": None, "day": now.date(), "created_at": now}
 
 
-async def record_before(db: AsyncSession, user_id: int) -> None:
-    await db.execute(insert(UsageRecord).values(**_values(user_id)))
+# A twin of ``usage_records`` without migration 0038's trigger: the record as it was written at 0037.
+_PLAIN = Table("bench_usage_records_plain", MetaData(), *(c._copy() for c in UsageRecord.__table__.columns))
+_PLAIN_INSERT = insert(_PLAIN)
+
+
+def _records_sum() -> Any:
+    """The 0037 check: the user's tokens and cost over their records since ``since`` and since ``today``."""
+    tokens = UsageRecord.input_tokens + UsageRecord.output_tokens
+    cost = func.coalesce(UsageRecord.cost, 0.0)
+    is_today = UsageRecord.day >= bindparam("today")
+    return (select(func.coalesce(func.sum(tokens), 0), func.coalesce(func.sum(cost), 0.0),
+                   func.coalesce(func.sum(case((is_today, tokens), else_=0)), 0),
+                   func.coalesce(func.sum(case((is_today, cost), else_=0.0)), 0.0))
+            .where(UsageRecord.user_id == bindparam("user_id"), UsageRecord.day >= bindparam("since")))
+
+
+_RECORDS_SUM = _records_sum()
+
+
+async def record_0037(db: AsyncSession, user_id: int) -> None:
+    await (await db.connection()).execute(_PLAIN_INSERT, _values(user_id))
 
 
 async def record_now(db: AsyncSession, user_id: int) -> None:
@@ -54,30 +73,34 @@ async def record_now(db: AsyncSession, user_id: int) -> None:
                                model=None, agent_id=1, session_id="s")
 
 
-async def sum_before(db: AsyncSession, user_id: int) -> Any:
-    today = date.today()
-    tokens = UsageRecord.input_tokens + UsageRecord.output_tokens
-    cost = func.coalesce(UsageRecord.cost, 0.0)
-    is_today = UsageRecord.day >= today
-    return (await db.execute(
-        select(func.coalesce(func.sum(tokens), 0), func.coalesce(func.sum(cost), 0.0),
-               func.coalesce(func.sum(case((is_today, tokens), else_=0)), 0),
-               func.coalesce(func.sum(case((is_today, cost), else_=0.0)), 0.0))
-        .where(UsageRecord.user_id == user_id, UsageRecord.day >= today.replace(day=1)))).one()
+async def sum_0037(db: AsyncSession, user_id: int) -> Any:
+    today = utcnow().date()
+    return (await db.execute(_RECORDS_SUM, {"user_id": user_id, "today": today,
+                                            "since": today.replace(day=1)})).one()
 
 
 async def sum_now(db: AsyncSession, user_id: int) -> Any:
-    today = date.today()
+    today = utcnow().date()
     return await budgets._used(db, user_id=user_id, today=today, since=today.replace(day=1))
+
+
+async def both_0037(db: AsyncSession, user_id: int) -> None:
+    await record_0037(db, user_id)
+    await sum_0037(db, user_id)
+
+
+async def both_now(db: AsyncSession, user_id: int) -> None:
+    await record_now(db, user_id)
+    await sum_now(db, user_id)
 
 
 async def nothing(db: AsyncSession, user_id: int) -> None:
     return None
 
 
-VARIANTS: dict[str, Call] = {"empty transaction": nothing, "record, before": record_before,
-                             "record, now": record_now, "budget sum, before": sum_before,
-                             "budget sum, now": sum_now}
+VARIANTS: dict[str, Call] = {"empty transaction": nothing, "record, 0037": record_0037, "record, now": record_now,
+                             "budget sum, 0037": sum_0037, "budget sum, now": sum_now,
+                             "record + sum, 0037": both_0037, "record + sum, now": both_now}
 
 
 async def _block(sessions: async_sessionmaker[AsyncSession], call: Call, user_id: int, calls: int) -> float:
@@ -98,7 +121,7 @@ async def _seed(sessions: async_sessionmaker[AsyncSession], rows: int) -> int:
         user = User(username="bench", password_hash="-", role="user")
         db.add(user)
         await db.flush()
-        today = date.today()
+        today = utcnow().date()
         values = [{**_values(user.id), "day": today.replace(day=1 + n % today.day)} for n in range(rows)]
         if values:
             await db.execute(insert(UsageRecord), values)
@@ -107,9 +130,10 @@ async def _seed(sessions: async_sessionmaker[AsyncSession], rows: int) -> int:
 
 async def measure(url: str, rounds: int, calls: int, rows: int) -> dict[str, float]:
     metadata.import_all_models()
+    await asyncio.to_thread(migrate.upgrade, url)  # the schema with its triggers (migration 0038's)
     engine = make_engine(url)
     async with engine.begin() as conn:
-        await conn.run_sync(Base.metadata.create_all)
+        await conn.run_sync(_PLAIN.metadata.create_all)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     user_id = await _seed(sessions, rows)
     samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
@@ -140,9 +164,9 @@ def report(figures: dict[str, float]) -> None:
     print(f"{'':22} CPU per call (over an empty transaction)")
     for name, ms in figures.items():
         print(f"  {name:20} {ms:6.3f} ms  (+{ms - floor:.3f} ms)")
-    for what in ("record", "budget sum"):
-        before, now = figures[f"{what}, before"] - floor, figures[f"{what}, now"] - floor
-        print(f"  {what}: now / before = {now / before:.2f}x ({before:.3f} -> {now:.3f} ms)")
+    for what in ("record", "budget sum", "record + sum"):
+        before, now = figures[f"{what}, 0037"] - floor, figures[f"{what}, now"] - floor
+        print(f"  {what}: now / 0037 = {now / before:.2f}x ({before:.3f} -> {now:.3f} ms)")
 
 
 def main() -> None:

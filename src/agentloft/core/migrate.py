@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0037_tool_approvers"
+HEAD = "0038_usage_daily"
 
 T = TypeVar("T")
 

@@ -60,7 +60,9 @@ GROUPS: dict[str, frozenset[str]] = {
 # sessions on every step) keeps the entries. tests/core/test_readcache_schema.py checks this against the
 # migrated schema: a trigger or cascade from these tables that reaches a watched table fails it. Files (and
 # documents) also count their owner's stored bytes in ``user_storage`` (migration 0027), which no group reads.
-QUIET_SIDE_EFFECTS = frozenset({"agent_sessions", "agent_messages", "agent_documents", "files"})
+# A usage record adds itself to its user's day in ``usage_daily`` (migration 0038), which no group reads
+# either: every turn writes one, and would otherwise drop every entry.
+QUIET_SIDE_EFFECTS = frozenset({"agent_sessions", "agent_messages", "agent_documents", "files", "usage_records"})
 
 _TOUCHED = "readcache_touched"  # key in the pooled connection's info: groups written in this checkout
 _CHANGES = "readcache_changes"  # key in the pooled connection's info: SQLite's change count before a statement

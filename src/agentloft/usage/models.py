@@ -1,4 +1,5 @@
-"""The usage tables: one row per model run (``UsageRecord``) and the budgets admins set (``Budget``)."""
+"""The usage tables: one row per model run (``UsageRecord``), its sums per user and day (``UsageDay``) and
+the budgets admins set (``Budget``)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,21 @@ class UsageRecord(Base):
         Index("ix_usage_records_user_day", "user_id", "day"),
         Index("ix_usage_records_day", "day"),
     )
+
+
+class UsageDay(Base):
+    """One user's tokens (input + output) and cost of one UTC day: the sum of their records of that day,
+    which the budget check reads instead of the records (at most 31 rows a month, however many turns).
+
+    Kept by the database, never by this code: a trigger on ``usage_records`` adds each record to its day
+    in the record's own INSERT (migration 0038 says why). Unknown costs add nothing, as in a budget."""
+
+    __tablename__ = "usage_daily"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    tokens: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    cost: Mapped[float] = mapped_column(Float, nullable=False)
 
 
 class Budget(TimestampMixin, Base):
