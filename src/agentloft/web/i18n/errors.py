@@ -119,6 +119,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.too_many_running_chats": "Too many of your chats are writing a reply at once. Wait for one to "
         "finish, or stop one.",
         "apiError.approval_pending": "A tool call waits for your approval: answer it first.",
+        "apiError.call_pending": "A tool call still waits for the agent it called: that agent's approval comes first.",
         "apiError.session_mismatch": "This conversation belongs to another agent.",
         "apiError.a2a_session": "This conversation belongs to an agent-to-agent task and cannot be changed.",
         "apiError.no_model": "No model is set up yet: an administrator has to add one.",
@@ -371,6 +372,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "apiError.session_busy": "这里仍在生成回复。请等待，或点击“停止”。",
         "apiError.too_many_running_chats": "你同时在生成回复的对话太多了。请等其中一个完成，或停止一个。",
         "apiError.approval_pending": "有工具调用在等待你的审批，请先处理。",
+        "apiError.call_pending": "有工具调用仍在等待它所调用的智能体：请先处理该智能体的审批。",
         "apiError.session_mismatch": "该对话属于另一个智能体。",
         "apiError.a2a_session": "该对话属于智能体之间的任务，不能修改。",
         "apiError.no_model": "还没有配置模型：需要管理员先添加一个。",
