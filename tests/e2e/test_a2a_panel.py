@@ -161,3 +161,34 @@ def test_the_panel_stream_says_it_replays(
         page.get_by_label("Message").fill("go")
         page.get_by_role("button", name="Send").click()
     assert got.value.headers.get("x-stream-resume") == "true"
+
+
+def test_the_called_agents_approval_is_asked_in_the_panel(
+    admin_page: Page, fake_model_server: FakeModelServer, fake_model: FakeModel
+) -> None:
+    """The called agent's tool needs approval: the panel shows the card with the call's arguments;
+    approving resumes the called agent in the panel, then the calling agent's reply goes on in the chat."""
+    page = admin_page
+    setup_pair(page, fake_model_server)
+    coder = next(a for a in api(page, "GET", "/api/admin/agents")["items"] if a["slug"] == "coder")
+    calc = api(page, "POST", "/api/agent-tools", {"slug": "calc", "name": "calc", "type": "calculator"})
+    api(page, "PUT", f"/api/admin/agents/{coder['id']}/tools", [{"toolId": calc["id"], "needsApproval": True}])
+    fake_model.push(
+        caller_step(call("ask-agent", {"agentSlug": "coder", "input": "add two and two"})),
+        callee_step(call("calc", {"expression": "2+2"}, id="calc1")),
+    )
+    page.goto("/chat?agent=general")
+    send(page, "ask the coder to add")
+
+    panel = page.locator("#chat-side-panel .a2a-panel")
+    card = panel.locator(".a2a-approval")
+    expect(card).to_contain_text("“calc” needs your approval")
+    expect(card.locator(".a2a-approval-input")).to_contain_text("2+2")
+    expect(panel).to_have_attribute("data-state", "approval")
+    page.screenshot(path="/tmp/agentloft-a2a-panel-approval.png")
+
+    fake_model.push(callee_step(text("Two and two make 4.")), caller_step(text("The coder says it is 4.")))
+    card.get_by_role("button", name="Approve").click()
+    expect(card).to_have_count(0)
+    expect(panel.locator(".a2a-panel-body")).to_contain_text("Two and two make 4.", timeout=20_000)
+    expect(page.locator(".message.assistant").last).to_contain_text("The coder says it is 4.", timeout=20_000)

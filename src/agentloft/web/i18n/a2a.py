@@ -17,6 +17,11 @@ STRINGS = {
         "a2a.panel.unavailable": "The reply cannot be followed (HTTP {status}); it reaches the chat once the "
         "agent is done.",
         "a2a.panel.failed": "the called agent failed",
+        "a2a.panel.approval": "waiting for your approval",
+        "a2a.panel.approvalAsk": "“{tool}” needs your approval",
+        "a2a.panel.approve": "Approve",
+        "a2a.panel.reject": "Reject",
+        "a2a.panel.reason": "Reason for rejecting (optional)",
     },
     "zh-CN": {
         "a2a.panel.waiting": "等待中",
@@ -30,5 +35,10 @@ STRINGS = {
         "a2a.panel.close": "关闭",
         "a2a.panel.unavailable": "无法查看该回复（HTTP {status}）；智能体完成后，答案会出现在对话中。",
         "a2a.panel.failed": "被调用的智能体出错了",
+        "a2a.panel.approval": "等待你的批准",
+        "a2a.panel.approvalAsk": "“{tool}”需要你的批准",
+        "a2a.panel.approve": "批准",
+        "a2a.panel.reject": "拒绝",
+        "a2a.panel.reason": "拒绝的理由（可选）",
     },
 }

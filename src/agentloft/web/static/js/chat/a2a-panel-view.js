@@ -9,8 +9,14 @@
 // - the panel shows generating / done / error, or "connection lost" with a button to follow again
 //   (the stream replays from the start), and closes on request. Several calls stack;
 // - a call's output before its task started (no such agent, not callable, past the depth limit) closes
-//   its panel: seed 003 opens none for such a call, whose failure shows on its tool card.
+//   its panel: seed 003 opens none for such a call, whose failure shows on its tool card;
+// - a `tool-approval-request` in the called agent's own stream shows an approval card in the panel (the
+//   called agent runs as the calling user, so they decide): Approve / Reject answer it through the called
+//   agent's session (POST /api/agent-sessions/{calleeSessionId}/approvals), the panel follows the resumed
+//   reply, and once it is done the chat is told (`a2a-callee-answered` on window) so it follows the
+//   calling agent's reply, which goes on with the called agent's answer.
 
+import { errorFrom, requestHeaders } from '../api.js';
 import { t } from '../i18n.js';
 import { MarkdownView } from './message.js';
 
@@ -75,6 +81,10 @@ class InvokePanel {
     this.toolCallId = toolCallId;
     this.agentSlug = agentSlug || '';
     this.taskId = '';
+    this.sessionId = '';
+    this.calls = new Map(); // the called agent's tool calls seen in its stream: id → {toolName, input}
+    this.asking = new Set(); // those whose approval card is shown
+    this.answered = false; // an answer was sent: the chat follows the caller once this reply is done
     this.text = '';
     this.state = 'waiting';
     this.controller = null;
@@ -100,7 +110,8 @@ class InvokePanel {
     this.body.append(this.markdown.el);
     this.errorEl = el('div', 'a2a-panel-error');
     this.errorEl.hidden = true;
-    this.root.append(header, this.waitingEl, this.body, this.errorEl);
+    this.approvalsEl = el('div', 'a2a-panel-approvals');
+    this.root.append(header, this.waitingEl, this.body, this.approvalsEl, this.errorEl);
     host.append(this.root);
   }
 
@@ -111,9 +122,10 @@ class InvokePanel {
     this.waitingEl.hidden = !(state === 'waiting' || (state === 'generating' && !this.text));
   }
 
-  start(taskId, name) {
+  start(taskId, name, sessionId) {
     if (this.taskId) return;
     this.taskId = taskId;
+    this.sessionId = sessionId || '';
     this.root.dataset.taskId = taskId;
     if (name) this.nameEl.textContent = name;
     this.setState('generating', t('a2a.panel.generating'));
@@ -161,25 +173,98 @@ class InvokePanel {
 
   /** Apply one payload; answers whether it ended the reply. */
   handle(payload) {
-    if (payload === '[DONE]') { if (this.state === 'generating') this.finish(); return true; }
+    if (payload === '[DONE]') { if (this.state === 'generating') this.end(); return true; }
     let chunk;
     try { chunk = JSON.parse(payload); } catch { return false; }
-    if (chunk.type === 'text-delta') {
+    if (chunk.type === 'tool-input-available') {
+      this.calls.set(chunk.toolCallId, { toolName: chunk.toolName, input: chunk.input });
+    } else if (chunk.type === 'tool-approval-request' && this.sessionId) {
+      this.ask(chunk.toolCallId);
+    } else if (chunk.type === 'text-delta') {
       this.text += chunk.delta || chunk.textDelta || '';
       this.waitingEl.hidden = true;
       this.markdown.set(this.text, false);
     } else if (chunk.type === 'error') {
       this.fail(chunk.errorText || t('a2a.panel.failed'));
     } else if (chunk.type === 'finish' && this.state === 'generating') {
-      this.finish();
+      this.end();
     }
     return false;
+  }
+
+  /** The reply's stream ended: done, or paused until the user answers its approval cards. */
+  end() {
+    if (this.asking.size) this.setState('approval', t('a2a.panel.approval'));
+    else this.finish();
   }
 
   finish() {
     this.setState('done', t('a2a.panel.done'));
     this.errorEl.hidden = true;
     if (this.text) this.markdown.set(this.text, true);
+    if (this.answered) {
+      this.answered = false;
+      window.dispatchEvent(new CustomEvent('a2a-callee-answered', { detail: { taskId: this.taskId } }));
+    }
+  }
+
+  /** The called agent's tool call waits for the calling user: its card, with the call's arguments. */
+  ask(toolCallId) {
+    if (this.asking.has(toolCallId)) return;
+    this.asking.add(toolCallId);
+    const call = this.calls.get(toolCallId) || { toolName: '', input: null };
+    const card = el('div', 'a2a-approval');
+    card.dataset.toolCallId = toolCallId;
+    card.append(el('p', 'a2a-approval-title', t('a2a.panel.approvalAsk', { tool: call.toolName || '?' })));
+    if (call.input !== null && call.input !== undefined) card.append(el('pre', 'a2a-approval-input', JSON.stringify(call.input, null, 2)));
+    const reason = el('input', 'a2a-approval-reason');
+    reason.type = 'text';
+    reason.placeholder = t('a2a.panel.reason');
+    reason.setAttribute('aria-label', t('a2a.panel.reason'));
+    const approve = el('button', 'small', t('a2a.panel.approve'));
+    const reject = el('button', 'small secondary', t('a2a.panel.reject'));
+    const buttons = [approve, reject];
+    for (const b of buttons) b.type = 'button';
+    approve.addEventListener('click', () => this.answer(card, true, '', buttons));
+    reject.addEventListener('click', () => this.answer(card, false, reason.value.trim(), buttons));
+    const row = el('div', 'a2a-approval-actions');
+    row.append(approve, reason, reject);
+    card.append(row);
+    this.approvalsEl.append(card);
+  }
+
+  /** Answer through the called agent's session; then follow its resumed reply (the panel's stream
+   * replays the resumed run from its start). */
+  async answer(card, approved, reason, buttons) {
+    buttons.forEach((b) => { b.disabled = true; });
+    const body = { toolCallId: card.dataset.toolCallId, approved };
+    if (reason) body.reason = reason;
+    let response;
+    try {
+      response = await fetch(`/api/agent-sessions/${encodeURIComponent(this.sessionId)}/approvals`, {
+        method: 'POST', credentials: 'same-origin', headers: requestHeaders('POST', true),
+        body: JSON.stringify(body),
+      });
+    } catch {
+      buttons.forEach((b) => { b.disabled = false; });
+      return;
+    }
+    if (!response.ok) {
+      const error = await errorFrom(response);
+      buttons.forEach((b) => { b.disabled = false; });
+      this.errorEl.replaceChildren(el('p', '', error.message));
+      this.errorEl.hidden = false;
+      return;
+    }
+    if (response.body) response.body.cancel().catch(() => {}); // the panel's own stream follows the run
+    this.asking.delete(card.dataset.toolCallId);
+    card.remove();
+    this.errorEl.hidden = true;
+    if (response.status === 202) return; // other calls of the called agent's step still wait
+    this.answered = true;
+    if (this.controller) this.controller.abort();
+    this.setState('generating', t('a2a.panel.generating'));
+    this.subscribe();
   }
 
   fail(message) {
@@ -237,7 +322,7 @@ export function attachA2APanels(host) {
       const panel = panels.find((p) => !p.taskId && p.agentSlug === data.calleeAgentSlug)
         || panels.find((p) => !p.taskId)
         || open(null, data.calleeAgentSlug);
-      panel.start(data.taskId, data.calleeAgentName);
+      panel.start(data.taskId, data.calleeAgentName, data.calleeSessionId);
     } else if (chunk.type === 'tool-approval-request') {
       const panel = panels.find((p) => p.toolCallId === chunk.toolCallId && !p.taskId);
       if (panel) panel.close(); // it waits for the user's approval; the panel opens when the task starts

@@ -511,6 +511,21 @@ async function pollApprovers(id, calls, tries = 0) {
 }
 window.addEventListener('pagehide', () => { clearTimeout(state.approversTimer); state.approversTimer = null; });
 
+// The user answered a called agent's approval in the side panel and its reply is done: the calling agent's
+// reply goes on in the background a moment later. Ask for the chat until it runs (or ended), then follow it.
+async function followCaller(id, tries = 0) {
+  if (id !== state.sessionId || state.streaming) return;
+  let detail;
+  try { detail = await fetchSession(id); } catch { detail = null; }
+  const waiting = detail && !detail.active && detail.messages.some((m) => m.status === 'awaiting_approval');
+  if ((!detail || waiting) && tries < RESUME_TRIES * 2) {
+    setTimeout(() => followCaller(id, tries + 1), RESUME_POLL_MS);
+    return;
+  }
+  try { await loadSession(id); } catch (error) { showError(errorBox, error); }
+}
+window.addEventListener('a2a-callee-answered', () => { if (state.sessionId) followCaller(state.sessionId); });
+
 /** The chat's agent was deleted: the conversation can still be read, copied, searched and deleted, but
  * nothing can answer in it any more (the server refuses new messages, Edit and Regenerate), so the
  * message box says so instead of offering them. */
