@@ -5,6 +5,7 @@ bound with the SQL ranking behind it, and never a chunk of a collection that was
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import shutil
@@ -12,11 +13,11 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, insert, select, text
 
 from agentloft.core.db import Database, utcnow
 from agentloft.core.runtime import Runtime
@@ -28,7 +29,7 @@ from agentloft.knowledge.fusion import Ranked
 from agentloft.knowledge.models import KnowledgeChunk, KnowledgeCollection, KnowledgeFile
 from agentloft.knowledge.terms import query_tokens, terms
 from tests.pg import database as pg
-from tests.support import add_user
+from tests.support import add_user, wait_until
 
 WORDS = [f"w{i}" for i in range(300)]
 CHUNKS = 400
@@ -174,3 +175,44 @@ async def test_a_file_indexed_again_with_as_many_chunks_is_seen_by_the_next_sear
     await index_jobs._replace_chunks(cast(Runtime, SimpleNamespace(db=db)), "kb_a", "fl_a", rows)
     assert await _lexical(cache, db, ["kb_a"], "old") == []
     assert len(await _lexical(cache, db, ["kb_a"], "new")) == 2
+
+
+async def _blocked_on_a_lock(db: Database) -> bool:
+    """Whether a session of this test's database waits for a lock (PostgreSQL's view of its backends)."""
+    async with db.session() as s:
+        return bool((await s.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ))).scalar_one())
+
+
+@pytest.mark.skipif(not pg.server_url(), reason="concurrent writers are PostgreSQL's; SQLite writes one at a time")
+async def test_two_runs_of_a_files_index_job_at_once_leave_its_chunks_once(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job whose lease ran out while it ran is run again meanwhile: the second run must wait for the
+    first's transaction, or its delete misses the first's new chunks and both sets stay."""
+    await _file(db, "kb_a", "fl_a", ["the old text"])
+    inside, release, arrived = asyncio.Event(), asyncio.Event(), []
+    after_indexed = index_jobs.embedding.after_indexed
+
+    async def paused(s: Any, **kw: Any) -> None:  # the first run holds its transaction open here
+        arrived.append(True)
+        if len(arrived) == 1:
+            inside.set()
+            await release.wait()
+        await after_indexed(s, **kw)
+
+    monkeypatch.setattr(index_jobs.embedding, "after_indexed", paused)
+    rt = cast(Runtime, SimpleNamespace(db=db))
+    rows = [{"collection_id": "kb_a", "file_id": "fl_a", "ord": i, "page": None, "text": t, "terms": terms(t)}
+            for i, t in enumerate(["new one", "new two", "new three"])]
+    first = asyncio.create_task(index_jobs._replace_chunks(rt, "kb_a", "fl_a", rows))
+    await asyncio.wait_for(inside.wait(), 10)
+    second = asyncio.create_task(index_jobs._replace_chunks(rt, "kb_a", "fl_a", rows))
+    # the second run waits for the lock, or (were there none) reached the pause itself
+    await wait_until(lambda: len(arrived) == 2 or _blocked_on_a_lock(db), limit_s=10, every_s=0.02)
+    release.set()
+    await asyncio.gather(first, second)
+    async with db.session() as s:
+        texts = (await s.execute(select(KnowledgeChunk.text).where(KnowledgeChunk.file_id == "fl_a"))).scalars()
+        assert sorted(texts) == ["new one", "new three", "new two"]
+        assert (await s.get(KnowledgeFile, ("kb_a", "fl_a"))).chunks == 3
