@@ -99,7 +99,7 @@ def test_a_backup_during_uploads_restores_the_bucket_s_files(
         restored.stop()
 
 
-def test_a_restore_that_cannot_finish_writes_nothing(
+def test_a_backup_or_restore_that_cannot_finish_writes_nothing(
     app: LiveApp, user: ApiClient, source: str, s3_env: str, tmp_path: Path,
 ) -> None:
     _upload(user, "a.txt", 64)
@@ -109,6 +109,10 @@ def test_a_restore_that_cannot_finish_writes_nothing(
     used = _cli("restore", str(tmp_path / "backup"), data_dir=tmp_path / "used", file_store=source)
     assert used.returncode == 2 and f"objects in {source}" in used.stderr, used.stderr
     assert not (tmp_path / "used" / "agentloft.db").exists()
+
+    lost = _cli("backup", str(tmp_path / "lost"), data_dir=app.data_dir, file_store="s3://agentloft-no-such/x")
+    assert lost.returncode == 2 and "s3://agentloft-no-such/x: " in lost.stderr, lost.stderr
+    assert not (tmp_path / "lost").exists()  # nothing half-written: the same command can be run again
 
     gone = _cli("restore", str(tmp_path / "backup"), data_dir=tmp_path / "gone", file_store="s3://agentloft-no-such/x")
     assert gone.returncode == 2 and "s3://agentloft-no-such/x: " in gone.stderr, gone.stderr

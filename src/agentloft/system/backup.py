@@ -24,6 +24,9 @@ A backup is a directory (made owner-only: it holds the secret key) with:
   server answers it as any file whose bytes are gone (404). The manifest gives their count
   and bytes (``s3Objects``), and ``restore`` checks the backup holds them all before it writes anything.
 
+A backup that fails (a bucket out of reach, ``pg_dump`` missing, the disk full) removes what it wrote, so
+the same command can simply be run again.
+
 ``restore`` puts the files into the store the target's settings name, whichever the backup came from:
 the keys are the same in both stores (``<user id>/<file id>``), so a bucket's backup restored without
 ``AGENTLOFT_FILE_STORE`` fills the data dir's ``files`` and one of the data dir goes into a bucket (a way to
@@ -166,11 +169,27 @@ def _backup_sqlite(source: Path, dest: Path, progress: Callable[[int, int], None
     os.chmod(dest / SQLITE_COPY, 0o600)
 
 
-def _start(dest: Path) -> None:
+def _start(dest: Path) -> bool:
+    """Make ``dest`` ready (new, or empty); whether it was made here."""
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ConfigError(f"{dest} exists and is not an empty directory; give a new path for the backup")
+    made = not dest.exists()
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(dest, 0o700)
+    return made
+
+
+def _discard(dest: Path, made: bool) -> None:
+    """What a backup that failed wrote, so the same command can simply be run again: ``dest`` was new or
+    empty when it started, so everything in it is its own."""
+    if made:
+        shutil.rmtree(dest, ignore_errors=True)
+        return
+    for child in dest.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def _backup_database(settings: Settings, dest: Path, progress: Callable[[int, int], None] | None) -> str:
@@ -188,7 +207,17 @@ def backup(settings: Settings, dest: Path, progress: Callable[[int, int], None] 
     sqlite_file = settings.sqlite_file
     if sqlite_file is not None and not sqlite_file.is_file():
         raise ConfigError(f"there is no database at {sqlite_file} to back up (is AGENTLOFT_DATA_DIR right?)")
-    _start(dest)
+    made = _start(dest)
+    try:
+        return _write_backup(settings, dest, progress)
+    except BaseException:
+        _discard(dest, made)
+        raise
+
+
+def _write_backup(settings: Settings, dest: Path, progress: Callable[[int, int], None] | None) -> Summary:
+    """The backup's parts into the ready ``dest``: files, the database, files written meanwhile, the key,
+    and the manifest last (a backup without one is refused by restore)."""
     url = settings.resolved_database_url
     revision = migrate.current_revision(url)
     root = _files_root(settings)
