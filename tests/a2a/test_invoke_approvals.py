@@ -74,6 +74,9 @@ def test_the_caller_waits_for_the_callee_approval_then_resumes_with_its_reply(
     chunks = panel(user, task_id)
     assert [c["toolCallId"] for c in chunks if isinstance(c, dict) and c["type"] == "tool-approval-request"] == ["g1"]
     assert not [c for c in chunks if isinstance(c, dict) and c["type"] == "error"]
+    # The callee's session tells its owner what waits (the panel reads it once the buffer is gone).
+    waits = user.ok("GET", f"/api/agent-sessions/{callee_sid}")["pendingApprovals"]
+    assert [(a["toolCallId"], a["toolName"], a["input"]) for a in waits] == [("g1", "guard", {"action": "deploy"})]
     # A new message in the caller's chat waits for the call, like one waiting for an approval.
     busy = user.post("/api/agents/general/chat", json={"message": "hello?", "sessionId": reply.session_id})
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "approval_pending"

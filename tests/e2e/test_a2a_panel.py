@@ -186,6 +186,10 @@ def test_the_called_agents_approval_is_asked_in_the_panel(
     expect(card.locator(".a2a-approval-input")).to_contain_text("2+2")
     expect(panel).to_have_attribute("data-state", "approval")
     page.screenshot(path="/tmp/agentloft-a2a-panel-approval.png")
+    # After a reload the waiting reply opens its panel again, with the card.
+    page.reload()
+    expect(card).to_contain_text("“calc” needs your approval")
+    expect(panel).to_have_attribute("data-state", "approval")
 
     fake_model.push(callee_step(text("Two and two make 4.")), caller_step(text("The coder says it is 4.")))
     card.get_by_role("button", name="Approve").click()

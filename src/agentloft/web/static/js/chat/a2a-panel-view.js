@@ -148,7 +148,9 @@ class InvokePanel {
     }
     if (!response.ok) { this.fail(t('a2a.panel.unavailable', { status: response.status })); return; }
     if ((response.headers.get('content-type') || '').includes('application/json')) {
-      this.finish(); // no buffer any more: the reply ended before we subscribed; the chat has it
+      // no buffer any more: the reply ended before we subscribed (the chat has it), or it waits for the
+      // user's approval, which the called agent's session still holds
+      if (!(await this.askSaved())) this.finish();
       return;
     }
     const reader = response.body.getReader();
@@ -206,6 +208,26 @@ class InvokePanel {
       this.answered = false;
       window.dispatchEvent(new CustomEvent('a2a-callee-answered', { detail: { taskId: this.taskId } }));
     }
+  }
+
+  /** The approvals the called agent's session waits for, as cards; whether there were any. */
+  async askSaved() {
+    if (!this.sessionId) return false;
+    let detail;
+    try {
+      const r = await fetch(`/api/agent-sessions/${encodeURIComponent(this.sessionId)}`, {
+        credentials: 'same-origin', headers: { Accept: 'application/json' },
+      });
+      if (!r.ok) return false;
+      detail = await r.json();
+    } catch { return false; }
+    const pending = detail.pendingApprovals || [];
+    for (const a of pending) {
+      this.calls.set(a.toolCallId, { toolName: a.toolName, input: a.input });
+      this.ask(a.toolCallId);
+    }
+    if (pending.length) this.setState('approval', t('a2a.panel.approval'));
+    return pending.length > 0;
   }
 
   /** The called agent's tool call waits for the calling user: its card, with the call's arguments. */

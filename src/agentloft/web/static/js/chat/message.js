@@ -371,7 +371,8 @@ export class MessageView {
     if (part.type === 'data-error' || part.type === 'data-tool-error') return null; // read by the footer / cards
     if (part.type.startsWith('data-')) {
       if (!this.dataNodes.has(index)) {
-        const ctx = { ...(this.dataContext || {}), live: Boolean(part.live), messageId: this.message.id };
+        const ctx = { ...(this.dataContext || {}), live: Boolean(part.live), messageId: this.message.id,
+          waiting: this.message.status === 'awaiting_approval' };
         this.dataNodes.set(index, handleData(part, ctx) || this.defaultData(part));
       }
       return this.dataNodes.get(index);

@@ -32,7 +32,9 @@ function inlineNote(data) {
   return note;
 }
 
+// A reply shown as saved while it waits (``awaiting_approval``) may wait for the called agent's approval:
+// its panel opens again, so the approval can be answered after a reload too.
 dataHandlers['data-a2a-task-started'] = (data, ctx) => {
-  if (ctx.live && data && data.taskId) panelsIn(ctx).handleChunk({ type: 'data-a2a-task-started', data });
+  if ((ctx.live || ctx.waiting) && data && data.taskId) panelsIn(ctx).handleChunk({ type: 'data-a2a-task-started', data });
   return inlineNote(data || {});
 };
