@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI
+from fastapi.telemetry import TelemetryConfig
 from starlette.types import ASGIApp
 
 from agentloft import __version__, defaults
@@ -234,6 +235,9 @@ def body_limits(settings: Settings) -> list[RouteLimit]:
                        too_large.message)]
 
 
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
+
+
 class AgentloftApp(FastAPI):
     """FastAPI with the request ids (``core.requests``) around everything, Starlette's server-error
     middleware included: a middleware added the usual way runs inside that one, and the 500 it answers
@@ -281,7 +285,9 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
                 await rt.redis.aclose()
             rt.metrics.close()
 
-    app = AgentloftApp(title="agentloft", version=__version__, lifespan=lifespan)
+    # FastAPI's own telemetry stays off: the request's span is ``core.tracing``'s (lighter, no per-step
+    # spans, and its logs would carry exception messages and stack traces), the metrics ``core.metrics``'.
+    app = AgentloftApp(title="agentloft", version=__version__, lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.metrics = metrics
     app.tracing = traces
     app.add_middleware(CSRFMiddleware, secure=settings.env == "production")

@@ -60,6 +60,9 @@ def test_a_request_has_one_span_with_its_statements_under_it(traced: tuple[LiveA
     assert attrs["http.route"] == "/api/auth/signup"
     assert attrs.get("http.status_code", attrs.get("http.response.status_code")) == 201
     assert attrs["agentloft.request_id"] == rid
+    assert attrs["http.request.method"] == "POST" and attrs["url.path"] == "/api/auth/signup"
+    scopes = {s.instrumentation_scope.name for s in spans if s.instrumentation_scope is not None}
+    assert scopes == {"agentloft"}  # FastAPI's own telemetry stays off: one request span, ours
     statements = [s for s in spans if "db.statement" in (s.attributes or {}) or "db.query.text" in (s.attributes or {})]
     inserts = [s for s in statements if "INSERT INTO users" in all_text(s)]
     assert inserts, [all_text(s) for s in statements]

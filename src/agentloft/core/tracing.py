@@ -13,10 +13,10 @@ certificates from the standard ``OTEL_EXPORTER_OTLP_*`` variables, the provider 
 
 What is traced, and where:
 
-- each HTTP request: one server span (``wrap``: the maintained ASGI instrumentation, with its
-  per-chunk ``send``/``receive`` spans left out, since a streamed reply has thousands), named after the
-  route template (``POST /api/agents/{slug}/chat``, ``(unmatched)`` for unknown paths) and carrying the
-  request id; an incoming ``traceparent`` is continued (an A2A caller's trace goes on here);
+- each HTTP request: one server span (``wrap``: ``RequestSpans``, see there why not the maintained ASGI
+  instrumentation), named after the route template (``POST /api/agents/{slug}/chat``, ``(unmatched)``
+  for unknown paths) and carrying the request id; an incoming ``traceparent`` is continued (an A2A
+  caller's trace goes on here);
 - each database statement (``instrument_engine``: ``core.tracing_db``'s cursor hooks, see there why not
   the generic SQLAlchemy instrumentation), named by operation and table (``INSERT agent_messages``), its
   text with placeholders, never the parameters' values;
@@ -27,8 +27,8 @@ What is traced, and where:
   (``traced_request``; for MCP ``trace_headers_from_meta``, see there why).
 
 Nothing a user wrote goes into a span unless ``AGENTLOFT_TRACE_CONTENT=true``: then pydantic-ai records
-the messages, tool arguments and results. Query strings are cut from the request span's URL attributes
-either way (a search's words travel there).
+the messages, tool arguments and results. Query strings never go into the request's span either way (a
+search's words travel there).
 
 Decided: the app's provider is set as the process's global one only if none is set yet, so libraries that
 trace through the global API (a2a-sdk) export too, while tests that build several apps in one process keep
@@ -62,8 +62,6 @@ if TYPE_CHECKING:
 
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 SERVICE_NAME = "agentloft"
-# Request span attributes that may hold the query string, and what they keep.
-_URL_ATTRIBUTES = ("http.url", "http.target", "url.full")
 
 
 def wanted(environ: Mapping[str, str] = os.environ) -> bool:
@@ -197,14 +195,9 @@ class SdkTracing(Tracing):
         self._exporting = False
 
     def wrap(self, app: Any) -> Any:
-        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
         from opentelemetry.util.http import get_excluded_urls
 
-        return OpenTelemetryMiddleware(
-            _NamedByRoute(app), tracer_provider=self.provider, exclude_spans=["receive", "send"],
-            excluded_urls=get_excluded_urls("ASGI"), server_request_hook=_request_started,
-            default_span_details=_span_details,
-        )
+        return RequestSpans(app, self.tracer, get_excluded_urls("ASGI"))
 
     def instrument_engine(self, engine: AsyncEngine) -> None:
         from agentloft.core.tracing_db import StatementTracer
@@ -238,50 +231,68 @@ class SdkTracing(Tracing):
         self.provider.shutdown()  # flushes the batch processor: the last spans go out
 
 
-class _NamedByRoute:
-    """Names the request's span after the matched route when the response starts: routing has run by
-    then, and the ASGI middleware, which only knows the method when the request begins, ends the span
-    with the response's last message."""
+class RequestSpans:
+    """A SERVER span around each HTTP request, current while the app handles it (so the statements and
+    a turn it starts are its children), continuing an incoming ``traceparent`` (or whatever
+    ``OTEL_PROPAGATORS`` asks for). ``OTEL_PYTHON_ASGI_EXCLUDED_URLS`` (or ``OTEL_PYTHON_EXCLUDED_URLS``)
+    leaves paths out, as with the maintained ASGI instrumentation.
 
-    def __init__(self, app: Any) -> None:
+    Ours rather than that instrumentation's middleware: that one wraps every message sent (a streamed
+    reply sends one per chunk) to update its span, re-reads the response headers each time and builds
+    a dozen attributes from the scope; a traced chat turn paid for it on every chunk. Here the wrapper
+    of ``send`` only looks for the response's start (its status), and the span, named after the route
+    template once routing has run (``POST /api/agents/{slug}/chat``; ``(unmatched)`` for unknown paths),
+    ends when the app returns, after the last byte. Attributes: method, scheme, path (never the query
+    string: a search's words travel there), route, status and the request id (a log line's id finds its
+    trace). A 5xx answer or an exception sets an error status (the exception's type only)."""
+
+    def __init__(self, app: Any, tracer: trace.Tracer, excluded: Any = None) -> None:
         self.app = app
+        self.tracer = tracer
+        self.excluded = excluded
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
+        if scope.get("type") != "http" or (self.excluded is not None and self.excluded.url_disabled(
+                str(scope.get("path", "")))):
             await self.app(scope, receive, send)
             return
-        span = trace.get_current_span()
+        method = str(scope.get("method") or "HTTP")
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers") or ()}
+        attributes: dict[str, Any] = {"http.request.method": method, "url.scheme": scope.get("scheme", "http"),
+                                      "url.path": scope.get("path", "")}
+        rid = current_request_id()
+        if rid:
+            attributes["agentloft.request_id"] = rid
+        status: list[int] = []
 
-        async def named_send(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start" and span.is_recording():
-                route = route_template(scope)
-                span.update_name(f"{scope.get('method', 'HTTP')} {route}")
-                if route != UNMATCHED:
-                    span.set_attribute("http.route", route)
+        async def status_send(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
             await send(message)
 
-        await self.app(scope, receive, named_send)
+        with self.tracer.start_as_current_span(method, context=propagate.extract(carrier),
+                                               kind=trace.SpanKind.SERVER, attributes=attributes,
+                                               record_exception=False, set_status_on_exception=False) as span:
+            try:
+                await self.app(scope, receive, status_send)
+            except BaseException as exc:
+                span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+                raise
+            finally:
+                _named(span, scope, method, status)
 
 
-def _span_details(scope: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
-    """The span's first name: the method (the route is known only after routing, ``_NamedByRoute``)."""
-    return str(scope.get("method") or "HTTP"), {}
-
-
-def _request_started(span: trace.Span, scope: Mapping[str, Any]) -> None:
-    """The request id on the span (a log line's id finds its trace); the query string off its URLs."""
-    if not span.is_recording():
-        return
-    rid = current_request_id()
-    if rid:
-        span.set_attribute("agentloft.request_id", rid)
-    attributes: Mapping[str, Any] = getattr(span, "attributes", None) or {}
-    for key in _URL_ATTRIBUTES:
-        value = attributes.get(key)
-        if isinstance(value, str) and "?" in value:
-            span.set_attribute(key, value.split("?", 1)[0])
-    if "url.query" in attributes:
-        span.set_attribute("url.query", "")
+def _named(span: trace.Span, scope: MutableMapping[str, Any], method: str, status: list[int]) -> None:
+    """The request's span named after its route, with the answer's status (a request that never
+    answered has none)."""
+    route = route_template(scope)
+    span.update_name(f"{method} {route}")
+    if route != UNMATCHED:
+        span.set_attribute("http.route", route)
+    if status:
+        span.set_attribute("http.response.status_code", status[0])
+        if status[0] >= 500:
+            span.set_status(trace.StatusCode.ERROR)
 
 
 def build(settings: Settings) -> Tracing:
