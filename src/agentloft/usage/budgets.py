@@ -10,8 +10,9 @@ user's rows. When several budgets apply, each holds: the first one used up refus
 first of the month. What counts is the user's records in ``usage_records`` from the period's first day, as
 their sums per day (``usage_daily``, kept by a trigger in each record's own INSERT): the database is the
 truth, so every worker sees the same, and the check sums at most 31 rows however many records the user
-has (summing the records cost 0.7 ms of a turn's CPU on SQLite at 300 records this month and 2.8 ms at
-3,000; the rollup's 0.3–0.5 ms stays flat: ``bench/usage_statements.py``, docs/benchmarks.md).
+has (summing the records cost 0.76 ms of a turn's CPU on SQLite at 300 records this month and 2.31 ms at
+3,000; the days' sum 0.50 and 0.48: ``bench/usage_statements.py``, docs/benchmarks.md). Why not a covering
+index on the records: it spares the table reads, not the per-row work (1.8 ms at 3,000 records).
 
 **When it is checked.** Before a turn starts (``refuse_over``, in the transaction that saves the user's
 message, so a refused turn writes nothing and costs no transaction of its own): a user over a budget gets

@@ -4,7 +4,7 @@ Revision ID: 0038_usage_daily
 Revises: 0037_tool_approvers
 
 The budget check summed the user's ``usage_records`` of the period before every turn: on SQLite the sum's
-work grows with the records (0.7 ms of a turn's CPU at 300 records this month, 2.8 ms at 3,000;
+work grows with the records (0.76 ms of a turn's CPU at 300 records this month, 2.31 ms at 3,000;
 docs/benchmarks.md). ``usage_daily`` holds one row per user and day, the day's tokens (input + output)
 and cost, so the check sums at most 31 rows whatever the user did.
 
