@@ -171,7 +171,6 @@ def test_invoke_a_non_streaming_remote_agent(
     ("question", "reason"),
     [
         ("fail now", "remote failure: the oven is cold"),
-        ("input please", "the remote agent asks for more input: which oven?"),
     ],
 )
 def test_a_remote_task_that_does_not_complete_is_a_failed_result(
@@ -538,3 +537,36 @@ def test_json_nested_too_deeply_fails_the_call_saying_so(
     error, task_id = call_fails(app, user, fake_model, "deep thoughts")
     assert error == "the remote agent sent JSON nested too deeply to read"
     assert stored_reply(app, task_id)[1] == "failed"
+
+
+def test_a_remote_task_that_asks_for_input_asks_the_calling_user(
+    app: LiveApp, admin: ApiClient, user: ApiClient, make_user: Callable[..., ApiClient], any_peer: Peer,
+    allow_local: None, caller: dict[str, Any], fake_model: FakeModel,
+) -> None:
+    """The remote task's ``input-required``: the caller's call waits, the panel carries the question, the
+    calling user's answer goes to the remote task as its next message, and the caller resumes with the
+    reply."""
+    register(admin, any_peer)
+    fake_model.push(caller_step(call("ask-agent", {"agentSlug": "echo", "input": "input please"}, id="inv1")))
+    reply = chat(user, "general", "ask")
+    assert not reply.of("tool-output-available") and not reply.of("tool-output-error"), reply.types
+    task_id = reply.of("data-a2a-task-started")[0]["data"]["taskId"]
+    assert app.sql("SELECT state FROM a2a_task_sessions")[0][0] == "input_required"
+    asked = [c for c in panel(user, task_id) if isinstance(c, dict) and c["type"] == "data-a2a-input-required"]
+    assert asked == [{"type": "data-a2a-input-required", "data": {"question": "which oven?"}}]
+
+    url = f"/api/agents/a2a/tasks/{task_id}/input"
+    assert make_user("bob").post(url, json={"message": "the big one"}).status_code == 404
+    assert user.post(url, json={"message": ""}).status_code == 422
+    fake_model.push(caller_step(text("The oven is chosen.")))
+    assert user.post(url, json={"message": "the big one"}).status_code == 202
+    wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id = ?", (reply.session_id,))[0][0] == "idle")
+    assert app.sql("SELECT state FROM a2a_task_sessions")[0][0] == "completed"
+    again = user.post(url, json={"message": "more"})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "task_not_waiting"
+    last = [r for r in fake_model.requests if CALLER_PROMPT in json.dumps(r)][-1]
+    result = next(m["content"] for m in last["messages"] if m["role"] == "tool" and m["tool_call_id"] == "inv1")
+    assert "echo: the big one" in result
+    (content,), = app.sql("SELECT content FROM agent_messages WHERE session_id = ? AND role = 'assistant' "
+                          "ORDER BY sort_order DESC LIMIT 1", (reply.session_id,))
+    assert content.endswith("The oven is chosen.")

@@ -194,3 +194,18 @@ def test_an_agent_invokes_a_remote_agent_and_the_panel_streams_it(
     expect(panel.locator(".a2a-panel-body")).to_contain_text("echo: the quick brown fox jumps")
     expect(page.locator(".message.assistant").last).to_contain_text("The echo agent has answered.")
     page.screenshot(path="/tmp/agentloft-remote-agent-panel.png")
+
+    # the remote task asks for input: the panel asks the user, and the answer goes back to it
+    panel.get_by_role("button", name="Close").click()
+    fake_model.push(caller_step(call("ask-agent", {"agentSlug": "echo", "input": "input please"})))
+    send(page, "ask it something it must ask back")
+    asking = page.locator("#chat-side-panel .a2a-panel .a2a-input")
+    expect(asking).to_contain_text("which oven?", timeout=20_000)
+    expect(page.locator("#chat-side-panel .a2a-panel")).to_have_attribute("data-state", "approval")
+    fake_model.push(caller_step(text("The oven is the big one.")))
+    asking.get_by_label("Your answer to the called agent").fill("the big one")
+    asking.get_by_role("button", name="Send answer").click()
+    expect(asking).to_have_count(0)
+    expect(page.locator("#chat-side-panel .a2a-panel .a2a-panel-body")).to_contain_text("echo: the big one",
+                                                                                        timeout=20_000)
+    expect(page.locator(".message.assistant").last).to_contain_text("The oven is the big one.", timeout=20_000)

@@ -54,6 +54,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict, ParseError
 from pydantic_ai.ui.vercel_ai.response_types import (
     BaseChunk,
+    DataChunk,
     DoneChunk,
     ErrorChunk,
     FinishChunk,
@@ -229,6 +230,7 @@ class _Progress:
     """What the remote side said so far."""
 
     remote_task_id: str | None = None
+    context_id: str | None = None
     state: int = TaskState.TASK_STATE_SUBMITTED
     status_text: str = ""
     streamed: bool = False  # artifact text arrived (the reply streamed)
@@ -253,6 +255,7 @@ async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> 
     if kind == "task":
         task = event.task
         progress.remote_task_id = task.id
+        progress.context_id = task.context_id or progress.context_id
         progress.state = task.status.state
         progress.status_text = render(task.status.message.parts)
         if not progress.streamed:
@@ -260,6 +263,7 @@ async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> 
                 await _artifact(progress, panel, artifact)
     elif kind == "status_update":
         progress.remote_task_id = event.status_update.task_id or progress.remote_task_id
+        progress.context_id = event.status_update.context_id or progress.context_id
         progress.state = event.status_update.status.state
         progress.status_text = render(event.status_update.status.message.parts)
     elif kind == "artifact_update":
@@ -270,9 +274,14 @@ async def _absorb(event: StreamResponse, progress: _Progress, panel: _Panel) -> 
         progress.status_text = render(event.message.parts)
 
 
-async def _events(client: A2AClient, text: str) -> AsyncGenerator[StreamResponse, None]:
-    """The remote task's events; closing this closes the SDK's stream (and its connection) at once."""
+async def _events(client: A2AClient, text: str,
+                  continuation: tuple[str, str] | None = None) -> AsyncGenerator[StreamResponse, None]:
+    """The remote task's events; closing this closes the SDK's stream (and its connection) at once.
+    ``continuation``: the (task id, context id) of a remote task that asked for input, which this
+    message answers."""
     message = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])
+    if continuation is not None:
+        message.task_id, message.context_id = continuation
     events = client.send_message(SendMessageRequest(message=message))  # an async generator in a2a-sdk 1.3
     try:
         async for event in events:
@@ -292,13 +301,17 @@ async def _cancel_remote(client: A2AClient, progress: _Progress) -> None:
         log.info("cancelling remote task %s failed: %s", progress.remote_task_id, exc)
 
 
-def _outcome(task_id: str, progress: _Progress, panel: _Panel) -> TaskOutcome:
+def _outcome(task_id: str, progress: _Progress, panel: _Panel, pause: bool = False) -> TaskOutcome:
     """How the call ended once the remote side stopped talking. A completed task's reply went through
-    the panel (and its limit) before this is asked."""
+    the panel (and its limit) before this is asked. ``pause``: a task that asks for input waits for the
+    calling user's answer (``a2a.waiting``) instead of failing the call."""
     state = progress.state
     status = clip(progress.status_text)
     if state == TaskState.TASK_STATE_COMPLETED:
         return TaskOutcome(task_id=task_id, state=tasks.COMPLETED, text=panel.reply)
+    if pause and state == TaskState.TASK_STATE_INPUT_REQUIRED and progress.remote_task_id:
+        return TaskOutcome(task_id=task_id, state=tasks.INPUT_REQUIRED, text=panel.reply,
+                           error=status or WAITING_REASONS[state])
     if state in tasks.WAITING:
         return _failed(task_id, panel, WAITING_REASONS[state] + (f": {status}" if status else ""))
     if state in tasks.TERMINAL:
@@ -338,6 +351,8 @@ class RemoteCall:
     input_text: str
     extra: dict[str, Any]
     timeout_s: float | None
+    pause: bool = False  # a task that asks for input waits for the calling user (``_outcome``)
+    continuation: tuple[str, str] | None = None  # the remote task this call answers (``_events``)
 
 
 async def _open(call: RemoteCall) -> _Panel:
@@ -353,23 +368,30 @@ async def _open(call: RemoteCall) -> _Panel:
     return panel
 
 
-async def _close(call: RemoteCall, panel: _Panel, outcome: TaskOutcome, remote_task_id: str | None) -> None:
+async def _close(call: RemoteCall, panel: _Panel, outcome: TaskOutcome, progress: _Progress) -> None:
+    """End the panel's stream and save the reply and the task's state. A task that asks for input tells
+    the panel its question (``data-a2a-input-required``) and keeps the remote task's ids to answer it."""
     state, text, error = outcome.state, outcome.text, outcome.error
-    completed = state == tasks.COMPLETED
-    await panel.end(None if completed else error)
+    remote_task_id = progress.remote_task_id
+    completed, asks = state == tasks.COMPLETED, state == tasks.INPUT_REQUIRED
+    if asks:
+        await panel.put(DataChunk(type="data-a2a-input-required", data={"question": error or ""}))
+    await panel.end(None if completed or asks else error)
+    content = (f"{text}\n\n{error}" if text else error or "") if asks else text
     async with call.rt.db.session() as db:
         await chat_service.update_message(
-            db=db, message_id=panel.message_id, content=text,
-            parts=[{"type": "text", "text": text}] if text else [], status=COMPLETE if completed else FAILED,
-            error=error,
+            db=db, message_id=panel.message_id, content=content,
+            parts=[{"type": "text", "text": content}] if content else [],
+            status=COMPLETE if completed or asks else FAILED, error=None if asks else error,
         )
         await chat_service.set_session_state(db=db, session_id=call.task.session_id or "", status=IDLE)
         row = await db.get(A2ATaskSession, call.task.id)
         if row is not None:
             row.state = state
             row.caller_context = {**(row.caller_context or {}), "remote": True,
-                                  **({"remoteTaskId": remote_task_id} if remote_task_id else {})}
-    await call.rt.buffers.close(panel.key, error=error)
+                                  **({"remoteTaskId": remote_task_id} if remote_task_id else {}),
+                                  **({"remoteContextId": progress.context_id} if progress.context_id else {})}
+    await call.rt.buffers.close(panel.key, error=None if asks else error)
 
 
 async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: AgentCard) -> None:
@@ -380,7 +402,7 @@ async def _converse(call: RemoteCall, panel: _Panel, progress: _Progress, card: 
         http.event_hooks["request"].append(traced_request)  # the callee continues this turn's trace
         client = await create_client(card, client_config=_client_config(card, http))
         try:
-            async with aclosing(_events(client, call.input_text)) as events:
+            async with aclosing(_events(client, call.input_text, call.continuation)) as events:
                 async for event in events:
                     await _absorb(event, progress, panel)
                     if progress.state in tasks.ENDING:
@@ -425,11 +447,11 @@ async def _converse_or_reload(call: RemoteCall, panel: _Panel, progress: _Progre
 
 async def run_remote_task(
     *, rt: Runtime, task: A2ATaskSession, callee: Agent, input_text: str, extra: dict[str, Any],
-    timeout_s: float | None,
+    timeout_s: float | None, pause: bool = False, continuation: tuple[str, str] | None = None,
 ) -> TaskOutcome:
     """Run one call to a remote agent into the task's buffer; returns how it ended (no token counts: the
-    remote side's tokens are not ours to count)."""
-    call = RemoteCall(rt, task, callee, input_text, extra, timeout_s)
+    remote side's tokens are not ours to count). ``pause`` and ``continuation``: see ``RemoteCall``."""
+    call = RemoteCall(rt, task, callee, input_text, extra, timeout_s, pause, continuation)
     panel = await _open(call)
     progress = _Progress()
     async with rt.db.session() as db:
@@ -441,15 +463,15 @@ async def run_remote_task(
             await _converse_or_reload(call, panel, progress)
         if progress.state == TaskState.TASK_STATE_COMPLETED and not panel.reply:
             await panel.text(progress.status_text)  # the reply came whole, in the final status
-        outcome = _outcome(task.id, progress, panel)
+        outcome = _outcome(task.id, progress, panel, pause)
     except TimeoutError:
         outcome = _failed(task.id, panel, f"agent '{callee.slug}' did not answer within {timeout_s:g} s")
     except asyncio.CancelledError:
         canceled = TaskOutcome(task_id=task.id, state=tasks.CANCELED, text=panel.reply, error="the call was canceled")
-        await asyncio.shield(_close(call, panel, canceled, progress.remote_task_id))
+        await asyncio.shield(_close(call, panel, canceled, progress))
         raise
     except Exception as exc:
         outcome = _failed(task.id, panel, describe(exc))
         log.info("remote agent %s failed (%s): %s", callee.slug, type(exc).__name__, outcome.error)
-    await _close(call, panel, outcome, progress.remote_task_id)
+    await _close(call, panel, outcome, progress)
     return outcome

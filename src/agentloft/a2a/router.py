@@ -1,7 +1,8 @@
 """HTTP for A2A: the side panel's stream and the public A2A 1.0 server (cards and JSON-RPC).
 
 ``GET /api/agents/a2a/stream?taskId=…`` replays and follows the callee's reply for the user who started
-the call. ``/a2a/{slug}/`` answers A2A JSON-RPC and ``/a2a/{slug}/rest/…`` the HTTP+JSON binding
+the call; ``POST /api/agents/a2a/tasks/{taskId}/input`` {message} answers a remote callee that asked for
+input. ``/a2a/{slug}/`` answers A2A JSON-RPC and ``/a2a/{slug}/rest/…`` the HTTP+JSON binding
 (``a2a.rest``) for each enabled, A2A-callable local agent, looked up per request, so agents created or
 changed at run time are served without a restart.
 """
@@ -14,8 +15,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from agentloft.a2a import limits, rest, service, tasks
+from agentloft.a2a import limits, rest, service, tasks, waiting
 from agentloft.a2a import server as a2a_server
+from agentloft.a2a.schemas import TaskInput
 from agentloft.auth.dependencies import CurrentUser, bearer_token, token_user
 from agentloft.chat import wire
 from agentloft.core.dependencies import DbSession, Rt
@@ -63,6 +65,14 @@ async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:
             yield wire.error_frame(message).encode()
     if not saw_done:
         yield wire.DONE.encode()
+
+
+@router.post("/api/agents/a2a/tasks/{task_id}/input", status_code=202)
+async def a2a_task_input(task_id: str, body: TaskInput, user: CurrentUser, rt: Rt) -> dict[str, str]:
+    """Answer a remote agent's task that asks for input (``a2a.waiting.answer_remote``); the panel then
+    follows the task's stream again."""
+    await waiting.answer_remote(rt, user_id=user.id, task_id=task_id, text=body.message)
+    return {"taskId": task_id}
 
 
 # ---------------------------------------------------------------- the public A2A server

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from agentloft.chat.schemas import MAX_MESSAGE_CHARS
 from agentloft.core.schemas import ApiModel
 
 
@@ -11,6 +14,13 @@ class TaskStarted(ApiModel):
     task_id: str
     callee_agent_slug: str
     callee_agent_name: str
+    callee_session_id: str | None = None  # the panel answers the callee's approvals in that session
+
+
+class TaskInput(ApiModel):
+    """The calling user's answer to a remote agent's task that asks for input."""
+
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
 
 
 class NoBuffer(ApiModel):

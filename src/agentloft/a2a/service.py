@@ -341,7 +341,7 @@ async def invoke_agent_via_a2a(
         if callee.kind == REMOTE:
             return await remote.run_remote_task(
                 rt=rt, task=task, callee=callee, input_text=input_text, extra=_message_extra(task.id, caller),
-                timeout_s=options.timeout_s,
+                timeout_s=options.timeout_s, pause=True,
             )
         return await run_task(rt=rt, task=task, callee=callee, caller=caller, input_text=input_text,
                               timeout_s=options.timeout_s, max_output_tokens=options.max_output_tokens,

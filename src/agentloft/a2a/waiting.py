@@ -34,15 +34,17 @@ from typing import Any
 from pydantic_ai.exceptions import ToolFailed
 from sqlalchemy import select, update
 
-from agentloft.a2a import tasks
+from agentloft.a2a import remote, service, tasks
 from agentloft.a2a.models import A2ATaskSession
 from agentloft.agents.models import Agent
 from agentloft.chat import approvals as chat_approvals
 from agentloft.chat import service as chat_service
 from agentloft.chat import turns
+from agentloft.chat.leases import task_lease
 from agentloft.chat.models import AWAITING_APPROVAL, COMPLETE, IDLE, STOPPED, AgentMessage, AgentSession, ChatApproval
 from agentloft.chat.toolset import model_return
 from agentloft.core.db import utcnow
+from agentloft.core.errors import Conflict
 from agentloft.core.runtime import Runtime
 from agentloft.tools.base import ToolResult
 
@@ -159,6 +161,8 @@ async def catch_up(rt: Runtime) -> None:
             A2ATaskSession.state.in_(sorted(tasks.TERMINAL_STATES)), AgentSession.status == AWAITING_APPROVAL)
         waiting = list((await db.execute(settled)).scalars())
     for row in stale:
+        if (row.caller_context or {}).get("remote"):  # a remote task's session is idle while it asks
+            continue
         if await _settle(rt, row):
             waiting.append(row)
     seen: set[str] = set()
@@ -166,3 +170,43 @@ async def catch_up(rt: Runtime) -> None:
         if row.caller_session_id and row.caller_session_id not in seen:
             seen.add(row.caller_session_id)
             await resume_caller(rt, row)
+
+
+# --- a remote agent's input-required ---------------------------------------------------------------------
+
+
+def _waiting_remote(row: A2ATaskSession) -> tuple[str, str] | None:
+    """The (remote task id, context id) of a remote task that asks its caller for input, else None."""
+    ctx = row.caller_context or {}
+    if row.state != tasks.INPUT_REQUIRED or not ctx.get("remote") or not ctx.get("remoteTaskId"):
+        return None
+    return str(ctx["remoteTaskId"]), str(ctx.get("remoteContextId") or "")
+
+
+async def answer_remote(rt: Runtime, *, user_id: int, task_id: str, text: str) -> None:
+    """Send the calling user's answer to a remote task that asked for input, as the task's next message,
+    in the background: its reply streams into the panel's buffer again, and once the remote task ends
+    (or asks again) the caller resumes as for a local callee. 404 for anyone but the calling user, 409
+    ``task_not_waiting`` when the task asks nothing (any more)."""
+    async with rt.db.session() as db:
+        row = await service.get_panel_task(db=db, task_id=task_id, user_id=user_id)
+        continuation = _waiting_remote(row)
+        callee = await db.get(Agent, row.agent_id) if row.agent_id is not None else None
+        claim = (update(A2ATaskSession)
+                 .where(A2ATaskSession.id == task_id, A2ATaskSession.state == tasks.INPUT_REQUIRED)
+                 .values(state=tasks.WORKING, updated_at=utcnow()).returning(A2ATaskSession.id))
+        if continuation is None or callee is None or (await db.execute(claim)).scalar_one_or_none() is None:
+            raise Conflict("this task does not wait for an answer", code="task_not_waiting")
+    rt.runs.spawn(_continue_remote(rt, row, callee, text, continuation))
+
+
+async def _continue_remote(rt: Runtime, row: A2ATaskSession, callee: Agent, text: str,
+                           continuation: tuple[str, str]) -> None:
+    extra = {"source": "a2a", "a2a_task_id": row.id, "caller_agent_id": row.caller_agent_id,
+             "caller_session_id": row.caller_session_id}
+    async with rt.runs.lease(task_lease(row.id)):
+        outcome = await remote.run_remote_task(rt=rt, task=row, callee=callee, input_text=text, extra=extra,
+                                               timeout_s=service.InvokeOptions().timeout_s, pause=True,
+                                               continuation=continuation)
+    if outcome.state != tasks.INPUT_REQUIRED:
+        await resume_caller(rt, row)

@@ -22,6 +22,9 @@ STRINGS = {
         "a2a.panel.approve": "Approve",
         "a2a.panel.reject": "Reject",
         "a2a.panel.reason": "Reason for rejecting (optional)",
+        "a2a.panel.inputAsk": "The called agent asks for more input.",
+        "a2a.panel.inputLabel": "Your answer to the called agent",
+        "a2a.panel.inputSend": "Send answer",
     },
     "zh-CN": {
         "a2a.panel.waiting": "等待中",
@@ -40,5 +43,8 @@ STRINGS = {
         "a2a.panel.approve": "批准",
         "a2a.panel.reject": "拒绝",
         "a2a.panel.reason": "拒绝的理由（可选）",
+        "a2a.panel.inputAsk": "被调用的智能体需要更多信息。",
+        "a2a.panel.inputLabel": "你给被调用智能体的回答",
+        "a2a.panel.inputSend": "发送回答",
     },
 }

@@ -182,6 +182,8 @@ class InvokePanel {
       this.calls.set(chunk.toolCallId, { toolName: chunk.toolName, input: chunk.input });
     } else if (chunk.type === 'tool-approval-request' && this.sessionId) {
       this.ask(chunk.toolCallId);
+    } else if (chunk.type === 'data-a2a-input-required') {
+      this.askInput((chunk.data && chunk.data.question) || '');
     } else if (chunk.type === 'text-delta') {
       this.text += chunk.delta || chunk.textDelta || '';
       this.waitingEl.hidden = true;
@@ -208,6 +210,47 @@ class InvokePanel {
       this.answered = false;
       window.dispatchEvent(new CustomEvent('a2a-callee-answered', { detail: { taskId: this.taskId } }));
     }
+  }
+
+  /** A remote agent's task asks for input: its question, and a box whose answer goes to the task as
+   * its next message (POST /api/agents/a2a/tasks/{taskId}/input). */
+  askInput(question) {
+    const key = 'input';
+    if (this.asking.has(key)) return;
+    this.asking.add(key);
+    const card = el('form', 'a2a-approval a2a-input');
+    card.append(el('p', 'a2a-approval-title', question || t('a2a.panel.inputAsk')));
+    const answer = el('textarea', 'a2a-input-text');
+    answer.rows = 2;
+    answer.setAttribute('aria-label', t('a2a.panel.inputLabel'));
+    const send = el('button', 'small', t('a2a.panel.inputSend'));
+    send.type = 'submit';
+    card.append(answer, send);
+    card.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const message = answer.value.trim();
+      if (!message) return;
+      send.disabled = true;
+      const response = await fetch(`/api/agents/a2a/tasks/${encodeURIComponent(this.taskId)}/input`, {
+        method: 'POST', credentials: 'same-origin', headers: requestHeaders('POST', true),
+        body: JSON.stringify({ message }),
+      }).catch(() => null);
+      if (!response || !response.ok) {
+        send.disabled = false;
+        const error = response ? await errorFrom(response) : null;
+        this.errorEl.replaceChildren(el('p', '', error ? error.message : t('a2a.panel.failed')));
+        this.errorEl.hidden = false;
+        return;
+      }
+      this.asking.delete(key);
+      card.remove();
+      this.errorEl.hidden = true;
+      this.answered = true;
+      if (this.controller) this.controller.abort();
+      this.setState('generating', t('a2a.panel.generating'));
+      this.subscribe();
+    });
+    this.approvalsEl.append(card);
   }
 
   /** The approvals the called agent's session waits for, as cards; whether there were any. */
