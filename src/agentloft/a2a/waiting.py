@@ -21,6 +21,16 @@ A worker that dies between 2's two steps, or before 2 ran at all, is made up for
 tasks all settled are resumed. Resuming is safe to try twice: a second try finds the session busy or no
 longer paused (``turns.resume``).
 
+A remote callee whose task asks for input (``input-required``) waits the same way without an engine turn
+of its own: ``remote`` leaves the task ``input_required`` with the remote task's ids, the panel asks the
+user, and ``answer_remote`` sends the answer as the remote task's next message (as the calling user: 404
+for anyone else) and resumes the caller once the remote task ends. A remote callee's session is idle
+while it asks, so ``catch_up`` leaves such tasks alone.
+
+Left open: a resumed callee's turn runs without the call chain and depth of the call that started it
+(its own agent-invoke calls count from the top again; a cycle is still refused one level down), and
+without the tool's time limit, since the user may take any time to answer.
+
 Decided here: a rejected callee call still resumes the callee (its own conversation records the denial,
 as in any chat), but the task fails with the reason, whatever the callee answered then; the caller gets
 that answer along with the failure.
