@@ -190,6 +190,21 @@ def folded_characters() -> Iterator[list[int]]:
         yield count
 
 
+async def run_sql(url: str, *statements: str) -> list[Any]:
+    """Run ``statements`` in one transaction on the database at ``url`` (a migration's test reads and
+    writes its tables by hand); the rows of the last one, or [] when it returns none."""
+    db = Database(url)
+    try:
+        async with db.session() as s:
+            rows: list[Any] = []
+            for statement in statements:
+                result = await s.execute(text(statement))
+                rows = list(result.all()) if result.returns_rows else []
+            return rows
+    finally:
+        await db.dispose()
+
+
 async def wait_until(condition: Callable[[], bool | Awaitable[bool]], *, limit_s: float = 5.0,
                      every_s: float = 0.005) -> None:
     """Return once ``condition()`` holds; fail the test (TimeoutError) after ``limit_s``. For states with

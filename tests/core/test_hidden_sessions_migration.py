@@ -5,28 +5,13 @@ gives the task rows their flag back. On SQLite and, in the PostgreSQL pass, on P
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from alembic import command
-from sqlalchemy import text
 
 from agentloft.core import migrate
-from agentloft.core.db import Database
+from tests.support import run_sql
 
 STAMP = "'2026-01-01 00:00:00'"
-
-
-async def _sql(url: str, *statements: str) -> list[Any]:
-    db = Database(url)
-    try:
-        async with db.session() as s:
-            rows: list[Any] = []
-            for statement in statements:
-                result = await s.execute(text(statement))
-                rows = list(result.all()) if result.returns_rows else []
-            return rows
-    finally:
-        await db.dispose()
 
 
 def test_the_sessions_a_task_row_hid_are_hidden_and_a_downgrade_restores_the_rows(blank_database_url: str) -> None:
@@ -34,7 +19,7 @@ def test_the_sessions_a_task_row_hid_are_hidden_and_a_downgrade_restores_the_row
     migrate.upgrade(url, "0035_pending_approvals")
     # a chat of the user's, a task's hidden session, a task's session shown on purpose; a task without one
     tasks = [("t-hid", "'s-task'", 0), ("t-shown", "'s-shown'", 1), ("t-none", "NULL", 0)]
-    asyncio.run(_sql(url,
+    asyncio.run(run_sql(url,
         "INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) "
         f"VALUES (1, 'u1', 'x', 'user', false, {STAMP}, {STAMP})", *(
         f"INSERT INTO agent_sessions (id, user_id, kind, title, status, title_source, created_at, updated_at) "
@@ -45,9 +30,9 @@ def test_the_sessions_a_task_row_hid_are_hidden_and_a_downgrade_restores_the_row
         for tid, sid, visible in tasks)))
 
     migrate.upgrade(url)
-    hidden = asyncio.run(_sql(url, "SELECT id, hidden FROM agent_sessions ORDER BY id"))
+    hidden = asyncio.run(run_sql(url, "SELECT id, hidden FROM agent_sessions ORDER BY id"))
     assert [(sid, bool(h)) for sid, h in hidden] == [("s-chat", False), ("s-shown", False), ("s-task", True)]
 
     command.downgrade(migrate.alembic_config(url), "0035_pending_approvals")
-    rows = asyncio.run(_sql(url, "SELECT id, visible_in_sidebar FROM a2a_task_sessions ORDER BY id"))
+    rows = asyncio.run(run_sql(url, "SELECT id, visible_in_sidebar FROM a2a_task_sessions ORDER BY id"))
     assert rows == [("t-hid", 0), ("t-none", 0), ("t-shown", 1)]

@@ -7,28 +7,15 @@ import asyncio
 from typing import Any
 
 from alembic import command
-from sqlalchemy import text
 
 from agentloft.chat import service
 from agentloft.core import migrate
 from agentloft.core.db import Database
 from agentloft.core.errors import TooMany
+from tests.support import run_sql
 
 INDEX = "ix_agent_sessions_user_running"
 STAMP = "'2026-01-01 00:00:00'"
-
-
-async def _sql(url: str, *statements: str) -> list[Any]:
-    db = Database(url)
-    try:
-        async with db.session() as s:
-            rows: list[Any] = []
-            for statement in statements:
-                result = await s.execute(text(statement))
-                rows = list(result.all()) if result.returns_rows else []
-            return rows
-    finally:
-        await db.dispose()
 
 
 def _index_sql(url: str) -> list[Any]:
@@ -36,7 +23,7 @@ def _index_sql(url: str) -> list[Any]:
         query = f"SELECT indexdef FROM pg_indexes WHERE indexname = '{INDEX}'"
     else:
         query = f"SELECT sql FROM sqlite_master WHERE type = 'index' AND name = '{INDEX}'"
-    return [row[0] for row in asyncio.run(_sql(url, query))]
+    return [row[0] for row in asyncio.run(run_sql(url, query))]
 
 
 async def _count_refuses(url: str, limit: int) -> bool:
@@ -57,7 +44,7 @@ def test_running_sessions_have_an_index_the_count_reads(blank_database_url: str)
     migrate.upgrade(url, "0018_jobs")
     sessions = [("a1", 1, "idle"), ("a2", 1, "running"), ("a3", 1, "awaiting_approval"), ("a4", 1, "running"),
                 ("b1", 2, "running")]
-    asyncio.run(_sql(url, *(
+    asyncio.run(run_sql(url, *(
         f"INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) "
         f"VALUES ({u}, 'u{u}', 'x', 'user', false, {STAMP}, {STAMP})" for u in (1, 2)), *(
         f"INSERT INTO agent_sessions (id, user_id, kind, title, status, title_source, created_at, updated_at) "
@@ -70,7 +57,7 @@ def test_running_sessions_have_an_index_the_count_reads(blank_database_url: str)
     assert asyncio.run(_count_refuses(url, 2)) is False  # user 1 runs two: a2, a4
     assert asyncio.run(_count_refuses(url, 1)) is True
     if not url.startswith("postgresql"):  # PostgreSQL plans a five-row table without any index
-        plan = asyncio.run(_sql(url, "EXPLAIN QUERY PLAN SELECT count(*) FROM agent_sessions "
+        plan = asyncio.run(run_sql(url, "EXPLAIN QUERY PLAN SELECT count(*) FROM agent_sessions "
                                      "WHERE user_id = 1 AND status = 'running'"))
         assert INDEX in " ".join(str(row[-1]) for row in plan)
 

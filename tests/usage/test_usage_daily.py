@@ -16,7 +16,7 @@ from agentloft.core import migrate
 from agentloft.core.db import Database
 from tests.chat.helpers import chat
 from tests.fakes.openai_server import FakeModel, text
-from tests.support import ApiClient, LiveApp
+from tests.support import ApiClient, LiveApp, run_sql
 
 RECORDS_BY_DAY = ("SELECT user_id, day, sum(input_tokens + output_tokens), coalesce(sum(cost), 0.0) "
                   "FROM usage_records GROUP BY user_id, day ORDER BY user_id, day")
@@ -44,19 +44,6 @@ def test_the_days_add_up_each_users_records_as_turns_are_recorded(
     _same(days, app.sql(RECORDS_BY_DAY))
 
 
-async def _sql(url: str, *statements: str) -> list[Any]:
-    db = Database(url)
-    try:
-        async with db.session() as s:
-            rows: list[Any] = []
-            for statement in statements:
-                result = await s.execute(sql(statement))
-                rows = list(result.all()) if result.returns_rows else []
-            return rows
-    finally:
-        await db.dispose()
-
-
 async def _rolled_back_record(url: str) -> None:
     db = Database(url)
     try:
@@ -77,27 +64,27 @@ def test_the_migration_fills_the_days_from_the_records_kept(blank_database_url: 
     url = blank_database_url
     migrate.upgrade(url, "0037_tool_approvers")
     stamp = "'2026-01-01 00:00:00'"
-    asyncio.run(_sql(url, *(
+    asyncio.run(run_sql(url, *(
         f"INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) "
         f"VALUES ({u}, 'u{u}', 'x', 'user', false, {stamp}, {stamp})" for u in (1, 2)),
         _record(1, "2026-03-01", 10, 5, "0.5"), _record(1, "2026-03-01", 20, 1, "NULL"),
         _record(1, "2026-03-02", 3, 3, "0.25"), _record(2, "2026-03-01", 8, 0, "1.0")))
 
     migrate.upgrade(url)
-    days = asyncio.run(_sql(url, DAYS))
+    days = asyncio.run(run_sql(url, DAYS))
     assert [(r[0], str(r[1]), r[2], r[3]) for r in days] == [
         (1, "2026-03-01", 36, 0.5), (1, "2026-03-02", 6, 0.25), (2, "2026-03-01", 8, 1.0)]
     # later records add to their day, or start one; a rolled-back one adds nothing
-    asyncio.run(_sql(url, _record(1, "2026-03-02", 1, 1, "0.125"), _record(2, "2026-03-03", 2, 2, "NULL")))
+    asyncio.run(run_sql(url, _record(1, "2026-03-02", 1, 1, "0.125"), _record(2, "2026-03-03", 2, 2, "NULL")))
     asyncio.run(_rolled_back_record(url))
-    days = asyncio.run(_sql(url, DAYS))
-    _same(days, asyncio.run(_sql(url, RECORDS_BY_DAY)))
+    days = asyncio.run(run_sql(url, DAYS))
+    _same(days, asyncio.run(run_sql(url, RECORDS_BY_DAY)))
     assert len(days) == 4
     # a deleted user's days go with them
-    asyncio.run(_sql(url, "DELETE FROM users WHERE id = 2"))
-    assert [r[0] for r in asyncio.run(_sql(url, DAYS))] == [1, 1]
+    asyncio.run(run_sql(url, "DELETE FROM users WHERE id = 2"))
+    assert [r[0] for r in asyncio.run(run_sql(url, DAYS))] == [1, 1]
 
     command.downgrade(migrate.alembic_config(url), "0037_tool_approvers")
-    asyncio.run(_sql(url, _record(1, "2026-03-04", 1, 1, "NULL")))  # no trigger left behind
+    asyncio.run(run_sql(url, _record(1, "2026-03-04", 1, 1, "NULL")))  # no trigger left behind
     migrate.upgrade(url)
-    _same(asyncio.run(_sql(url, DAYS)), asyncio.run(_sql(url, RECORDS_BY_DAY)))
+    _same(asyncio.run(run_sql(url, DAYS)), asyncio.run(run_sql(url, RECORDS_BY_DAY)))
