@@ -171,3 +171,26 @@ def test_a_start_resumes_a_caller_its_stopped_worker_left_waiting(
         assert "Deployed before the stop." in _tool_message(fake_model, "inv1")
     finally:
         second.stop()
+
+
+def test_a_resumed_callee_is_as_deep_in_its_call_chain_as_before_it_paused(
+    app: LiveApp, admin: ApiClient, user: ApiClient, guarded_callee: Agents, fake_model: FakeModel,
+    invoke_tool: Callable[..., dict[str, Any]],
+) -> None:
+    """After the approval, the callee's own agent-invoke call back to its caller is a cycle, refused as
+    it would have been before the pause (a resumed turn that forgot its chain would run the caller again)."""
+    coder = guarded_callee[1]
+    asks = invoke_tool(coder, slug="coder-asks")
+    links = admin.ok("GET", f"/api/admin/agents/{coder['id']}/tools")["items"]
+    attach(admin, coder["id"], *({"toolId": link["toolId"], "needsApproval": link["toolId"] != asks["id"]}
+                                 for link in links))
+    reply, started = _pause(user, fake_model)
+    fake_model.push(callee_step(call("coder-asks", {"agentSlug": "general", "input": "and you?"}, id="back")),
+                    callee_step(text("Deployed; I may not ask back.")), caller_step(text("Done.")))
+    resumed = post_stream(user, f"/api/agent-sessions/{started['calleeSessionId']}/approvals",
+                          {"toolCallId": "g1", "approved": True})
+    assert resumed.status == 200, resumed.body
+    refused = [c for c in resumed.of("tool-output-error") if c["toolCallId"] == "back"]
+    assert refused and "already in this call chain" in refused[0]["errorText"], resumed.types
+    wait_for(lambda: _caller_done(app, reply.session_id))
+    assert len(requests_of(fake_model, CALLER_PROMPT)) == 2  # the caller ran twice: its turn and its resume

@@ -85,7 +85,11 @@ async def startup(rt: Runtime) -> None:
     async def ended(session_id: str, key: str, result: Any) -> None:
         await waiting.turn_ended(rt, session_id, key, result)
 
+    async def scope(task_id: str) -> tuple[int, dict[str, Any]] | None:
+        return await waiting.resume_scope(rt, task_id)
+
     rt.runs.on_deferred(deferred)
+    rt.runs.on_resume_scope(scope)
     rt.runs.on_turn_end(ended)
     try:
         await waiting.catch_up(rt)

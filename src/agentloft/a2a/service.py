@@ -149,7 +149,8 @@ async def create_task(
             user_id=caller.user_id,
             caller_agent_id=caller.agent_id,
             caller_session_id=caller.session_id,
-            caller_context={"recursionDepth": caller.recursion_depth + 1, **caller.context},
+            caller_context={"recursionDepth": caller.recursion_depth + 1, "chain": [*caller.path(), callee.id],
+                            **caller.context},
             state=SUBMITTED,
         )
         db.add(row)

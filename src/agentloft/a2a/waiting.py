@@ -27,9 +27,9 @@ user, and ``answer_remote`` sends the answer as the remote task's next message (
 for anyone else) and resumes the caller once the remote task ends. A remote callee's session is idle
 while it asks, so ``catch_up`` leaves such tasks alone.
 
-Left open: a resumed callee's turn runs without the call chain and depth of the call that started it
-(its own agent-invoke calls count from the top again; a cycle is still refused one level down), and
-without the tool's time limit, since the user may take any time to answer.
+A resumed callee's turn runs with the call depth and chain of the call that started it (``resume_scope``:
+its own agent-invoke calls are limited as before it paused), but without the tool's time limit: the
+user may take any time to answer, and the limit bounds an agent's work, not a person's.
 
 Decided here: a rejected callee call still resumes the callee (its own conversation records the denial,
 as in any chat), but the task fails with the reason, whatever the callee answered then; the caller gets
@@ -65,6 +65,20 @@ def _call_id(row: A2ATaskSession) -> str | None:
     """The caller's tool call the task answers (``tool.caller_from`` put it in the task's context)."""
     value = (row.caller_context or {}).get("toolCallId")
     return str(value) if value else None
+
+
+async def resume_scope(rt: Runtime, task_id: str) -> tuple[int, dict[str, Any]] | None:
+    """The call depth and chain a task's callee first ran with (``run_task``), for its resumed turn: its
+    own agent-invoke calls are limited by depth and refused in a cycle exactly as before it paused. A
+    task made before the chain was kept gets its caller and callee as the chain: all of it for a call one
+    level deep."""
+    async with rt.db.read_session() as db:
+        row = await db.get(A2ATaskSession, task_id)
+    if row is None:
+        return None
+    ctx = row.caller_context or {}
+    chain = ctx.get("chain") or [a for a in (row.caller_agent_id, row.agent_id) if a is not None]
+    return int(ctx.get("recursionDepth") or 1), {service.CHAIN_KEY: [int(a) for a in chain]}
 
 
 # --- the callee's turn ended ---------------------------------------------------------------------------

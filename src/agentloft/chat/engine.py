@@ -543,7 +543,10 @@ async def _prepare_resume(
         # Saved with the answers from the start: a page opened while the run goes on shows what came
         # before it as the reply's, up to the last answered call, and follows the rest live.
         await service.update_message(db=db, message_id=reply.id, status=STREAMING, parts=collector.parts)
-    scope = _run_scope(rt, user_id=user_id, user_role=user_role, viewer=viewer, session_id=session_id, agent=agent)
+    # an A2A callee's turn goes on as deep in its call chain as it began (``RunRegistry.resume_scope``)
+    depth, extra = await rt.runs.resume_scope(reply.a2a_task_id)
+    scope = _run_scope(rt, user_id=user_id, user_role=user_role, viewer=viewer, session_id=session_id, agent=agent,
+                       recursion_depth=depth, extra=extra)
     return await _open_turn(
         rt, agent, inputs, session_id=session_id, scope=scope, buffer_key=buffer_key or _resume_key(reply),
         message_id=reply.id, tools=tools,

@@ -47,6 +47,10 @@ DeferredResolver = Callable[[str, list[str]], Awaitable[dict[str, Any]]]
 # Told of every turn that ended and was saved: the session id, the turn's buffer key and the engine's
 # ``TurnResult``.
 TurnListener = Callable[[str, str, Any], Awaitable[None]]
+# What a resumed turn's tools run with besides its user and session: called with the A2A task id its
+# messages carry, it returns the call depth and the tools' extra context the turn first ran with, or None
+# (``on_resume_scope``).
+ScopeResolver = Callable[[str], Awaitable[tuple[int, dict[str, Any]] | None]]
 
 # The signals that ask the server to stop (uvicorn's: SIGTERM from a supervisor, SIGINT from Ctrl+C).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -74,6 +78,7 @@ class RunRegistry:
     _lost_handlers: dict[str, LostHandler] = field(default_factory=dict)
     _resolvers: list[DeferredResolver] = field(default_factory=list)
     _turn_listeners: list[TurnListener] = field(default_factory=list)
+    _scope_resolver: ScopeResolver | None = None
     _suspects: dict[str, float] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
     _grace: asyncio.Task[None] | None = None  # the grace window of a stop, once one began
@@ -201,6 +206,16 @@ class RunRegistry:
         for resolver in self._resolvers:
             found.update(await resolver(session_id, [c for c in call_ids if c not in found]))
         return found
+
+    def on_resume_scope(self, resolver: ScopeResolver) -> None:
+        """Register what tells a resumed callee's turn the depth and call chain its task was started with
+        (``a2a.waiting``), so its own agent-invoke calls are limited as the first run's were."""
+        self._scope_resolver = resolver
+
+    async def resume_scope(self, task_id: str | None) -> tuple[int, dict[str, Any]]:
+        """The depth and tools' extra context for a resumed turn of ``task_id`` (0 and none: a chat's)."""
+        found = await self._scope_resolver(task_id) if task_id and self._scope_resolver else None
+        return found or (0, {})
 
     def on_turn_end(self, listener: TurnListener) -> None:
         """Register what is told of every saved turn (a callee's turn that a caller waits for)."""
