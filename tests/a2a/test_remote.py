@@ -23,7 +23,7 @@ from tests.a2a.conftest import CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import deltas, panel, tool_output
 from tests.chat.helpers import chat, parse_sse, wait_for
 from tests.fakes.openai_server import FakeModel, ThreadedServer, call, free_port, text
-from tests.support import ApiClient, LiveApp
+from tests.support import ApiClient, LiveApp, login, start_app
 
 PEER = str(Path(__file__).with_name("remote_peer.py"))
 PEER_TOKEN = "peer-token-271828"
@@ -570,3 +570,34 @@ def test_a_remote_task_that_asks_for_input_asks_the_calling_user(
     (content,), = app.sql("SELECT content FROM agent_messages WHERE session_id = ? AND role = 'assistant' "
                           "ORDER BY sort_order DESC LIMIT 1", (reply.session_id,))
     assert content.endswith("The oven is chosen.")
+
+
+def test_a_remote_agent_s_question_is_asked_again_after_a_restart(
+    app: LiveApp, admin: ApiClient, user: ApiClient, any_peer: Peer, allow_local: None, caller: dict[str, Any],
+    fake_model: FakeModel,
+) -> None:
+    """The panel's stream is gone with the server that held it; the panel opened again gets the question
+    from the task (at once: nothing is starting), and the answer given then still reaches the remote task."""
+    register(admin, any_peer)
+    fake_model.push(caller_step(call("ask-agent", {"agentSlug": "echo", "input": "input please"}, id="inv1")))
+    reply = chat(user, "general", "ask")
+    task_id = reply.of("data-a2a-task-started")[0]["data"]["taskId"]
+    app.stop()
+    second = start_app(app.data_dir)
+    try:
+        with second.client() as alice:
+            login(alice, "alice")
+            started = time.monotonic()
+            opened = alice.get(f"/api/agents/a2a/stream?taskId={task_id}")
+            assert opened.json() == {"active": False, "reason": "input-required", "question": "which oven?"}
+            # at once, not after the 10 s a panel waits for a task that is starting to open its stream
+            assert time.monotonic() - started < 5
+            fake_model.push(caller_step(text("The oven is chosen.")))
+            answered = alice.post(f"/api/agents/a2a/tasks/{task_id}/input", json={"message": "the big one"})
+            assert answered.status_code == 202, answered.text
+            wait_for(lambda: second.sql("SELECT status FROM agent_sessions WHERE id = ?",
+                                        (reply.session_id,))[0][0] == "idle")
+            assert alice.get(f"/api/agents/a2a/stream?taskId={task_id}").headers["content-type"].startswith(
+                "text/event-stream")  # answered: its stream again, no question
+    finally:
+        second.stop()

@@ -388,9 +388,12 @@ async def _close(call: RemoteCall, panel: _Panel, outcome: TaskOutcome, progress
         row = await db.get(A2ATaskSession, call.task.id)
         if row is not None:
             row.state = state
-            row.caller_context = {**(row.caller_context or {}), "remote": True,
+            kept = {k: v for k, v in (row.caller_context or {}).items() if k != "question"}
+            row.caller_context = {**kept, "remote": True,
                                   **({"remoteTaskId": remote_task_id} if remote_task_id else {}),
-                                  **({"remoteContextId": progress.context_id} if progress.context_id else {})}
+                                  **({"remoteContextId": progress.context_id} if progress.context_id else {}),
+                                  # asked again by a panel opened once the stream is gone (``a2a.router``)
+                                  **({"question": error or ""} if asks else {})}
     await call.rt.buffers.close(panel.key, error=None if asks else error)
 
 

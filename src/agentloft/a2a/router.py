@@ -10,7 +10,7 @@ changed at run time are served without a restart.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -42,10 +42,20 @@ async def a2a_stream(
     """The callee's reply for one agent-invoke call: replay what was sent, then follow live."""
     if not task_id:
         raise Invalid("taskId is required", code="task_id_required", status=400)
-    await service.get_panel_task(db=db, task_id=task_id, user_id=user.id)
+    row = await service.get_panel_task(db=db, task_id=task_id, user_id=user.id)
     if not await service.wait_for_buffer(rt=rt, task_id=task_id):
-        return JSONResponse({"active": False, "reason": "no-buffer"})
+        return JSONResponse(_no_buffer(row))
     return StreamingResponse(_panel_frames(rt, task_id), media_type=wire.MEDIA_TYPE, headers=PANEL_HEADERS)
+
+
+def _no_buffer(row: service.A2ATaskSession) -> dict[str, Any]:
+    """A panel opened once its stream is gone (expired, or the server restarted): nothing to follow, but
+    a remote agent's task that still asks for input gives its question, so the user can answer it. A local
+    callee's approvals come from its session (``pendingApprovals``)."""
+    context = row.caller_context or {}
+    if row.state == tasks.INPUT_REQUIRED and context.get("remote") and "question" in context:
+        return {"active": False, "reason": "input-required", "question": str(context["question"])}
+    return {"active": False, "reason": "no-buffer"}
 
 
 async def _panel_frames(rt: Runtime, task_id: str) -> AsyncIterator[bytes]:

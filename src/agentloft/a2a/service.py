@@ -284,7 +284,8 @@ async def wait_for_buffer(*, rt: Runtime, task_id: str, limit_s: float = 10.0) -
         return True
     async with rt.db.session() as db:
         row = await db.get(A2ATaskSession, task_id)
-    if row is None or is_terminal(row.state):  # ended (its buffer expired, or it failed before opening)
+    # ended (its buffer expired, or it failed before opening), or waiting for the user: no buffer is coming
+    if row is None or is_terminal(row.state) or row.state == INPUT_REQUIRED:
         return await buffers.meta(key) is not None
     return await buffers.wait_open(key, limit_s=limit_s)
 

@@ -149,8 +149,12 @@ class InvokePanel {
     if (!response.ok) { this.fail(t('a2a.panel.unavailable', { status: response.status })); return; }
     if ((response.headers.get('content-type') || '').includes('application/json')) {
       // no buffer any more: the reply ended before we subscribed (the chat has it), or it waits for the
-      // user's approval, which the called agent's session still holds
-      if (!(await this.askSaved())) this.finish();
+      // user: a remote agent's question comes with this answer, a called agent's approvals from its session
+      const body = await response.json().catch(() => ({}));
+      if (body.reason === 'input-required') {
+        this.askInput(body.question || '');
+        this.end();
+      } else if (!(await this.askSaved())) this.finish();
       return;
     }
     const reader = response.body.getReader();
