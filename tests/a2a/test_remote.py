@@ -4,6 +4,7 @@ one; every failure is a failed result with the reason."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from agentloft.chat import service as chat_service
 from tests.a2a.conftest import CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import deltas, panel, tool_output
 from tests.chat.helpers import chat, parse_sse, wait_for
@@ -541,7 +543,7 @@ def test_json_nested_too_deeply_fails_the_call_saying_so(
 
 def test_a_remote_task_that_asks_for_input_asks_the_calling_user(
     app: LiveApp, admin: ApiClient, user: ApiClient, make_user: Callable[..., ApiClient], any_peer: Peer,
-    allow_local: None, caller: dict[str, Any], fake_model: FakeModel,
+    allow_local: None, caller: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The remote task's ``input-required``: the caller's call waits, the panel carries the question, the
     calling user's answer goes to the remote task as its next message, and the caller resumes with the
@@ -559,7 +561,17 @@ def test_a_remote_task_that_asks_for_input_asks_the_calling_user(
     assert make_user("bob").post(url, json={"message": "the big one"}).status_code == 404
     assert user.post(url, json={"message": ""}).status_code == 422
     fake_model.push(caller_step(text("The oven is chosen.")))
+    begin_turn = chat_service.begin_turn
+
+    async def slow_start(**kwargs: Any) -> Any:  # a busy database: the answer's run opens late
+        await asyncio.sleep(0.3)
+        return await begin_turn(**kwargs)
+
+    monkeypatch.setattr(chat_service, "begin_turn", slow_start)
     assert user.post(url, json={"message": "the big one"}).status_code == 202
+    followed = panel(user, task_id)  # at once, as the panel does: the answer's run, not the one that asked
+    assert "echo: the big one" in deltas(followed)
+    assert not [c for c in followed if isinstance(c, dict) and c["type"] == "data-a2a-input-required"]
     wait_for(lambda: app.sql("SELECT status FROM agent_sessions WHERE id = ?", (reply.session_id,))[0][0] == "idle")
     assert app.sql("SELECT state FROM a2a_task_sessions")[0][0] == "completed"
     again = user.post(url, json={"message": "more"})

@@ -355,8 +355,11 @@ class RemoteCall:
     continuation: tuple[str, str] | None = None  # the remote task this call answers (``_events``)
 
 
-async def _open(call: RemoteCall) -> _Panel:
-    """Claim the callee session, store the input and an empty reply, open the panel's buffer."""
+async def open_call(call: RemoteCall) -> _Panel:
+    """Claim the callee session, store the input and an empty reply, open the panel's buffer. A step of
+    its own (``run_call`` is the rest): an answer to a task that asked for input opens the panel's new run
+    before the answer's request returns, so a panel that follows at once follows the new run, never the
+    one that asked (``a2a.waiting.answer_remote``)."""
     async with call.rt.db.session() as db:
         reply_id, *_ = await chat_service.begin_turn(db=db, session_id=call.task.session_id or "",
                                                     user_id=call.task.user_id, agent_id=call.callee.id,
@@ -455,7 +458,12 @@ async def run_remote_task(
     """Run one call to a remote agent into the task's buffer; returns how it ended (no token counts: the
     remote side's tokens are not ours to count). ``pause`` and ``continuation``: see ``RemoteCall``."""
     call = RemoteCall(rt, task, callee, input_text, extra, timeout_s, pause, continuation)
-    panel = await _open(call)
+    return await run_call(call, await open_call(call))
+
+
+async def run_call(call: RemoteCall, panel: _Panel) -> TaskOutcome:
+    """The rest of ``run_remote_task`` once ``open_call`` opened the panel."""
+    rt, task, callee, timeout_s, pause = call.rt, call.task, call.callee, call.timeout_s, call.pause
     progress = _Progress()
     async with rt.db.session() as db:
         row = await db.get(A2ATaskSession, task.id)

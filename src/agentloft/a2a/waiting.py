@@ -221,16 +221,25 @@ async def answer_remote(rt: Runtime, *, user_id: int, task_id: str, text: str) -
                  .values(state=tasks.WORKING, updated_at=utcnow()).returning(A2ATaskSession.id))
         if continuation is None or callee is None or (await db.execute(claim)).scalar_one_or_none() is None:
             raise Conflict("this task does not wait for an answer", code="task_not_waiting")
-    rt.runs.spawn(_continue_remote(rt, row, callee, text, continuation))
-
-
-async def _continue_remote(rt: Runtime, row: A2ATaskSession, callee: Agent, text: str,
-                           continuation: tuple[str, str]) -> None:
     extra = {"source": "a2a", "a2a_task_id": row.id, "caller_agent_id": row.caller_agent_id,
              "caller_session_id": row.caller_session_id}
+    call = remote.RemoteCall(rt, row, callee, text, extra, service.InvokeOptions().timeout_s, pause=True,
+                             continuation=continuation)
+    try:
+        panel = await remote.open_call(call)  # before the 202: the panel follows this run at once
+    except BaseException:
+        await _set_state(rt, task_id, tasks.INPUT_REQUIRED)  # it still asks: the answer can be sent again
+        raise
+    rt.runs.spawn(_continue_remote(rt, row, call, panel))
+
+
+async def _set_state(rt: Runtime, task_id: str, state: str) -> None:
+    async with rt.db.session() as db:
+        await service.set_state(db=db, task_id=task_id, state=state)
+
+
+async def _continue_remote(rt: Runtime, row: A2ATaskSession, call: remote.RemoteCall, panel: Any) -> None:
     async with rt.runs.lease(task_lease(row.id)):
-        outcome = await remote.run_remote_task(rt=rt, task=row, callee=callee, input_text=text, extra=extra,
-                                               timeout_s=service.InvokeOptions().timeout_s, pause=True,
-                                               continuation=continuation)
+        outcome = await remote.run_call(call, panel)
     if outcome.state != tasks.INPUT_REQUIRED:
         await resume_caller(rt, row)
