@@ -197,4 +197,5 @@ def test_a_budget_used_up_between_two_model_calls_is_a_429_too(
             assert isinstance(refused.value, openai.RateLimitError)
         assert len(fake_model.requests) == 1  # the second model call was never made
         fake_model.requests.clear()
-        app.sql("DELETE FROM usage_records")  # the next turn starts within the budget again
+        app.sql("DELETE FROM usage_records")  # the next turn starts within the budget again: its days too
+        app.sql("DELETE FROM usage_daily")
