@@ -49,12 +49,11 @@ async def a2a_stream(
 
 
 def _no_buffer(row: service.A2ATaskSession) -> dict[str, Any]:
-    """A panel opened once its stream is gone (expired, or the server restarted): nothing to follow, but
-    a remote agent's task that still asks for input gives its question, so the user can answer it. A local
-    callee's approvals come from its session (``pendingApprovals``)."""
-    context = row.caller_context or {}
-    if row.state == tasks.INPUT_REQUIRED and context.get("remote") and "question" in context:
-        return {"active": False, "reason": "input-required", "question": str(context["question"])}
+    """A panel opened once its stream is gone: nothing to follow, but a remote task's question to answer
+    (``waiting.question_of``); a local callee's approvals come from its session (``pendingApprovals``)."""
+    question = waiting.question_of(row)
+    if question is not None:
+        return {"active": False, "reason": "input-required", "question": question}
     return {"active": False, "reason": "no-buffer"}
 
 

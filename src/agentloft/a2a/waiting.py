@@ -207,6 +207,15 @@ def _waiting_remote(row: A2ATaskSession) -> tuple[str, str] | None:
     return str(ctx["remoteTaskId"]), str(ctx.get("remoteContextId") or "")
 
 
+def question_of(row: A2ATaskSession) -> str | None:
+    """The question a remote task still asks its calling user (``remote`` keeps it with the task), for a
+    panel opened after its stream is gone (a restart, or the buffer expired); None when it asks nothing."""
+    context = row.caller_context or {}
+    if _waiting_remote(row) is None or "question" not in context:
+        return None
+    return str(context["question"])
+
+
 async def answer_remote(rt: Runtime, *, user_id: int, task_id: str, text: str) -> None:
     """Send the calling user's answer to a remote task that asked for input, as the task's next message,
     in the background: its reply streams into the panel's buffer again, and once the remote task ends
@@ -228,14 +237,9 @@ async def answer_remote(rt: Runtime, *, user_id: int, task_id: str, text: str) -
     try:
         panel = await remote.open_call(call)  # before the 202: the panel follows this run at once
     except BaseException:
-        await _set_state(rt, task_id, tasks.INPUT_REQUIRED)  # it still asks: the answer can be sent again
+        await service.update_state(rt, task_id, tasks.INPUT_REQUIRED)  # it still asks: the answer can be sent again
         raise
     rt.runs.spawn(_continue_remote(rt, row, call, panel))
-
-
-async def _set_state(rt: Runtime, task_id: str, state: str) -> None:
-    async with rt.db.session() as db:
-        await service.set_state(db=db, task_id=task_id, state=state)
 
 
 async def _continue_remote(rt: Runtime, row: A2ATaskSession, call: remote.RemoteCall, panel: Any) -> None:
