@@ -213,7 +213,7 @@ async def run_task(
     errors come back from the engine as a failed turn (the engine already wrote the error chunk)."""
     if task.session_id is None:  # ``create_task`` always sets it; the column allows NULL as the seed's does
         raise InvocationError("this task has no session to run in")
-    await update_state(rt, task.id, WORKING)
+    await update_state(rt=rt, task_id=task.id, state=WORKING)
     extra = _message_extra(task.id, caller)
     chain = [*caller.path(), callee.id]
     turn = engine.run_turn(rt, engine.TurnRequest(
@@ -242,14 +242,14 @@ async def run_task(
         await append_error(rt=rt, task_id=task.id, message=message)
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
-        await update_state(rt, task.id, FAILED)
+        await update_state(rt=rt, task_id=task.id, state=FAILED)
         return TaskOutcome(task_id=task.id, state=FAILED, text="", error=message)
     try:
         result = running.result()
     except Exception as exc:  # the turn could not start (no model configured, session busy, ...)
         message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         await fail_buffer(rt=rt, task_id=task.id, message=message)
-        await update_state(rt, task.id, FAILED)
+        await update_state(rt=rt, task_id=task.id, state=FAILED)
         return TaskOutcome(task_id=task.id, state=FAILED, text="", error=message)
     state: Ending = _ENDINGS.get(result.status, FAILED)
     error = result.error
@@ -258,7 +258,7 @@ async def run_task(
     elif result.status == AWAITING_APPROVAL:
         error = "the called agent needs a tool approval, which A2A calls cannot give"
         await append_error(rt=rt, task_id=task.id, message=error)
-    await update_state(rt, task.id, state)
+    await update_state(rt=rt, task_id=task.id, state=state)
     return TaskOutcome(
         task_id=task.id, state=state, text=result.text or "", error=error if state != COMPLETED else None,
         input_tokens=result.input_tokens or 0, output_tokens=result.output_tokens or 0,
@@ -267,10 +267,10 @@ async def run_task(
 
 async def _finish_cancel(rt: Runtime, task_id: str, running: asyncio.Task[Any]) -> None:
     await asyncio.gather(running, return_exceptions=True)
-    await update_state(rt, task_id, CANCELED)
+    await update_state(rt=rt, task_id=task_id, state=CANCELED)
 
 
-async def update_state(rt: Runtime, task_id: str, state: str) -> None:
+async def update_state(*, rt: Runtime, task_id: str, state: str) -> None:
     """``set_state`` in a transaction of its own."""
     async with rt.db.session() as db:
         await set_state(db=db, task_id=task_id, state=state)

@@ -237,7 +237,8 @@ async def answer_remote(rt: Runtime, *, user_id: int, task_id: str, text: str) -
     try:
         panel = await remote.open_call(call)  # before the 202: the panel follows this run at once
     except BaseException:
-        await service.update_state(rt, task_id, tasks.INPUT_REQUIRED)  # it still asks: the answer can be sent again
+        # it still asks: the answer can be sent again
+        await service.update_state(rt=rt, task_id=task_id, state=tasks.INPUT_REQUIRED)
         raise
     rt.runs.spawn(_continue_remote(rt, row, call, panel))
 
