@@ -41,5 +41,23 @@ def delete_prefix(url: str, prefix: str) -> None:
     _pool.submit(lambda: asyncio.run(_delete_prefix(url, prefix))).result()
 
 
+def expire_buffer(key: str) -> None:
+    """Drop one stream buffer of the running test, as its expiry would (``AGENTLOFT_STREAM_GRACE_SECONDS``
+    after the stream's end); nothing to do without a test Redis, where buffers live in the server's memory
+    and go with it."""
+    url = server_url()
+    if url is not None and current is not None:
+        name = f"{current}:buf:{key}"
+        _pool.submit(lambda: asyncio.run(_delete_keys(url, name))).result()
+
+
+async def _delete_keys(url: str, *names: str) -> None:
+    client = Redis.from_url(url)
+    try:
+        await client.delete(*names)
+    finally:
+        await client.aclose()
+
+
 current: str | None = None
 """The running test's key prefix (set by ``tests/conftest.py`` when a test Redis is configured)."""

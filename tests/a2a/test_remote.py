@@ -20,7 +20,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from agentloft.a2a.tasks import buffer_key
 from agentloft.chat import service as chat_service
+from tests import redis_db
 from tests.a2a.conftest import CALLER_PROMPT, caller_step
 from tests.a2a.test_invoke import deltas, panel, tool_output
 from tests.chat.helpers import chat, parse_sse, wait_for
@@ -588,13 +590,15 @@ def test_a_remote_agent_s_question_is_asked_again_after_a_restart(
     app: LiveApp, admin: ApiClient, user: ApiClient, any_peer: Peer, allow_local: None, caller: dict[str, Any],
     fake_model: FakeModel,
 ) -> None:
-    """The panel's stream is gone with the server that held it; the panel opened again gets the question
-    from the task (at once: nothing is starting), and the answer given then still reaches the remote task."""
+    """The panel's stream is gone with the server that held it (on Redis: expired meanwhile); the panel
+    opened again gets the question from the task (at once: nothing is starting), and the answer given then
+    still reaches the remote task."""
     register(admin, any_peer)
     fake_model.push(caller_step(call("ask-agent", {"agentSlug": "echo", "input": "input please"}, id="inv1")))
     reply = chat(user, "general", "ask")
     task_id = reply.of("data-a2a-task-started")[0]["data"]["taskId"]
     app.stop()
+    redis_db.expire_buffer(buffer_key(task_id))
     second = start_app(app.data_dir)
     try:
         with second.client() as alice:
