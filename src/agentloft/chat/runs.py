@@ -1,5 +1,6 @@
 """Which turns run where: the tasks of this process (so ``stop`` can cancel one and shutdown can interrupt
-them all), routing a stop to the worker that owns a run, and finishing the runs of workers that died.
+them all), routing a stop to the worker that owns a run, and finishing the runs of workers that died
+(and, through ``on_sweep``, what other domains find they left half done).
 
 A run registers the task it runs in (a background task for the chat endpoints, the caller's own task
 for A2A). Cancelling that task makes the engine save what was produced and end the stream; the reason
@@ -51,6 +52,8 @@ TurnListener = Callable[[str, str, Any], Awaitable[None]]
 # messages carry, it returns the call depth and the tools' extra context the turn first ran with, or None
 # (``on_resume_scope``).
 ScopeResolver = Callable[[str], Awaitable[tuple[int, dict[str, Any]] | None]]
+# Something else each sweep does, with other workers about (``on_sweep``): called with nothing.
+SweepTask = Callable[[], Awaitable[None]]
 
 # The signals that ask the server to stop (uvicorn's: SIGTERM from a supervisor, SIGINT from Ctrl+C).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -79,6 +82,7 @@ class RunRegistry:
     _resolvers: list[DeferredResolver] = field(default_factory=list)
     _turn_listeners: list[TurnListener] = field(default_factory=list)
     _scope_resolver: ScopeResolver | None = None
+    _sweep_tasks: list[SweepTask] = field(default_factory=list)
     _suspects: dict[str, float] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
     _grace: asyncio.Task[None] | None = None  # the grace window of a stop, once one began
@@ -250,6 +254,13 @@ class RunRegistry:
         if self.leases.shared:
             self._sweeper = asyncio.create_task(self._sweep_loop())
 
+    def on_sweep(self, task: SweepTask) -> None:
+        """Register what else each sweep does (every third of a lease's TTL, only with other workers
+        about): work a worker that died may have left half done without holding a lease for it, such as
+        the settling of an A2A task whose callee's turn it had saved (``a2a.waiting.catch_up``). One
+        process never sweeps: its start-up makes up what its own last run left."""
+        self._sweep_tasks.append(task)
+
     async def _sweep_loop(self) -> None:
         while True:
             await asyncio.sleep(self.leases.ttl_s / 3)
@@ -259,6 +270,13 @@ class RunRegistry:
                 log.debug("sweep skipped, the shared store is unreachable: %s", exc)
             except Exception:
                 log.exception("sweeping the runs of dead workers failed")
+            for task in self._sweep_tasks:  # each on its own: one that fails does not keep the others back
+                try:
+                    await task()
+                except self.leases.unreachable as exc:
+                    log.debug("a sweep task skipped, the shared store is unreachable: %s", exc)
+                except Exception:
+                    log.exception("a task of the sweep failed")
 
     async def sweep(self) -> None:
         """Finish the runs whose lease has been missing for a heartbeat or more."""
