@@ -7,7 +7,8 @@ A task's run lives in the worker that started it, under the task's lease (``chat
 in the protocol's copy A2A clients read, in the side panel's buffer and in the task's event stream, so
 that every follower, on any worker, sees it end. A task ``input_required`` (its callee waits for the
 calling user's approval) waits on no worker: ``a2a.waiting`` takes it on from wherever it is answered,
-and its start-up ``catch_up`` resumes callers a stopped worker left waiting.
+and its ``catch_up`` resumes callers a stopped worker left waiting: at start-up, and with other workers
+about on every sweep of the live ones (``RunRegistry.on_sweep``), so no caller waits for a restart.
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ async def startup(rt: Runtime) -> None:
         log.exception("resuming the callers of callee agents that ended before this start failed")
     if rt.runs.leases.shared:  # a second look one heartbeat later: done in the background
         rt.runs.spawn(_sweep_at_start(rt))
+
+        async def left_waiting() -> None:  # what a worker that died beside this one left half done
+            await waiting.sweep(rt)
+
+        rt.runs.on_sweep(left_waiting)
     else:
         await _sweep_at_start(rt)
 

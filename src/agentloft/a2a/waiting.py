@@ -16,10 +16,16 @@ restart:
    agent-invoke tool's own result would have carried it, or a failure naming the rejection and its
    reason, which the caller's model sees as a failed agent-invoke call.
 
-A worker that dies between 2's two steps, or before 2 ran at all, is made up for at start-up
-(``catch_up``): callee turns that ended with their task still waiting are settled, and callers whose
-tasks all settled are resumed. Resuming is safe to try twice: a second try finds the session busy or no
-longer paused (``turns.resume``).
+A worker that dies between 2's two steps, or before 2 ran at all (the engine gives the callee's session
+back before it tells ``turn_ended``; the callee's run itself died and another worker closed it), is made
+up for by ``catch_up``: callee turns that ended (their session idle) with their task still waiting are
+settled, and callers whose task settled while they wait are resumed. It runs at start-up, and with other
+workers about (shared leases) on every sweep of every live worker, every third of a lease's TTL
+(``sweep``, ``RunRegistry.on_sweep``), so a caller's chat goes on within seconds while the others run,
+not at the next restart. One process has nobody to make up for but its own last run: its start-up does.
+Racing a live worker that is between the two steps is safe: settling is a conditional update that only
+one wins (the loser resumes nothing), and resuming is safe to try twice: a second try finds the session
+busy or no longer paused (``turns.resume``, whose lease and ``claim_session`` let one resume through).
 
 A remote callee whose task asks for input (``input-required``) waits the same way without an engine turn
 of its own: ``remote`` leaves the task ``input_required`` with the remote task's ids, the panel asks the
@@ -38,7 +44,10 @@ that answer along with the failure.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic_ai.exceptions import ToolFailed
@@ -46,7 +55,7 @@ from sqlalchemy import select, update
 
 from agentloft.a2a import remote, service, tasks
 from agentloft.a2a.models import A2ATaskSession
-from agentloft.agents.models import Agent
+from agentloft.agents.models import REMOTE, Agent
 from agentloft.chat import approvals as chat_approvals
 from agentloft.chat import service as chat_service
 from agentloft.chat import turns
@@ -59,6 +68,9 @@ from agentloft.core.runtime import Runtime
 from agentloft.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
+
+# How far back a sweep looks for settled tasks whose caller still waits (``sweep``), in seconds.
+SWEEP_LOOKS_BACK_S = 3600.0
 
 
 def _call_id(row: A2ATaskSession) -> str | None:
@@ -171,29 +183,70 @@ def _failure(slug: str, state: str, rejected: list[ChatApproval], reply: AgentMe
     return f"{message}. Its reply: {text}" if text else message
 
 
-# --- start-up ------------------------------------------------------------------------------------------
+# --- making up for a worker that died ------------------------------------------------------------------
 
 
-async def catch_up(rt: Runtime) -> None:
-    """Finish what a worker that stopped between a callee's end and its caller's resume left undone."""
+async def catch_up(rt: Runtime, *, settled_since: datetime | None = None) -> None:
+    """Finish what a worker that stopped between a callee's end and its caller's resume left undone:
+    settle the tasks whose callee's turn ended while they still wait (the callee's session is idle, so
+    no turn of it runs or is about to: a pause leaves it ``awaiting_approval``), then resume the callers
+    whose task settled while they wait for it.
+
+    At start-up every such caller is tried. The sweep of a live worker (``sweep``) passes
+    ``settled_since`` and tries only callers of tasks settled since then that have not moved since the
+    task settled (their session's last change is older than the task's): the session of a caller that
+    resumed already and paused again on something else is not taken (its lease) and let go again every
+    few seconds by every worker, which could also make a user's last answer to it find it busy.
+
+    Safe alongside a live worker doing the same for its own callee (or another worker's sweep): settling
+    is a conditional update only one of them wins, and a resume that comes second finds the caller's
+    session busy or no longer waiting (``turns.resume``)."""
     async with rt.db.read_session() as db:
-        ended = select(A2ATaskSession).join(AgentSession, AgentSession.id == A2ATaskSession.session_id).where(
-            A2ATaskSession.state == tasks.INPUT_REQUIRED, AgentSession.status == IDLE)
+        ended = (select(A2ATaskSession)
+                 .join(AgentSession, AgentSession.id == A2ATaskSession.session_id)
+                 .join(Agent, Agent.id == A2ATaskSession.agent_id)
+                 .where(A2ATaskSession.state == tasks.INPUT_REQUIRED, AgentSession.status == IDLE,
+                        Agent.kind != REMOTE))  # a remote task's session is idle while it asks
         stale = list((await db.execute(ended)).scalars())
         settled = select(A2ATaskSession).join(
             AgentSession, AgentSession.id == A2ATaskSession.caller_session_id).where(
             A2ATaskSession.state.in_(sorted(tasks.TERMINAL_STATES)), AgentSession.status == AWAITING_APPROVAL)
+        if settled_since is not None:
+            settled = settled.where(A2ATaskSession.updated_at >= settled_since,
+                                    AgentSession.updated_at <= A2ATaskSession.updated_at)
         waiting = list((await db.execute(settled)).scalars())
     for row in stale:
-        if (row.caller_context or {}).get("remote"):  # a remote task's session is idle while it asks
-            continue
-        if await _settle(rt, row):
-            waiting.append(row)
+        async with _logged(f"settling task {row.id}"):
+            if await _settle(rt, row):
+                waiting.append(row)
     seen: set[str] = set()
     for row in waiting:
         if row.caller_session_id and row.caller_session_id not in seen:
             seen.add(row.caller_session_id)
-            await resume_caller(rt, row)
+            async with _logged(f"resuming the caller of task {row.id}"):
+                await resume_caller(rt, row)
+
+
+@contextlib.asynccontextmanager
+async def _logged(what: str) -> AsyncIterator[None]:
+    """One task that cannot be made up (its caller's agent gone, a bug) is logged and left, never keeping
+    the others back: a sweep meets it again every few seconds."""
+    try:
+        yield
+    except Exception:
+        log.exception("%s failed", what)
+
+
+async def sweep(rt: Runtime) -> None:
+    """``catch_up`` for a live worker, with other workers about (``RunRegistry.on_sweep``): what a worker
+    that died after saving a callee's turn left undone is made up within a sweep or two, while the
+    others run on. Callers are looked for among tasks settled within the last ``SWEEP_LOOKS_BACK_S``:
+    every live worker sweeps every third of a lease's TTL, so a caller left waiting is seen many times
+    over before it falls out, and the bound keeps a worker whose clock is behind (a caller's change
+    stamped before the settle that came first) from trying that caller for ever; older ones are the next
+    start's."""
+    since = utcnow() - timedelta(seconds=SWEEP_LOOKS_BACK_S)
+    await catch_up(rt, settled_since=since)
 
 
 # --- a remote agent's input-required ---------------------------------------------------------------------
