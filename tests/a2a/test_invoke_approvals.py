@@ -6,6 +6,7 @@ the caller resumes with the callee's outcome as the call's result. On any worker
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from tests.chat.helpers import (
     session_status,
     wait_for,
 )
-from tests.fakes.openai_server import FakeModel, call, text
+from tests.fakes.openai_server import FakeModel, ToolCall, call, text
 from tests.support import ApiClient, LiveApp, login, start_app
 
 Agents = tuple[dict[str, Any], dict[str, Any]]
@@ -194,3 +195,33 @@ def test_a_resumed_callee_is_as_deep_in_its_call_chain_as_before_it_paused(
     assert refused and "already in this call chain" in refused[0]["errorText"], resumed.types
     wait_for(lambda: _caller_done(app, reply.session_id))
     assert len(requests_of(fake_model, CALLER_PROMPT)) == 2  # the caller ran twice: its turn and its resume
+
+
+def test_a_callee_that_ends_before_its_callers_turn_is_saved_still_resumes_the_caller(
+    app: LiveApp, admin: ApiClient, user: ApiClient, guarded_callee: Agents, fake_model: FakeModel,
+) -> None:
+    """The caller's step calls the callee and a slow tool side by side: the callee pauses, its approval is
+    answered and its turn ends while the caller's turn still runs the slow tool. The callee's end finds the
+    caller busy; the caller's own pause, once saved, must resume it with the settled call's result."""
+    caller = guarded_callee[0]
+    slow = make_tool(admin, "nap", "test-slow")
+    links = admin.ok("GET", f"/api/admin/agents/{caller['id']}/tools")["items"]
+    attach(admin, caller["id"], *({"toolId": link["toolId"]} for link in links), {"toolId": slow["id"]})
+    both = caller_step(call("ask-agent", {"agentSlug": "coder", "input": "deploy it"}, id="inv1"))
+    both.tool_calls.append(ToolCall("nap", {"seconds": 3.0}, id="nap1"))
+    fake_model.push(both, callee_step(call("guard", {"action": "deploy"}, id="g1")),
+                    callee_step(text("Deployed early.")), caller_step(text("Both done.")))
+    first: list[Streamed] = []
+    running = threading.Thread(target=lambda: first.append(chat(user, "general", "deploy and nap")), daemon=True)
+    running.start()
+    (task_id, callee_sid), = wait_for(lambda: app.sql(
+        "SELECT id, session_id FROM a2a_task_sessions WHERE state = 'input_required'"))
+    answered = post_stream(user, f"/api/agent-sessions/{callee_sid}/approvals", {"toolCallId": "g1", "approved": True})
+    assert answered.text == "Deployed early.", answered.body
+    running.join(timeout=20)
+    assert first and first[0].status == 200, first
+    assert app.sql("SELECT state FROM a2a_task_sessions WHERE id = ?", (task_id,)) == [("completed",)]
+    wait_for(lambda: _caller_done(app, first[0].session_id))
+    last = user.ok("GET", f"/api/agent-sessions/{first[0].session_id}")["messages"][-1]
+    assert last["status"] == "complete" and last["content"].endswith("Both done.")
+    assert "Deployed early." in _tool_message(fake_model, "inv1")

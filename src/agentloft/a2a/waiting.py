@@ -16,6 +16,11 @@ restart:
    agent-invoke tool's own result would have carried it, or a failure naming the rejection and its
    reason, which the caller's model sees as a failed agent-invoke call.
 
+The callee's approval may be answered, and its turn end, before the caller's turn is saved (a slower
+tool call beside the agent-invoke one keeps the caller's turn running): 2's resume then finds the caller
+busy, so the caller's own pause, once saved, resumes it when one of the calls it waits for has settled
+(``turn_ended`` of the caller's turn).
+
 A worker that dies between 2's two steps, or before 2 ran at all (the engine gives the callee's session
 back before it tells ``turn_ended``; the callee's run itself died and another worker closed it), is made
 up for by ``catch_up``: callee turns that ended (their session idle) with their task still waiting are
@@ -98,10 +103,14 @@ async def resume_scope(rt: Runtime, task_id: str) -> tuple[int, dict[str, Any]] 
 
 async def turn_ended(rt: Runtime, session_id: str, key: str, result: Any) -> None:
     """A turn of ``session_id`` was saved into buffer ``key``: if it is a waiting task's callee (its
-    buffer is the task's) that did not pause again, settle the task and resume its caller. Any other turn
-    costs nothing: no task's buffer, no read."""
+    buffer is the task's) that did not pause again, settle the task and resume its caller. A turn that
+    paused on agent-invoke calls alone may be a caller whose callee ended first (``_settled_first``).
+    Any other turn costs nothing: no task's buffer, no deferred call, no read."""
+    paused = getattr(result, "status", None) == AWAITING_APPROVAL
+    if paused and getattr(result, "deferred", None) and not getattr(result, "pending", None):
+        await _settled_first(rt, session_id, list(result.deferred))
     task_id = key.removeprefix("a2a_")
-    if task_id == key or getattr(result, "status", None) == AWAITING_APPROVAL:
+    if task_id == key or paused:
         return
     async with rt.db.read_session() as db:
         row = await db.get(A2ATaskSession, task_id)
@@ -109,6 +118,21 @@ async def turn_ended(rt: Runtime, session_id: str, key: str, result: Any) -> Non
         return
     if await _settle(rt, row):
         await resume_caller(rt, row)
+
+
+async def _settled_first(rt: Runtime, session_id: str, call_ids: list[str]) -> None:
+    """A caller's turn paused on deferred calls: resume it if one's task settled already. Its callee's
+    approval may be answered, and the callee's turn end, while the caller's turn still runs (a slower
+    tool call beside the agent-invoke one): that end's resume found the caller's session busy, and
+    nothing else would resume it (the sweep leaves callers whose session changed after the settle).
+    Resuming early is harmless: ``call_pending`` while another call still waits."""
+    wanted = set(call_ids)
+    async with rt.db.read_session() as db:
+        stmt = select(A2ATaskSession).where(A2ATaskSession.caller_session_id == session_id,
+                                            A2ATaskSession.state.in_(sorted(tasks.TERMINAL_STATES)))
+        settled = [row for row in (await db.execute(stmt)).scalars() if _call_id(row) in wanted]
+    if settled:
+        await resume_caller(rt, settled[0])
 
 
 async def _settle(rt: Runtime, row: A2ATaskSession) -> bool:
