@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agentloft.a2a import tasks
@@ -34,13 +34,18 @@ class A2ATaskSession(TimestampMixin, Base):
     caller_agent_id: Mapped[int | None] = mapped_column(
         ForeignKey("agents.id", ondelete="SET NULL"), nullable=True
     )
-    caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    caller_session_id: Mapped[str | None] = mapped_column(Text, nullable=True, index=True)  # 0039_waiting_tasks
     caller_context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     state: Mapped[str] = mapped_column(String(16), nullable=False, default=tasks.SUBMITTED)  # ``a2a.tasks``'s names
     task_data: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # Bumped on every save of ``task_data`` (compare-and-set), so concurrent writers on several workers
     # see each other (a2a/server.py, ``RowTaskStore``).
     task_version: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+
+    # the tasks waiting for their calling user, for the sweep of what a dead worker left (0039_waiting_tasks)
+    __table_args__ = (Index("ix_a2a_task_sessions_waiting", "session_id",
+                            sqlite_where=text("state = 'input_required'"),
+                            postgresql_where=text("state = 'input_required'")),)
 
 
 # The message-source columns live on ``AgentMessage`` (chat/models.py, "added by 0005_a2a"); their indexes

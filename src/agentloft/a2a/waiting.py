@@ -56,7 +56,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic_ai.exceptions import ToolFailed
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from agentloft.a2a import remote, service, tasks
 from agentloft.a2a.models import A2ATaskSession
@@ -76,6 +76,11 @@ log = logging.getLogger(__name__)
 
 # How far back a sweep looks for settled tasks whose caller still waits (``sweep``), in seconds.
 SWEEP_LOOKS_BACK_S = 3600.0
+# The conditions of the partial indexes of the tasks waiting and of the sessions paused (migration
+# 0039_waiting_tasks), as literals: a bound value would keep both databases from using them, and every
+# sweep would read every task ever run.
+_WAITING = text(f"a2a_task_sessions.state = '{tasks.INPUT_REQUIRED}'")
+_PAUSED = text(f"agent_sessions.status = '{AWAITING_APPROVAL}'")
 
 
 def _call_id(row: A2ATaskSession) -> str | None:
@@ -229,12 +234,12 @@ async def catch_up(rt: Runtime, *, settled_since: datetime | None = None) -> Non
         ended = (select(A2ATaskSession)
                  .join(AgentSession, AgentSession.id == A2ATaskSession.session_id)
                  .join(Agent, Agent.id == A2ATaskSession.agent_id)
-                 .where(A2ATaskSession.state == tasks.INPUT_REQUIRED, AgentSession.status == IDLE,
+                 .where(_WAITING, AgentSession.status == IDLE,
                         Agent.kind != REMOTE))  # a remote task's session is idle while it asks
         stale = list((await db.execute(ended)).scalars())
         settled = select(A2ATaskSession).join(
             AgentSession, AgentSession.id == A2ATaskSession.caller_session_id).where(
-            A2ATaskSession.state.in_(sorted(tasks.TERMINAL_STATES)), AgentSession.status == AWAITING_APPROVAL)
+            A2ATaskSession.state.in_(sorted(tasks.TERMINAL_STATES)), _PAUSED)
         if settled_since is not None:
             settled = settled.where(A2ATaskSession.updated_at >= settled_since,
                                     AgentSession.updated_at <= A2ATaskSession.updated_at)

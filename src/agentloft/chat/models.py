@@ -41,9 +41,12 @@ class AgentSession(TimestampMixin, Base):
     """A conversation of one user, with an agent (``kind='agent'``) or the plain model (``kind='llm'``)."""
 
     __tablename__ = "agent_sessions"
-    # the running sessions of each user, counted as a turn starts (migration 0019_running_sessions)
+    # the running sessions of each user, counted as a turn starts (migration 0019_running_sessions), and
+    # the sessions paused on a tool call, for the sweep of A2A callers left waiting (0039_waiting_tasks)
     __table_args__ = (Index("ix_agent_sessions_user_running", "user_id", sqlite_where=text("status = 'running'"),
-                            postgresql_where=text("status = 'running'")),)
+                            postgresql_where=text("status = 'running'")),
+                      Index("ix_agent_sessions_awaiting", "id", sqlite_where=text("status = 'awaiting_approval'"),
+                            postgresql_where=text("status = 'awaiting_approval'")))
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)

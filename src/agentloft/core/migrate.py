@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-HEAD = "0038_usage_daily"
+HEAD = "0039_waiting_tasks"
 
 T = TypeVar("T")
 
