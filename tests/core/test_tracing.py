@@ -11,6 +11,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentloft.core import tracing, tracing_db
+from agentloft.llm.providers import ModelSpec
+from agentloft.llm.traced import TracedModel
 from tests.fakes.otlp_receiver import Receiver
 from tests.support import ApiClient, LiveApp, running_app
 from tests.tracing_support import (
@@ -23,6 +25,7 @@ from tests.tracing_support import (
 )
 
 SECRET = "quokka-marmalade-7"
+SPEC = ModelSpec(provider="openai", model="m", base_url="http://127.0.0.1:9/v1", api_key=None)
 
 
 def test_off_without_an_endpoint(tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,10 +37,17 @@ def test_off_without_an_endpoint(tmp_path: Path, template_db: Path, monkeypatch:
         assert not rt.tracing.enabled and rt.tracing.provider is None
         assert isinstance(rt.tracing.tracer, trace.NoOpTracer)
         assert rt.models.instrument is None
+        assert not isinstance(rt.models.model(SPEC), TracedModel)  # nothing wrapped: model calls pay nothing
         with live.client() as c:
             assert c.get("/api/health").status_code == 200
     finally:
         live.stop()
+
+
+def test_on_every_model_is_wrapped_for_its_spans(traced: tuple[LiveApp, InMemorySpanExporter]) -> None:
+    model = runtime_of(traced[0]).models.model(SPEC)
+    assert isinstance(model, TracedModel) and model.model_name == "m"
+    assert model.attributes["server.port"] == 9 and model.span_name == "chat m"
 
 
 def test_the_environment_decides() -> None:

@@ -33,7 +33,7 @@ from pydantic_core import SchemaValidator, core_schema
 from agentloft.audit.chain import Actor, Entry
 from agentloft.audit.redact import redact
 from agentloft.core.runtime import Runtime
-from agentloft.core.tracing import tool_outcome
+from agentloft.core.tracing import tool_outcome, traced_tool
 from agentloft.tools.base import MAX_FILE_BYTES, ToolContext, ToolFile, ToolResult
 from agentloft.tools.runner import RunTool, needs_approval, parse_call, run_tool
 
@@ -137,17 +137,34 @@ class RunToolset(AbstractToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
+        """Run the call (``_call``); with traces on inside its ``execute_tool <name>`` span
+        (``core.tracing.traced_tool``), which the A2A and MCP requests it makes continue."""
+        tracing = self._scope.runtime.tracing
+        if not tracing.enabled:
+            return await self._call(name, tool_args, ctx)
+        with traced_tool(tracing, name=name, call_id=ctx.tool_call_id, tool_type=self._tools[name].type.slug,
+                         arguments=tool_args, passing=_CONTROL_FLOW):
+            return await self._call(name, tool_args, ctx)
+
+    async def _call(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any]) -> Any:
         run_tool_ = self._tools[name]
         tctx = self._context(run_tool_, ctx)
+        rt = self._scope.runtime
         parsed = parse_call(run_tool_, tool_args)  # once: the approval check and the run read it
         if not ctx.tool_call_approved and needs_approval(run_tool_, parsed, tctx):
+            if rt.tracing.enabled:
+                tool_outcome(rt.tracing, "approval_required")
             raise ApprovalRequired()
         result = await run_tool(run_tool_, parsed, tctx)
         if result.deferred:  # the run ends with this call in ``DeferredToolRequests.calls``; no result yet
+            if rt.tracing.enabled:
+                tool_outcome(rt.tracing, "deferred")
             raise CallDeferred(metadata={k: v for k, v in result.metadata.items() if k != "deferred"})
-        tool_outcome(run_tool_.type.slug, result.success, result.metadata.get("code"))
+        if rt.tracing.enabled:
+            tool_outcome(rt.tracing, None, success=result.success, code=result.metadata.get("code"),
+                         result=lambda: result.model_dump(mode="json", exclude={"files"}))
         self._scope.audit.append(tool_call_entry(run_tool_, tool_args, result, tctx))
-        self._scope.runtime.metrics.tool_call(run_tool_.type.slug, result.success, result.metadata.get("code"))
+        rt.metrics.tool_call(run_tool_.type.slug, result.success, result.metadata.get("code"))
         if not result.success:
             # The model sees the failure as such, and the stream carries ``tool-output-error``. A failure
             # with a code also sends ``data-tool-error`` first, so the page can word it for the reader.
@@ -156,6 +173,11 @@ class RunToolset(AbstractToolset[Any]):
                 await _emitter(ctx)("tool-error", {"toolCallId": ctx.tool_call_id, "code": code})
             raise ToolFailed(result.error or f"tool '{name}' failed")
         return model_return(result)
+
+
+# What ``_call`` raises on purpose: a pause, or a failed result the model is told of (the span's outcome
+# says which); anything else is a crash.
+_CONTROL_FLOW: tuple[type[BaseException], ...] = (ApprovalRequired, CallDeferred, ToolFailed)
 
 
 def tool_call_entry(tool: RunTool, args: dict[str, Any], result: ToolResult, ctx: ToolContext) -> Entry:

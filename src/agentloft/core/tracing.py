@@ -20,15 +20,19 @@ What is traced, and where:
 - each database statement (``instrument_engine``: ``core.tracing_db``'s cursor hooks, see there why not
   the generic SQLAlchemy instrumentation), named by operation and table (``INSERT agent_messages``), its
   text with placeholders, never the parameters' values;
-- each chat turn (``chat.engine``), and under it pydantic-ai's own spans for the agent run, each model
-  call and each tool call (``model_instrumentation``); tool spans get the tool type and outcome
-  (``chat.toolset``);
-- outgoing A2A and MCP requests carry the W3C ``traceparent`` of the span they run under
+- each chat turn (``chat.engine``): a ``chat turn`` span (``traced_turn``);
+- each model call: a ``chat <model>`` span from the wrapper ``ModelClients.model`` puts around every
+  model it builds while traces are on (``llm.traced``, see there why not pydantic-ai's
+  instrumentation, which is off: no agent-run span either, ``chat turn`` says it); a title's and a model
+  test's calls too, as they go through the same models;
+- each tool call: an ``execute_tool <name>`` span (``traced_tool``, from ``chat.toolset``) with the tool's
+  name, call id, type and outcome;
+- outgoing A2A and MCP requests carry the W3C ``traceparent`` of the span they run under, the tool call's
   (``traced_request``; for MCP ``trace_headers_from_meta``, see there why).
 
-Nothing a user wrote goes into a span unless ``AGENTLOFT_TRACE_CONTENT=true``: then pydantic-ai records
-the messages, tool arguments and results. Query strings never go into the request's span either way (a
-search's words travel there).
+Nothing a user wrote goes into a span unless ``AGENTLOFT_TRACE_CONTENT=true``: then the model spans get
+the messages and instructions, the tool spans the arguments and results, and failures their messages.
+Query strings never go into the request's span either way (a search's words travel there).
 
 Decided: the app's provider is set as the process's global one only if none is set yet, so libraries that
 trace through the global API (a2a-sdk) export too, while tests that build several apps in one process keep
@@ -46,15 +50,16 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import propagate, trace
+from pydantic_core import to_json
 
 from agentloft.core.requests import UNMATCHED, current_request_id, route_template
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
-    from pydantic_ai.models.instrumented import InstrumentationSettings
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from agentloft.core.runtime import Runtime
@@ -88,8 +93,8 @@ class Tracing:
     def instrument_engine(self, engine: AsyncEngine) -> None:
         """Trace ``engine``'s statements."""
 
-    def model_instrumentation(self) -> InstrumentationSettings | None:
-        """pydantic-ai's instrumentation settings for the agents (None: not instrumented)."""
+    def model_instrumentation(self) -> SpanOptions | None:
+        """What the model calls' spans need (``llm.traced``); None: the models are not wrapped."""
         return None
 
     def start(self) -> None:
@@ -136,16 +141,80 @@ def traced_turn(tracing: Tracing, *, session_id: str, agent: str | None, model: 
             raise
 
 
-def tool_outcome(tool_type: str, success: bool, code: object) -> None:
-    """The tool type and outcome on the current tool call's span (pydantic-ai's ``execute_tool``, whose
-    own status never shows a failure: ours come back as results): ``success``, the result's code, or
-    ``failed``. Nothing when no span records."""
+@dataclass(frozen=True)
+class SpanOptions:
+    """What a span of a model call needs: the tracer, and whether content goes in."""
+
+    tracer: trace.Tracer
+    content: bool
+
+
+def failed(span: trace.Span, exc: BaseException, *, content: bool) -> None:
+    """Mark ``span`` as failed by ``exc``: its type always (``error.type``, an ``exception`` event), its
+    message only with content on (a provider's or a tool's error may quote what was sent)."""
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    span.set_attribute("error.type", name)
+    if content:
+        span.record_exception(exc)
+        span.set_status(trace.StatusCode.ERROR, f"{kind.__name__}: {exc}")
+    else:
+        span.add_event("exception", {"exception.type": name})
+        span.set_status(trace.StatusCode.ERROR, kind.__name__)
+
+
+def as_json(value: Any) -> str:
+    """``value`` as span content (JSON; what JSON cannot hold as its ``repr``)."""
+    return to_json(value, fallback=repr).decode()
+
+
+@contextmanager
+def traced_tool(tracing: Tracing, *, name: str, call_id: str | None, tool_type: str, arguments: Any,
+                passing: tuple[type[BaseException], ...] = ()) -> Iterator[trace.Span]:
+    """An ``execute_tool <name>`` span around a tool call, current while it runs (so an A2A or MCP request
+    it makes carries its trace context): the tool's name, call id and type (``agentloft.tool.type``), the
+    arguments only with content on; ``tool_outcome`` adds how it ended. An exception of ``passing`` (a
+    pause for approval, a failed result raised as such: control flow, said by the outcome) leaves the
+    span as it is; any other marks it failed. For traces on only: the caller skips it while they are
+    off."""
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                  "agentloft.tool.type": tool_type}
+    if call_id:
+        attributes["gen_ai.tool.call.id"] = call_id
+    if tracing.content:
+        attributes["gen_ai.tool.call.arguments"] = as_json(arguments)
+    with tracing.tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes,
+                                              record_exception=False, set_status_on_exception=False) as span:
+        try:
+            yield span
+        except passing:
+            raise
+        except asyncio.CancelledError:
+            span.set_attribute("agentloft.tool.outcome", "cancelled")
+            raise
+        except Exception as exc:
+            if span.is_recording():
+                span.set_attribute("agentloft.tool.outcome", "crashed")
+                failed(span, exc, content=tracing.content)
+            raise
+
+
+def tool_outcome(tracing: Tracing, outcome: str | None, *, success: bool = True, code: object = None,
+                 result: Callable[[], Any] | None = None) -> None:
+    """How the current tool call (``traced_tool``'s span) ended: ``outcome`` when given (a pause:
+    ``approval_required``, ``deferred``), else ``success``, the failed result's code, or ``failed``; a
+    failure sets an error status (ours come back as results, never as exceptions). With content on,
+    ``result()`` (what the model gets, or the error) goes in too. Nothing when no span records."""
     span = trace.get_current_span()
-    if span.is_recording():
+    if not span.is_recording():
+        return
+    if outcome is None:
         outcome = "success" if success else (code if isinstance(code, str) else "failed")
-        span.set_attributes({"agentloft.tool.type": tool_type, "agentloft.tool.outcome": outcome})
-        if not success:
-            span.set_status(trace.StatusCode.ERROR)
+    span.set_attribute("agentloft.tool.outcome", outcome)
+    if not success:
+        span.set_status(trace.StatusCode.ERROR)
+    if tracing.content and result is not None:
+        span.set_attribute("gen_ai.tool.call.result", as_json(result()))
 
 
 async def traced_request(request: Any) -> None:
@@ -204,15 +273,8 @@ class SdkTracing(Tracing):
 
         StatementTracer(self.tracer, engine.sync_engine)
 
-    def model_instrumentation(self) -> InstrumentationSettings | None:
-        from pydantic_ai.models.instrumented import InstrumentationSettings
-
-        # Without ``model_request_parameters``: a second dump of every tool's schema (the Assistant's
-        # come to ~9 kB a model call), serialised and exported on every call, while
-        # ``gen_ai.tool.definitions`` already names and describes the tools.
-        return InstrumentationSettings(tracer_provider=self.provider, include_content=self.content,
-                                       include_binary_content=self.content,
-                                       include_model_request_parameters=False)
+    def model_instrumentation(self) -> SpanOptions | None:
+        return SpanOptions(tracer=self.tracer, content=self.content)
 
     def start(self) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

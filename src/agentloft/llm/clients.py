@@ -46,7 +46,7 @@ from agentloft.llm import embeddings
 from agentloft.llm.providers import ModelSpec, build_model
 
 if TYPE_CHECKING:
-    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from agentloft.core.tracing import SpanOptions
 
 # A run ends with text, or with the tool calls that wait for approval.
 OUTPUT_TYPES: list[Any] = [str, DeferredToolRequests]
@@ -86,9 +86,9 @@ def wait_settings(timeout_s: float) -> ModelSettings:
 
 
 class ModelClients:
-    def __init__(self, *, timeout_seconds: float, instrument: InstrumentationSettings | None = None) -> None:
-        """``instrument``: pydantic-ai's OpenTelemetry settings for every agent (``core.tracing``), None
-        while traces are off."""
+    def __init__(self, *, timeout_seconds: float, instrument: SpanOptions | None = None) -> None:
+        """``instrument``: what the spans of model calls need (``core.tracing``), None while traces are
+        off; with it, every model is wrapped in ``llm.traced.TracedModel``."""
         self.timeout_seconds = timeout_seconds
         self.instrument = instrument
         self._http: httpx2.AsyncClient | None = None
@@ -105,13 +105,19 @@ class ModelClients:
 
     def model(self, spec: ModelSpec) -> Model:
         """The model for ``spec``, keyed by the whole spec, so a changed key or URL gets a fresh one.
-        Raises ``ModelSetupError`` (or the SDK's error) when the configuration cannot make a model."""
+        Raises ``ModelSetupError`` (or the SDK's error) when the configuration cannot make a model. With
+        traces on, the model comes wrapped so each request is a span (``llm.traced``); off, it is the
+        provider's model itself."""
         model = self._models.get(spec)
         if model is None:
             if len(self._models) > MAX_MODELS:
                 self._models.clear()
-            model = self._models[spec] = build_model(spec, http_client=self.http_client(),
-                                                     settings=wait_settings(self.timeout_seconds))
+            model = build_model(spec, http_client=self.http_client(), settings=wait_settings(self.timeout_seconds))
+            if self.instrument is not None:
+                from agentloft.llm.traced import TracedModel
+
+                model = TracedModel(model, self.instrument)
+            self._models[spec] = model
         return model
 
     def embedder(self, spec: ModelSpec) -> AsyncOpenAI:
@@ -142,9 +148,10 @@ class ModelClients:
             return hit[1]
         if len(self._agents) > MAX_AGENTS:
             self._agents.clear()
+        # Not instrumented (pydantic-ai's default): the model's spans come from its wrapper (``model``),
+        # the turn's from ``chat.engine``, so pydantic-ai's agent-run span would only repeat them.
         agent: PydanticAgent[None, Any] = PydanticAgent(model, instructions=instructions, output_type=OUTPUT_TYPES)
-        if self.instrument is not None:
-            agent.instrument = self.instrument
+        agent.instrument = False  # also if something calls ``Agent.instrument_all()``
         self._agents[key] = (model, agent)
         return agent
 
