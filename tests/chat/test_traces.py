@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.chat.helpers import attach, chat, make_tool
+from tests.chat.helpers import attach, chat, make_tool, post_stream
 from tests.chat.test_titles_and_search import title_step
 from tests.fakes.openai_server import FakeModel, Step, ToolCall, text
 from tests.fakes.otlp_receiver import Receiver
@@ -162,3 +162,23 @@ def test_a_titles_model_call_is_a_span(
     titled = [s for s in named(finished, "chat fake-model") if descends_from(s, request, finished)]
     assert len(titled) == 1
 
+
+
+def test_a_pause_for_approval_is_a_tool_span_without_error(
+    app: LiveApp, admin: ApiClient, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel,
+    spans: InMemorySpanExporter, test_tools: None,
+) -> None:
+    tool = make_tool(admin, "echo", "test-echo", needsApproval=True)
+    attach(admin, agent["id"], {"toolId": tool["id"], "position": 0})
+    fake_model.push(Step(tool_calls=[ToolCall("echo", {"text": ARGUMENT}, id="ap1")]))
+    sid = chat(user, "helper", "please echo").session_id
+    (paused,) = [s for s in _finished_turn(spans) if s.name == "execute_tool echo"]
+    assert (paused.attributes or {})["agentloft.tool.outcome"] == "approval_required"
+    assert paused.status.status_code == trace.StatusCode.UNSET  # a pause, not a failure
+    spans.clear()
+    fake_model.push(text(ANSWERED))
+    answer = {"toolCallId": "ap1", "approved": True}
+    assert post_stream(user, f"/api/agent-sessions/{sid}/approvals", answer).status == 200
+    resumed = wait_for_spans(spans, lambda ss: bool(named(ss, "chat turn")) and bool(named(ss, "execute_tool echo")))
+    (ran,) = named(resumed, "execute_tool echo")
+    assert (ran.attributes or {})["agentloft.tool.outcome"] == "success"
