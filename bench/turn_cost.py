@@ -30,7 +30,8 @@ stream read directly by the same client in the same run (the floor).
   the block that made them. Follow-up turns of the agent without tools and of the Assistant (10 and 500
   chunks) in blocks that alternate between the four servers over ``--rounds`` rounds (medians); ratios
   against the server with neither. No scrape of ``/metrics`` runs meanwhile (a scrape's cost is the
-  scraper's rhythm, not the turn's).
+  scraper's rhythm, not the turn's). ``--observe-before SRC`` adds a fifth server, every trace sampled,
+  whose ``agentloft`` is imported from the source tree SRC (say ``/work/main/src``: before a change).
 - ``memory``: resident memory idle, at the peak of ``--burst`` concurrent chats, and every 10 s for a
   minute after the burst.
 
@@ -518,7 +519,8 @@ async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> d
 
 
 OBSERVE_VARIANTS = {"off": "neither (baseline)", "metrics": "AGENTLOFT_METRICS=true",
-                    "tracing": "OTLP traces, all sampled", "sampled": "OTLP traces, 1 in 10 sampled"}
+                    "tracing": "OTLP traces, all sampled", "sampled": "OTLP traces, 1 in 10 sampled",
+                    "before": "all sampled, --observe-before"}
 OBSERVE_SIZES = (10, 500)
 
 
@@ -568,10 +570,13 @@ async def scenario_observe(args: argparse.Namespace, fake_url: str, fake: ByteCl
     envs: dict[str, dict[str, str]] = {
         "off": {}, "metrics": {"AGENTLOFT_METRICS": "true"}, "tracing": traces,
         "sampled": {**traces, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"}}
+    if args.observe_before:  # a fifth server: all sampled, its agentloft from another tree (before a change)
+        envs["before"] = traces
     targets: dict[str, tuple[Target, str]] = {}
     for variant, env in envs.items():
         port = free_port()
-        proc = spawn("bench.turn_cost", "--serve", str(port), _data_dir(data, variant), "", env=env)
+        src = args.observe_before if variant == "before" else None
+        proc = spawn("bench.turn_cost", "--serve", str(port), _data_dir(data, variant), "", env=env, src=src)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
         await wait_up(f"{url}/api/health")
@@ -709,6 +714,8 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
                 base = o[f"off/{slug}/{n}"]["turn_ms"]
                 print(f"  {AGENTS[slug]}, {n} chunks:")
                 for v, label in OBSERVE_VARIANTS.items():
+                    if f"{v}/{slug}/{n}" not in o:
+                        continue
                     x = o[f"{v}/{slug}/{n}"]
                     print(f"    {label:26s} {x['turn_ms']:7.2f} ms ({x['turn_ms'] / base:.3f}x, "
                           f"{x['turn_ms'] - base:+.2f} ms; rounds {x['rounds_ms']})")
@@ -732,6 +739,8 @@ def _args() -> argparse.Namespace:
     p.add_argument("--trim", action="store_true", help="after the memory scenario, collect and trim (diagnostic)")
     p.add_argument("--postgres", help="admin URL of a PostgreSQL server (a database is created and dropped)")
     p.add_argument("--profile", help="cProfile output of the cpu scenario's measured chats")
+    p.add_argument("--observe-before", metavar="SRC",
+                   help="observe: also a server with every trace sampled whose agentloft comes from SRC")
     p.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--serve-otlp", type=int, help=argparse.SUPPRESS)
     return p.parse_args()
