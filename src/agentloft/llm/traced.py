@@ -30,7 +30,8 @@ Only public pydantic-ai API is used: ``WrapperModel``, ``StreamedResponse.get``,
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
+import logging
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
 OPERATION = "chat"
+log = logging.getLogger(__name__)
 
 
 def _server(base_url: str | None) -> dict[str, AttributeValue]:
@@ -92,7 +94,7 @@ class TracedModel(WrapperModel):
         with self._span() as span:
             response = await self.wrapped.request(messages, model_settings, model_request_parameters)
             if span.is_recording():
-                self._ended(span, messages, model_request_parameters, response)
+                self._ended_quietly(span, messages, model_request_parameters, lambda: response)
             return response
 
     @asynccontextmanager
@@ -112,7 +114,7 @@ class TracedModel(WrapperModel):
             finally:
                 if stream is not None and span.is_recording():
                     # what the stream got, also when it was cut short (a stop, a failure)
-                    self._ended(span, messages, model_request_parameters, stream.get())
+                    self._ended_quietly(span, messages, model_request_parameters, stream.get)
 
     @contextmanager
     def _span(self) -> Iterator[trace.Span]:
@@ -127,6 +129,16 @@ class TracedModel(WrapperModel):
             raise
         finally:
             span.end()
+
+    def _ended_quietly(self, span: trace.Span, messages: list[ModelMessage], parameters: ModelRequestParameters,
+                       response: Callable[[], ModelResponse]) -> None:
+        """``_ended`` with ``response()`` (a stream's may be read in any state it ended in), never failing:
+        a span's attributes must not replace the request's own outcome (its answer, or its exception)
+        with an error of theirs."""
+        try:
+            self._ended(span, messages, parameters, response())
+        except Exception:
+            log.debug("a model call's span got no response attributes", exc_info=True)
 
     def _ended(self, span: trace.Span, messages: list[ModelMessage], parameters: ModelRequestParameters,
                response: ModelResponse) -> None:
