@@ -18,9 +18,11 @@ stream read directly by the same client in the same run (the floor).
 - ``concurrent``: ``--concurrent`` chats of ``--concurrent-chunks`` chunks at once, floor then the agent
   without tools then the Assistant, in ``--rounds`` rounds (wall time; medians of the rounds' ratios).
 - ``usage``: what usage recording and a budget check add to a follow-up turn (the agent without tools,
-  10 chunks): CPU, statements and transactions per turn in blocks alternating between the code with both
-  switched off in the server (``/_bench/usage/off``: the baseline, as before usage was recorded), recording
-  alone, and recording with an everyone budget that every turn checks.
+  10 chunks): CPU, statements and transactions per turn, one block per variant each round, the variants'
+  order rotated round by round: the code with both switched off in the server (``/_bench/usage/off``: the
+  baseline, as before usage was recorded), recording alone, and recording with an everyone budget that
+  every turn checks. Each variant's figure against the baseline is the median of its rounds' differences
+  from the same round's baseline block.
 - ``observe``: what metrics and traces add to a turn's CPU. Four more servers, each on SQLite in its own
   data dir: one with neither, one with ``AGENTLOFT_METRICS=true``, two with ``OTEL_EXPORTER_OTLP_ENDPOINT``
   pointing at a local OTLP/HTTP sink (``--serve-otlp``, a process of its own that reads and drops what it
@@ -40,8 +42,9 @@ stream read directly by the same client in the same run (the floor).
                               [--profile FILE]
 
 ``--postgres`` runs the server on a new database on that server (dropped afterwards) instead of SQLite.
-``--profile FILE`` records cProfile over the ``cpu`` scenario's measured chats into FILE (for ``pstats``);
-the CPU figures of such a run include the profiler's own cost.
+``--profile FILE`` records cProfile over the ``cpu`` scenario's measured chats into FILE (for ``pstats``),
+and over the ``usage`` scenario's into ``FILE.off``, ``FILE.record`` and ``FILE.budget``; the CPU figures of
+such a run include the profiler's own cost.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ import httpx
 from tests.fakes.openai_server import free_port
 
 from bench.byte_client import ByteClient, Reply
-from bench.common import admin_with_fake_model, spawn, wait_up
+from bench.common import ROOT, admin_with_fake_model, spawn, wait_up
 
 TEXT_MARK = b'"text-delta"'
 FLOOR_MARK = b'"content": "tok'
@@ -109,7 +112,9 @@ def serve(port: int, data_dir: str, database_url: str) -> None:
 
 
 class _Control:
-    """``/_bench/profile/start``, ``/_bench/profile/stop?FILE``, ``/_bench/memory`` and ``/_bench/arenas``
+    """``/_bench/profile/start``, ``/_bench/profile/stop?FILE`` (and named profilers that add up over
+    several spans: ``profile/resume?NAME``, ``profile/pause?NAME``, ``profile/dump?NAME=FILE``),
+    ``/_bench/memory`` and ``/_bench/arenas``
     (what the memory scenario prints), and diagnostics for finding what a process keeps:
     ``/_bench/collect``, ``/_bench/trim``, ``/_bench/releases`` (the app's own collect-and-trim count),
     ``/_bench/types?N`` (tracked objects by type), ``/_bench/holders?TYPE`` (a referrer chain),
@@ -120,6 +125,7 @@ class _Control:
 
         self.app = app
         self.profiler = cProfile.Profile(time.thread_time)  # CPU of the event loop's thread, not wall time
+        self.profilers: dict[str, cProfile.Profile] = {}  # the usage scenario's, one per variant
         self.usage_off: dict[str, Any] = {}
         self.statements = _Statements()
 
@@ -129,6 +135,15 @@ class _Control:
         elif path == "profile/stop":
             self.profiler.disable()
             self.profiler.dump_stats(query)
+        elif path == "profile/resume":  # ``?NAME``: the named profiler on, over what it recorded so far
+            import cProfile
+
+            self.profilers.setdefault(query, cProfile.Profile(time.thread_time)).enable()
+        elif path == "profile/pause":
+            self.profilers[query].disable()
+        elif path == "profile/dump":  # ``?NAME=FILE``
+            name, _, file = query.partition("=")
+            self.profilers.pop(name).dump_stats(file)
         elif path == "memory":
             return _memory_figures()
         elif path == "collect":  # a diagnostic: what a full collection frees
@@ -169,22 +184,32 @@ class _Control:
 
 
 def _usage_switch(op: str, saved: dict[str, Any]) -> dict[str, Any]:
-    """``usage/off``: turns run as before usage was recorded — no record added to the save, no budget
-    read before the turn (so no model wrapper either); ``usage/on`` puts both back. The baseline of the
-    ``usage`` scenario, in the same process and run as what it is compared with."""
+    """The ``usage`` scenario's variants, switched in the server without a write (so without dropping the
+    read cache or adding an audit row between blocks) while one everyone budget exists throughout:
+    ``usage/off``: turns run as before usage was recorded — no record added to the save, no budget read
+    before the turn (so no model wrapper either); ``usage/record``: recorded, and the turn's user is one no
+    budget applies to (``budgets.applying`` runs and finds none, as for such a user); ``usage/on``: the
+    code as it is. The baseline is thus in the same process and run as what it is compared with."""
     from agentloft.chat import engine
     from agentloft.usage import budgets
+
+    if not saved:
+        saved.update(record=engine._record_usage, refuse=budgets.refuse_over, applying=budgets.applying)
 
     async def nothing(*_: Any, **__: Any) -> None:
         return None
 
-    if op == "off" and not saved:
-        saved.update(record=engine._record_usage, refuse=budgets.refuse_over)
+    async def none_apply(rt: Any, db: Any, *, user_id: int) -> list[Any]:
+        await saved["applying"](rt, db, user_id=user_id)
+        return []
+
+    engine._record_usage, budgets.refuse_over, budgets.applying = saved["record"], saved["refuse"], saved["applying"]
+    if op == "off":
         engine._record_usage = nothing
         budgets.refuse_over = nothing
-    elif op == "on" and saved:
-        engine._record_usage, budgets.refuse_over = saved.pop("record"), saved.pop("refuse")
-    return {"off": bool(saved)}
+    elif op == "record":
+        budgets.applying = none_apply
+    return {"variant": op}
 
 
 class _Statements:
@@ -476,10 +501,19 @@ async def scenario_memory(t: Target, args: argparse.Namespace, app_url: str) -> 
 USAGE_VARIANTS = {"off": "before usage (baseline)", "record": "usage recorded", "budget": "recorded + budget check"}
 
 
-async def _usage_block(t: Target, app_url: str, turns: int) -> tuple[float, float, float]:
-    """CPU seconds, statements and transactions per follow-up turn of the agent without tools (cookie,
-    10 chunks) over ``turns`` turns."""
-    sessions = [(await chat(t, "bench", 10, "cookie")).headers["x-session-id"] for _ in range(turns)]
+@dataclass(frozen=True, slots=True)
+class UsageSample:
+    """One block of the ``usage`` scenario: per follow-up turn, server CPU seconds, statements and
+    transactions."""
+
+    cpu_s: float
+    statements: float
+    transactions: float
+
+
+async def _usage_block(t: Target, app_url: str, sessions: list[str]) -> UsageSample:
+    """Follow-up turns of the agent without tools (cookie, 10 chunks) on ``sessions`` (each had its first
+    turn before), with the statements and transactions they ran."""
     await settle(t.pid)
     await _get(app_url, "/_bench/statements/start")
     before = cpu_seconds(t.pid)
@@ -488,11 +522,13 @@ async def _usage_block(t: Target, app_url: str, turns: int) -> tuple[float, floa
     await settle(t.pid)
     spent = cpu_seconds(t.pid) - before
     counts = await _get(app_url, "/_bench/statements/stop")
-    return spent / turns, counts["statements"] / turns, counts["transactions"] / turns
+    turns = len(sessions)
+    return UsageSample(spent / turns, counts["statements"] / turns, counts["transactions"] / turns)
 
 
 async def _budget(app_url: str, auth: dict[str, str], on: bool) -> None:
-    """An everyone budget no turn reaches (every turn then checks it and runs on the budgeted model), or none."""
+    """An everyone budget no turn reaches (every turn of the ``on`` variant checks it and runs on the
+    budgeted model), or none."""
     async with httpx.AsyncClient(base_url=app_url, timeout=60, headers=auth) as client:
         for b in (await client.get("/api/admin/budgets")).json()["items"]:
             (await client.delete(f"/api/admin/budgets/{b['id']}")).raise_for_status()
@@ -501,21 +537,70 @@ async def _budget(app_url: str, auth: dict[str, str], on: bool) -> None:
                                                             "maxTokens": 10**12})).raise_for_status()
 
 
-async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> dict[str, dict[str, float]]:
-    """What usage recording and the budget check add to a turn: blocks of follow-up turns alternating
-    between ``USAGE_VARIANTS`` over ``--rounds`` rounds (medians)."""
-    samples: dict[str, list[tuple[float, float, float]]] = {v: [] for v in USAGE_VARIANTS}
-    await _usage_block(t, app_url, 5)  # warm the path
-    for _ in range(args.rounds):
-        for variant in USAGE_VARIANTS:
-            await _get(app_url, "/_bench/usage/" + ("off" if variant == "off" else "on"))
-            await _budget(app_url, t.auth["cookie"], variant == "budget")
-            samples[variant].append(await _usage_block(t, app_url, args.turns))
+async def _new_sessions(t: Target, n: int) -> list[str]:
+    return [(await chat(t, "bench", 10, "cookie")).headers["x-session-id"] for _ in range(n)]
+
+
+async def _usage_turn(t: Target, variant: str, session_id: str) -> float:
+    """Server CPU seconds of one follow-up turn in ``variant``, the server settled before and after (so
+    what follows a reply, its connection's close and the run's end, counts with it, not with the next)."""
+    await t.app.post(f"/_bench/usage/{USAGE_SWITCH[variant]}", b"", {})
+    await settle(t.pid)
+    before = cpu_seconds(t.pid)
+    await chat(t, "bench", 10, "cookie", session_id)
+    await settle(t.pid)
+    return cpu_seconds(t.pid) - before
+
+
+USAGE_SWITCH = {"off": "off", "record": "record", "budget": "on"}
+
+
+async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> dict[str, Any]:
+    """What usage recording and the budget check add to a turn. ``--rounds`` rounds of ``--turns`` turns
+    of each variant (``USAGE_VARIANTS``), interleaved turn by turn in an order rotated at every step, so
+    that whatever drifts (the machine's other load, the database's size) moves the variants alike, and no
+    variant always follows the same one. Every session's first turn runs before any measurement, and the
+    variants switch in the server without a write (``_usage_switch``). A variant's figure against the
+    baseline is the median over the rounds of its mean turn's difference from the same round's baseline
+    (paired), beside the plain medians. Statements and transactions per turn are counted in a block of
+    each variant after that. ``--profile FILE``: cProfile of each variant's measured turns in
+    ``FILE.VARIANT``."""
+    names = list(USAGE_VARIANTS)
+    await _budget(app_url, t.auth["cookie"], True)
+    for variant in names:  # warm every path
+        await _get(app_url, f"/_bench/usage/{USAGE_SWITCH[variant]}")
+        await _usage_block(t, app_url, await _new_sessions(t, 5))
+    await _get(app_url, "/_bench/usage/on")
+    fresh = await _new_sessions(t, args.rounds * len(names) * args.turns + len(names) * 10)
+    samples: dict[str, list[float]] = {v: [] for v in names}
+    for i in range(args.rounds):
+        spent = dict.fromkeys(names, 0.0)
+        await _get(app_url, "/_bench/collect")  # each round starts from the collector's counts at zero
+        for j in range(args.turns):
+            k = (i * args.turns + j) % len(names)
+            for variant in names[k:] + names[:k]:
+                if args.profile:
+                    await t.app.post(f"/_bench/profile/resume?{variant}", b"", {})
+                spent[variant] += await _usage_turn(t, variant, fresh.pop())
+                if args.profile:
+                    await t.app.post(f"/_bench/profile/pause?{variant}", b"", {})
+        for variant in names:
+            samples[variant].append(spent[variant] / args.turns)
+    counts: dict[str, UsageSample] = {}
+    for variant in names:
+        await _get(app_url, f"/_bench/usage/{USAGE_SWITCH[variant]}")
+        counts[variant] = await _usage_block(t, app_url, [fresh.pop() for _ in range(10)])
     await _get(app_url, "/_bench/usage/on")
     await _budget(app_url, t.auth["cookie"], False)
-    return {v: {"turn_ms": statistics.median(x[0] for x in xs) * 1000,
-                "statements": statistics.median(x[1] for x in xs),
-                "transactions": statistics.median(x[2] for x in xs)} for v, xs in samples.items()}
+    if args.profile:
+        for variant in names:
+            await _get(app_url, f"/_bench/profile/dump?{variant}={Path.cwd() / args.profile}.{variant}")
+    base = samples["off"]
+    return {v: {"turn_ms": statistics.median(xs) * 1000,
+                "diff_ms": statistics.median(x - b for x, b in zip(xs, base, strict=True)) * 1000,
+                "diffs_ms": [round((x - b) * 1000, 2) for x, b in zip(xs, base, strict=True)],
+                "statements": counts[v].statements, "transactions": counts[v].transactions}
+            for v, xs in samples.items()}
 
 
 OBSERVE_VARIANTS = {"off": "neither (baseline)", "metrics": "AGENTLOFT_METRICS=true",
@@ -639,7 +724,7 @@ async def main(args: argparse.Namespace, database_url: str) -> None:
     scenarios = set(args.scenarios.split(","))
     with tempfile.TemporaryDirectory() as data:
         procs = [spawn("bench.stream_relay", "--serve-fake", str(fake_port)),
-                 spawn("bench.turn_cost", "--serve", str(app_port), data, database_url)]
+                 spawn("bench.turn_cost", "--serve", str(app_port), data, database_url, src=args.src)]
         try:
             await wait_up(f"{fake_url}/v1/models")
             await wait_up(f"{app_url}/api/health")
@@ -700,12 +785,13 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
     if "usage" in r:
         u = r["usage"]
         base = u["off"]
-        print(f"usage: follow-up turns of the agent without tools, 10 chunks, medians of {args.rounds} rounds "
-              f"of {args.turns}")
+        print(f"usage: follow-up turns of the agent without tools, 10 chunks, {args.rounds} rounds of {args.turns}, "
+              f"variants' order rotated; vs baseline: median of the rounds' differences from that round's baseline")
         for name, v in u.items():
-            print(f"  {USAGE_VARIANTS[name]:26s} {v['turn_ms']:6.2f} ms/turn ({v['turn_ms'] / base['turn_ms']:.3f}x, "
-                  f"{v['turn_ms'] - base['turn_ms']:+.2f} ms), {v['statements']:.1f} statements, "
-                  f"{v['transactions']:.1f} transactions per turn")
+            rounds = "" if name == "off" else f"; rounds {v['diffs_ms']}"
+            print(f"  {USAGE_VARIANTS[name]:26s} {v['turn_ms']:6.2f} ms/turn ({v['diff_ms']:+.2f} ms), "
+                  f"{v['statements']:.1f} statements, {v['transactions']:.1f} transactions per turn{rounds}")
+        print(f"  (baseline blocks: {base['turn_ms']:.2f} ms median)")
     if "observe" in r:
         o = r["observe"]
         print(f"observe: server CPU per follow-up turn, medians of {args.rounds} rounds, against neither")
@@ -738,9 +824,11 @@ def _args() -> argparse.Namespace:
     p.add_argument("--burst", type=int, default=200)
     p.add_argument("--trim", action="store_true", help="after the memory scenario, collect and trim (diagnostic)")
     p.add_argument("--postgres", help="admin URL of a PostgreSQL server (a database is created and dropped)")
-    p.add_argument("--profile", help="cProfile output of the cpu scenario's measured chats")
+    p.add_argument("--profile", help="cProfile output of the cpu and usage scenarios' measured chats")
     p.add_argument("--observe-before", metavar="SRC",
                    help="observe: also a server with every trace sampled whose agentloft comes from SRC")
+    p.add_argument("--src", default=str(ROOT / "src"),
+                   help="the agentloft package the server imports (default: this checkout's, not the installed one)")
     p.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--serve-otlp", type=int, help=argparse.SUPPRESS)
     return p.parse_args()
