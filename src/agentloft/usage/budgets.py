@@ -20,7 +20,13 @@ message, so a refused turn writes nothing and costs no transaction of its own): 
 each further model call (``Allowance.check``, from what the run used so far: no database read): a reply
 whose calls use up the budget stops after the call that did, with the same error as its ``error`` chunk. A
 budget may thus be passed by at most one model call, per turn running at once. A title call is not
-checked (it is a few tokens after a reply the budget allowed), but it counts.
+checked (it is a few tokens after a reply the budget allowed), but it counts. A turn that can use up none
+of the user's budgets (cost limits only, on a model without prices) runs without the check, on the model
+itself.
+
+**What it costs a turn**: nothing for a user no budget applies to (the budgets come from the read cache
+on SQLite); else the one sum, run on SQLite on the event loop rather than the connection's thread, and
+a few microseconds per model call (``bench/turn_cost.py --scenarios usage``, docs/benchmarks.md).
 
 ``refused`` is the one place every refusal passes through (it logs it). The chat engine, which knows
 where the turn's writes go, writes its ``budget.refused`` audit event with ``Standing.audit_detail``: a
@@ -41,6 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentloft.auth.models import User
 from agentloft.core.db import one_or_404, utcnow
+from agentloft.core.db_sqlite import inline_reads
 from agentloft.core.errors import NotFound, TooMany, invalid_field, problem
 from agentloft.core.runtime import Runtime
 from agentloft.groups import service as groups_service
@@ -201,9 +208,16 @@ _USED = _used_statement()
 
 async def _used(db: AsyncSession, *, user_id: int, today: date, since: date) -> dict[Period, tuple[int, float]]:
     """The user's tokens and cost today and since ``since`` (the earliest period start), in one statement
-    in ``db``'s transaction (the one that saves the turn's user message: no transaction of its own)."""
+    in ``db``'s transaction (the one that saves the turn's user message: no transaction of its own).
+
+    On SQLite it runs on the event loop (``inline_reads``), not on the connection's thread: it is the
+    transaction's first statement, before the write that would put the rest in place (``db_sqlite``), and
+    at most 31 rows of the primary key's range. On the thread, its execute and its fetch were two hand-offs
+    between threads, each more CPU than the sum itself (``bench/usage_statements.py``: "budget sum, on the
+    thread")."""
     connection = await db.connection()
-    row = (await connection.execute(_USED, {"user_id": user_id, "today": today, "since": since})).one()
+    with inline_reads():
+        row = (await connection.execute(_USED, {"user_id": user_id, "today": today, "since": since})).one()
     return {"month": (int(row[0]), float(row[1])), "day": (int(row[2]), float(row[3]))}
 
 
@@ -225,20 +239,34 @@ class Allowance:
                 raise refused(user_id=self.user_id, standing=now)
 
 
+def can_run_out(standing: Standing, model: ModelConfig) -> bool:
+    """Whether a turn on ``model`` can use up the budget: a token limit always can; a cost limit only when
+    the model has both prices (an unpriced run costs nothing, as in the records)."""
+    b = standing.budget
+    return b.max_tokens is not None or (b.max_cost is not None and cost_of(model=model, tokens=Tokens()) is not None)
+
+
+def _allowance(user_id: int, found: list[Standing], model: ModelConfig) -> Allowance | None:
+    """The checks a turn's model calls need: the budgets the turn can use up, and any already used up (a
+    resumed turn is refused by its first call); None when there are none, so the turn runs on the model
+    itself, without the wrapper (``chat.budgeted``)."""
+    kept = [s for s in found if s.over() or can_run_out(s, model)]
+    return Allowance(user_id=user_id, standings=kept, model=model) if kept else None
+
+
 async def allowance(rt: Runtime, db: AsyncSession, *, user_id: int, model: ModelConfig) -> Allowance | None:
-    """What the user has left, refusing nothing (None: no budget applies)."""
-    found = await standings(rt, db, user_id=user_id)
-    return Allowance(user_id=user_id, standings=found, model=model) if found else None
+    """What the user has left, refusing nothing (None: no budget applies that a turn can use up)."""
+    return _allowance(user_id, await standings(rt, db, user_id=user_id), model)
 
 
 async def refuse_over(rt: Runtime, db: AsyncSession, *, user_id: int, model: ModelConfig) -> Allowance | None:
     """Before a turn: ``BudgetExceeded`` when a budget of the user's is used up; else what is left (None:
-    no budget applies, and the turn's model calls need no check)."""
+    no budget applies that the turn can use up, and its model calls need no check)."""
     found = await standings(rt, db, user_id=user_id)
     for s in found:
         if s.over():
             raise refused(user_id=user_id, standing=s)
-    return Allowance(user_id=user_id, standings=found, model=model) if found else None
+    return _allowance(user_id, found, model)
 
 
 # --- admin -------------------------------------------------------------------------------------------
