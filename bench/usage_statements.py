@@ -3,8 +3,9 @@
 in ``usage_daily``, by a trigger in the same statement) and the budget check's sum (``usage.budgets._used``;
 then over the user's records of the period, now over their days: at most 31 rows). The 0037 record is
 timed on a twin of ``usage_records`` without the trigger; the 0037 sum is its statement, run as it was
-(through the session) over the same records. Alternating blocks of ``--calls`` calls in one process over
-``--rounds`` rounds (medians), each in a transaction of its own as in a turn (rolled back: every sum
+(through the session) over the same records; "thread" is today's sum as it ran until it was moved onto the
+event loop on SQLite (``budgets._used``). Blocks of ``--calls`` calls in one process, the variants' order
+rotated each of ``--rounds`` rounds (medians), each in a transaction of its own as in a turn (rolled back: every sum
 reads the same ``--rows`` records of the user this month), on SQLite in a temporary directory or on a new
 PostgreSQL database (dropped afterwards), both built by the migrations; CPU is this process's
 (``time.process_time``), so the machine's other load counts little.
@@ -84,14 +85,30 @@ async def sum_now(db: AsyncSession, user_id: int) -> Any:
     return await budgets._used(db, user_id=user_id, today=today, since=today.replace(day=1))
 
 
+async def sum_thread(db: AsyncSession, user_id: int) -> Any:
+    """The check as it ran until 2026-12-07 23:00 UTC: the same statement, on the connection's thread (on
+    SQLite; on PostgreSQL this is the same as now)."""
+    today = utcnow().date()
+    connection = await db.connection()
+    return (await connection.execute(budgets._USED, {"user_id": user_id, "today": today,
+                                                     "since": today.replace(day=1)})).one()
+
+
+# The sum first, as in a turn: the check is the first statement of the transaction that saves the user's
+# message, before any write; the record is the first of the one that saves the reply.
 async def both_0037(db: AsyncSession, user_id: int) -> None:
-    await record_0037(db, user_id)
     await sum_0037(db, user_id)
+    await record_0037(db, user_id)
+
+
+async def both_thread(db: AsyncSession, user_id: int) -> None:
+    await sum_thread(db, user_id)
+    await record_now(db, user_id)
 
 
 async def both_now(db: AsyncSession, user_id: int) -> None:
-    await record_now(db, user_id)
     await sum_now(db, user_id)
+    await record_now(db, user_id)
 
 
 async def nothing(db: AsyncSession, user_id: int) -> None:
@@ -99,8 +116,9 @@ async def nothing(db: AsyncSession, user_id: int) -> None:
 
 
 VARIANTS: dict[str, Call] = {"empty transaction": nothing, "record, 0037": record_0037, "record, now": record_now,
-                             "budget sum, 0037": sum_0037, "budget sum, now": sum_now,
-                             "record + sum, 0037": both_0037, "record + sum, now": both_now}
+                             "budget sum, 0037": sum_0037, "budget sum, thread": sum_thread,
+                             "budget sum, now": sum_now, "record + sum, 0037": both_0037,
+                             "record + sum, thread": both_thread, "record + sum, now": both_now}
 
 
 async def _block(sessions: async_sessionmaker[AsyncSession], call: Call, user_id: int, calls: int) -> float:
@@ -139,9 +157,10 @@ async def measure(url: str, rounds: int, calls: int, rows: int) -> dict[str, flo
     samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for call in VARIANTS.values():  # warm every path once
         await _block(sessions, call, user_id, 20)
-    for _ in range(rounds):
-        for name, call in VARIANTS.items():
-            samples[name].append(await _block(sessions, call, user_id, calls))
+    names = list(VARIANTS)
+    for i in range(rounds):  # the order rotated each round, so no variant always follows the same one
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            samples[name].append(await _block(sessions, VARIANTS[name], user_id, calls))
     await engine.dispose()
     return {name: statistics.median(xs) for name, xs in samples.items()}
 
@@ -165,8 +184,10 @@ def report(figures: dict[str, float]) -> None:
     for name, ms in figures.items():
         print(f"  {name:20} {ms:6.3f} ms  (+{ms - floor:.3f} ms)")
     for what in ("record", "budget sum", "record + sum"):
-        before, now = figures[f"{what}, 0037"] - floor, figures[f"{what}, now"] - floor
-        print(f"  {what}: now / 0037 = {now / before:.2f}x ({before:.3f} -> {now:.3f} ms)")
+        for then in ("0037", "thread"):
+            if f"{what}, {then}" in figures:
+                before, now = figures[f"{what}, {then}"] - floor, figures[f"{what}, now"] - floor
+                print(f"  {what}: now / {then} = {now / before:.2f}x ({before:.3f} -> {now:.3f} ms)")
 
 
 def main() -> None:
