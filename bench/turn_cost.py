@@ -18,11 +18,13 @@ stream read directly by the same client in the same run (the floor).
 - ``concurrent``: ``--concurrent`` chats of ``--concurrent-chunks`` chunks at once, floor then the agent
   without tools then the Assistant, in ``--rounds`` rounds (wall time; medians of the rounds' ratios).
 - ``usage``: what usage recording and a budget check add to a follow-up turn (the agent without tools,
-  10 chunks): CPU, statements and transactions per turn, one block per variant each round, the variants'
-  order rotated round by round: the code with both switched off in the server (``/_bench/usage/off``: the
-  baseline, as before usage was recorded), recording alone, and recording with an everyone budget that
-  every turn checks. Each variant's figure against the baseline is the median of its rounds' differences
-  from the same round's baseline block.
+  10 chunks): CPU per turn, interleaved turn by turn in a rotating order over ``--rounds`` rounds of
+  ``--turns`` turns of each variant, switched in the server without a write: the code with both off
+  (``/_bench/usage/off``: the baseline, as before usage was recorded), recording alone, recording with
+  an everyone budget that every turn checks, and the same with the check's sum on the connection's
+  thread (as before 2026-12-07 23:00). A variant's figure against the baseline is the median of its
+  rounds' differences from the same round's baseline; statements and transactions per turn are counted
+  in a block of each variant afterwards.
 - ``observe``: what metrics and traces add to a turn's CPU. Four more servers, each on SQLite in its own
   data dir: one with neither, one with ``AGENTLOFT_METRICS=true``, two with ``OTEL_EXPORTER_OTLP_ENDPOINT``
   pointing at a local OTLP/HTTP sink (``--serve-otlp``, a process of its own that reads and drops what it
@@ -189,12 +191,11 @@ def _usage_switch(op: str, saved: dict[str, Any]) -> dict[str, Any]:
     ``usage/off``: turns run as before usage was recorded — no record added to the save, no budget read
     before the turn (so no model wrapper either); ``usage/record``: recorded, and the turn's user is one no
     budget applies to (``budgets.applying`` runs and finds none, as for such a user); ``usage/on``: the
-    code as it is. The baseline is thus in the same process and run as what it is compared with."""
+    code as it is; ``usage/thread``: as ``on`` with the budget's sum run as it was until 2026-12-07, on
+    SQLite on the connection's thread rather than the event loop. The baseline is thus in the same process
+    and run as what it is compared with."""
     from agentloft.chat import engine
     from agentloft.usage import budgets
-
-    if not saved:
-        saved.update(record=engine._record_usage, refuse=budgets.refuse_over, applying=budgets.applying)
 
     async def nothing(*_: Any, **__: Any) -> None:
         return None
@@ -203,8 +204,19 @@ def _usage_switch(op: str, saved: dict[str, Any]) -> dict[str, Any]:
         await saved["applying"](rt, db, user_id=user_id)
         return []
 
+    async def used_on_the_thread(db: Any, *, user_id: int, today: Any, since: Any) -> dict[str, tuple[int, float]]:
+        connection = await db.connection()
+        row = (await connection.execute(budgets._USED, {"user_id": user_id, "today": today, "since": since})).one()
+        return {"month": (int(row[0]), float(row[1])), "day": (int(row[2]), float(row[3]))}
+
+    if not saved:
+        saved.update(record=engine._record_usage, refuse=budgets.refuse_over, applying=budgets.applying,
+                     used=budgets._used)
     engine._record_usage, budgets.refuse_over, budgets.applying = saved["record"], saved["refuse"], saved["applying"]
-    if op == "off":
+    budgets._used = saved["used"]
+    if op == "thread":
+        budgets._used = used_on_the_thread
+    elif op == "off":
         engine._record_usage = nothing
         budgets.refuse_over = nothing
     elif op == "record":
@@ -498,7 +510,8 @@ async def scenario_memory(t: Target, args: argparse.Namespace, app_url: str) -> 
     return {"idle_mb": idle, "peak_mb": peak, "after": after, "server": server}
 
 
-USAGE_VARIANTS = {"off": "before usage (baseline)", "record": "usage recorded", "budget": "recorded + budget check"}
+USAGE_VARIANTS = {"off": "before usage (baseline)", "record": "usage recorded", "budget": "recorded + budget check",
+                  "thread": "… its sum on the thread"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,7 +565,7 @@ async def _usage_turn(t: Target, variant: str, session_id: str) -> float:
     return cpu_seconds(t.pid) - before
 
 
-USAGE_SWITCH = {"off": "off", "record": "record", "budget": "on"}
+USAGE_SWITCH = {"off": "off", "record": "record", "budget": "on", "thread": "thread"}
 
 
 async def scenario_usage(t: Target, args: argparse.Namespace, app_url: str) -> dict[str, Any]:
