@@ -45,8 +45,8 @@ stream read directly by the same client in the same run (the floor).
 
 ``--postgres`` runs the server on a new database on that server (dropped afterwards) instead of SQLite.
 ``--profile FILE`` records cProfile over the ``cpu`` scenario's measured chats into FILE (for ``pstats``),
-and over the ``usage`` scenario's into ``FILE.off``, ``FILE.record`` and ``FILE.budget``; the CPU figures of
-such a run include the profiler's own cost.
+and over the ``usage`` scenario's into ``FILE.off``, ``FILE.record``, ``FILE.budget`` and ``FILE.thread``;
+the CPU figures of such a run include the profiler's own cost.
 """
 
 from __future__ import annotations

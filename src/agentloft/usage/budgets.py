@@ -213,8 +213,8 @@ async def _used(db: AsyncSession, *, user_id: int, today: date, since: date) -> 
     On SQLite it runs on the event loop (``inline_reads``), not on the connection's thread: it is the
     transaction's first statement, before the write that would put the rest in place (``db_sqlite``), and
     at most 31 rows of the primary key's range. On the thread, its execute and its fetch were two hand-offs
-    between threads, each more CPU than the sum itself (``bench/usage_statements.py``: "budget sum, on the
-    thread")."""
+    between threads, each waiting for the loop's next turn (``bench/usage_statements.py`` and
+    ``bench/turn_cost.py --scenarios usage`` time both: "thread")."""
     connection = await db.connection()
     with inline_reads():
         row = (await connection.execute(_USED, {"user_id": user_id, "today": today, "since": since})).one()
