@@ -41,9 +41,11 @@ stream read directly by the same client in the same run (the floor).
 
     python -m bench.turn_cost [--scenarios cpu,first,concurrent,memory,usage,observe] [--rounds 3] [--turns 30]
                               [--turn-kind follow-up|new] [--postgres postgresql://user:pw@host/postgres]
-                              [--profile FILE]
+                              [--profile FILE] [--src DIR]
 
-``--postgres`` runs the server on a new database on that server (dropped afterwards) instead of SQLite.
+``--src DIR``: the ``agentloft`` package the server imports (default: this checkout's ``src``, not the
+installed package, which may be another checkout's). ``--postgres`` runs the server on a new database on
+that server (dropped afterwards) instead of SQLite.
 ``--profile FILE`` records cProfile over the ``cpu`` scenario's measured chats into FILE (for ``pstats``),
 and over the ``usage`` scenario's into ``FILE.off``, ``FILE.record``, ``FILE.budget`` and ``FILE.thread``;
 the CPU figures of such a run include the profiler's own cost.
