@@ -675,7 +675,7 @@ async def scenario_observe(args: argparse.Namespace, fake_url: str, fake: ByteCl
     targets: dict[str, tuple[Target, str]] = {}
     for variant, env in envs.items():
         port = free_port()
-        src = args.observe_before if variant == "before" else None
+        src = args.observe_before if variant == "before" else args.src
         proc = spawn("bench.turn_cost", "--serve", str(port), _data_dir(data, variant), "", env=env, src=src)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
