@@ -16,6 +16,7 @@ import pytest
 
 from agentloft.chat import parts
 from agentloft.chat import service as chat_service
+from agentloft.chat import steps
 from agentloft.llm import clients
 from tests.chat.helpers import chat, make_agent, session_status
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text
@@ -204,11 +205,11 @@ def test_an_engine_failure_before_the_model_is_asked_fails_the_turn(
     app: LiveApp, user: ApiClient, agent: dict[str, Any], fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("agent construction broke")
+        raise RuntimeError("history repair broke")
 
-    monkeypatch.setattr(clients.ModelClients, "agent", broken)
+    monkeypatch.setattr(steps, "repair_messages", broken)  # the loop's first work, before any request
     res = chat(user, "helper", "hello")
-    _assert_freed(app, res, "agent construction broke")
+    _assert_freed(app, res, "history repair broke")
     assert not fake_model.requests
     monkeypatch.undo()
     _next_message_works(user, fake_model, res.session_id)

@@ -70,7 +70,6 @@ from pydantic_ai.ui.vercel_ai.response_types import (
     FinishChunk,
     TextDeltaChunk,
 )
-from pydantic_ai.usage import UsageLimits
 from pydantic_core import PydanticSerializationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -96,6 +95,7 @@ from agentloft.chat.models import (
 )
 from agentloft.chat.parts import PartsCollector
 from agentloft.chat.runs import StopReason, current_stop_reason
+from agentloft.chat.steps import TurnSteps
 from agentloft.chat.stream import EngineEventStream, failure_chunk
 from agentloft.chat.toolset import RunScope, RunToolset
 from agentloft.core.db import whole_characters
@@ -567,7 +567,7 @@ class _Outcome:
     tokens: usage_service.Tokens = field(default_factory=usage_service.Tokens)  # this run's, cache counts too
     output: Any = None
     stopped: StopReason | None = None
-    run: Any = None  # pydantic-ai's event stream of the run, once it started
+    run: TurnSteps | None = None  # the run's steps, once they were built
     model_calls: int = 0  # requests this run sent to the model
     # The closing chunks (``finish``, ``[DONE]``): held back until the turn is saved, because a client
     # acts on ``finish`` at once (answers an approval, sends the next message) and must find the saved
@@ -583,25 +583,23 @@ def _settings(rt: Runtime, turn: PreparedTurn) -> ModelSettings:
 
 
 async def _agent_events(rt: Runtime, turn: PreparedTurn, outcome: _Outcome) -> AsyncGenerator[Any, None]:
-    """The run's pydantic-ai events. Everything the run needs is built here, inside the stream, so a
-    failure to build it (a model its configuration cannot make, an unreadable history) reaches the
-    client as the stream's ``error`` chunk, like a model that fails."""
+    """The run's pydantic-ai events (``chat.steps``). Everything the run needs is built here, inside the
+    stream, so a failure to build it (a model its configuration cannot make, an unreadable history)
+    reaches the client as the stream's ``error`` chunk, like a model that fails."""
     model = rt.models.model(llm_service.spec_of(row=turn.model_row, box=rt.box))
-    agent = rt.models.agent(model, turn.system_prompt or None)
-    runner = agent.run_stream_events(
-        turn.prompt,
-        model=BudgetedModel(model, turn.allowance) if turn.allowance else None,
-        message_history=_history(turn.history) or None,
-        deferred_tool_results=turn.deferred,
-        # no tools, no toolset: pydantic-ai runs each step's toolset calls side by side in tasks otherwise
-        toolsets=[RunToolset(turn.tools, turn.scope)] if turn.tools else None,
-        usage_limits=UsageLimits(request_limit=turn.max_steps),
-        model_settings=_settings(rt, turn),
+    steps = TurnSteps(
+        model=BudgetedModel(model, turn.allowance) if turn.allowance else model,
+        toolset=RunToolset(turn.tools, turn.scope) if turn.tools else None,
+        prompt=turn.prompt,
+        history=_history(turn.history),
+        deferred=turn.deferred,
+        instructions=turn.system_prompt or None,
+        settings=_settings(rt, turn),
+        max_steps=turn.max_steps,
     )
-    async with runner as events:
-        outcome.run = events
-        async for event in events:
-            yield event
+    outcome.run = steps
+    async for event in steps.events():
+        yield event
 
 
 async def _stream_run(rt: Runtime, turn: PreparedTurn, stream: EngineEventStream,
@@ -642,17 +640,14 @@ def _history_json(messages: list[ModelMessage]) -> str:
         return json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
 
 
-def _capture(events: Any, outcome: _Outcome) -> None:
-    try:
-        outcome.messages = events.all_messages()
-        outcome.tokens = usage_service.tokens_of(events.usage)
-        outcome.input_tokens, outcome.output_tokens = outcome.tokens.input, outcome.tokens.output
-        outcome.model_calls = events.usage.requests
-    except Exception:  # the run never started
-        log.debug("no run state to capture", exc_info=True)
-    result = events.result
-    if result is not None:
-        outcome.output = result.output
+def _capture(steps: TurnSteps, outcome: _Outcome) -> None:
+    if not steps.started:  # the run never started
+        return
+    outcome.messages = steps.messages
+    outcome.tokens = usage_service.tokens_of(steps.usage)
+    outcome.input_tokens, outcome.output_tokens = outcome.tokens.input, outcome.tokens.output
+    outcome.model_calls = steps.usage.requests
+    outcome.output = steps.output
 
 
 def _deferred_calls(output: Any) -> list[str]:
