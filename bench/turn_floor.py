@@ -6,11 +6,17 @@ the same fake model (``bench.stream_relay --serve-fake``, its own process), thro
 
 - ``http``: the model request alone: the JSON body pydantic-ai sends for this turn, POSTed with the app's
   pooled ``httpx2`` client and read to the end (what any Python client on this transport pays);
+- ``model layer``: pydantic-ai's model layer alone (``Model.request_stream`` of the app's model, as
+  ``pydantic_ai.direct.model_request_stream`` calls it) for the same request: the session's history, the
+  Assistant's instructions and tool definitions, the app's settings (what a provider's request and its
+  parsing cost in pydantic-ai);
 - ``pydantic-ai bare``: ``Agent.run_stream_events`` of a plain agent on the app's model: text output, no
   tools, no history, no instructions (what the agent framework costs before anything of ours);
-- ``pydantic-ai``: the same with the app's agent (text or deferred tool calls as output), the Assistant's
-  toolset and instructions, the session's history and the app's settings;
-- ``+ ui stream``: the same events through the engine's Vercel UI-message-stream encoder and the parts
+- ``pydantic-ai``: the same with an agent (text or deferred tool calls as output), the Assistant's
+  toolset and instructions, the session's history and the app's settings (the agent run the engine used
+  before it kept its own loop);
+- ``steps``: the engine's own loop over the model layer (``chat.steps.TurnSteps``) with the same inputs;
+- ``+ ui stream``: the loop's events through the engine's Vercel UI-message-stream encoder and the parts
   collector (what turning events into the chunks a client reads adds);
 - ``engine``: ``chat.engine.run_turn``: the whole turn without the HTTP server: the session claimed, both
   messages written, the stream buffered, the reply, its parts, its search index and the history saved.
@@ -91,7 +97,7 @@ async def _setup_app(data_dir: str, fake_url: str) -> tuple[Any, Any]:
 
 
 class Layers:
-    """The four stacks, each one call per turn of ``chunks`` chunks, on the Assistant's inputs."""
+    """The stacks, each one call per turn of ``chunks`` chunks, on the Assistant's inputs."""
 
     def __init__(self, rt: Any, agent: Any, inputs: Any, user_id: int) -> None:
         self.rt, self.agent, self.inputs, self.user_id = rt, agent, inputs, user_id
@@ -113,7 +119,7 @@ class Layers:
         self.request_body = await self._captured_body()
 
     async def _captured_body(self) -> bytes:
-        """The exact bytes pydantic-ai sends for a follow-up turn, caught by an httpx2 event hook."""
+        """The exact bytes the engine's loop sends for a follow-up turn, caught by an httpx2 event hook."""
         seen: list[bytes] = []
         client = self.rt.models.http_client()
 
@@ -122,7 +128,7 @@ class Layers:
 
         client.event_hooks["request"].append(hook)
         try:
-            await self.pydantic_ai(10)
+            await self.steps(10)
         finally:
             client.event_hooks["request"].remove(hook)
         return seen[0]
@@ -130,23 +136,61 @@ class Layers:
     def _runner(self, chunks: int) -> Any:
         from pydantic_ai.usage import UsageLimits
 
-        from agentloft.chat.engine import PreparedTurn, _history, _settings
+        from agentloft.chat.engine import _history
+
+        model, toolset, settings = self._turn_inputs()
+        agent = self.rt.models.agent(model, self.agent.system_prompt or None)
+        return agent.run_stream_events(
+            f"go {chunks}", message_history=_history(self.history) or None,
+            toolsets=[toolset] if toolset else None,
+            usage_limits=UsageLimits(request_limit=self.agent.max_steps), model_settings=settings)
+
+    def _turn_inputs(self) -> tuple[Any, Any, Any]:
+        """The app's model, the Assistant's toolset and the turn's settings, as the engine makes them."""
+        from agentloft.chat.engine import PreparedTurn, _settings
         from agentloft.chat.toolset import RunScope, RunToolset
         from agentloft.llm import service as llm_service
 
         rt, turn_tools = self.rt, self.inputs.tools
         model = rt.models.model(llm_service.spec_of(row=self.inputs.model_row, box=rt.box))
-        agent = rt.models.agent(model, self.agent.system_prompt or None)
         scope = RunScope(runtime=rt, user_id=self.user_id, user_role="admin", session_id=self.session_id,
                          agent_id=self.agent.id)
         turn = PreparedTurn(session_id=self.session_id, buffer_key="x", message_id="x", scope=scope,
                             model_row=self.inputs.model_row, model_config_id=None, system_prompt="",
                             max_steps=self.agent.max_steps, max_tokens=self.agent.max_output_tokens,
                             tools=turn_tools, history=self.history)
-        return agent.run_stream_events(
-            f"go {chunks}", message_history=_history(self.history) or None,
-            toolsets=[RunToolset(turn_tools, scope)] if turn_tools else None,
-            usage_limits=UsageLimits(request_limit=self.agent.max_steps), model_settings=_settings(rt, turn))
+        return model, RunToolset(turn_tools, scope) if turn_tools else None, _settings(rt, turn)
+
+    def _steps(self, chunks: int) -> Any:
+        from agentloft.chat.engine import _history
+        from agentloft.chat.steps import TurnSteps
+
+        model, toolset, settings = self._turn_inputs()
+        return TurnSteps(model=model, toolset=toolset, prompt=f"go {chunks}", history=_history(self.history),
+                         deferred=None, instructions=self.agent.system_prompt or None, settings=settings,
+                         max_steps=self.agent.max_steps)
+
+    async def model_layer(self, chunks: int, mark: Mark | None = None) -> None:
+        from pydantic_ai import RunContext
+        from pydantic_ai.messages import InstructionPart, ModelRequest, UserPromptPart
+        from pydantic_ai.models import ModelRequestParameters
+        from pydantic_ai.usage import RunUsage
+
+        from agentloft.chat.engine import _history
+
+        model, toolset, settings = self._turn_inputs()
+        ctx = RunContext(deps=None, model=model, usage=RunUsage())
+        tools = await toolset.get_tools(ctx) if toolset is not None else {}
+        instructions = self.agent.system_prompt or None
+        params = ModelRequestParameters(
+            function_tools=[t.tool_def for t in tools.values()],
+            instruction_parts=[InstructionPart(content=instructions)] if instructions else None)
+        messages = [*_history(self.history),
+                    ModelRequest(parts=[UserPromptPart(f"go {chunks}")], instructions=instructions)]
+        await self._events(model.request_stream(model.prepare_messages(messages, params), settings, params, ctx), mark)
+
+    async def steps(self, chunks: int, mark: Mark | None = None) -> None:
+        await self._stream(self._steps(chunks).events(), mark)
 
     async def http(self, chunks: int, mark: Mark | None = None) -> None:
         body = self.request_body.replace(b"go 10", f"go {chunks}".encode())
@@ -172,15 +216,18 @@ class Layers:
         await self._events(self._runner(chunks), mark)
 
     async def _events(self, runner: Any, mark: Mark | None) -> None:
+        async with runner as events:
+            await self._stream(events, mark)
+
+    async def _stream(self, events: AsyncIterator[Any], mark: Mark | None) -> None:
         from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 
         fire = _once(mark)
-        async with runner as events:
-            async for event in events:
-                if fire is not None and (
-                        (isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content)
-                        or (isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta))):
-                    fire()
+        async for event in events:
+            if fire is not None and (
+                    (isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content)
+                    or (isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta))):
+                fire()
 
     async def ui_stream(self, chunks: int, mark: Mark | None = None) -> None:
         from pydantic_ai.ui.vercel_ai.response_types import TextDeltaChunk
@@ -191,13 +238,8 @@ class Layers:
         stream = EngineEventStream(None, sdk_version=6, server_message_id="x", max_steps=self.agent.max_steps)
         collector = PartsCollector([])
 
-        async def events() -> AsyncIterator[Any]:
-            async with self._runner(chunks) as run:
-                async for event in run:
-                    yield event
-
         fire = _once(mark)
-        async for chunk in stream.transform_stream(events()):
+        async for chunk in stream.transform_stream(self._steps(chunks).events()):
             collector.feed(chunk)
             stream.encode_event(chunk)
             if fire is not None and isinstance(chunk, TextDeltaChunk):
@@ -285,16 +327,17 @@ async def main(args: argparse.Namespace) -> None:
 async def _measure(app: Any, args: argparse.Namespace) -> None:
     from agentloft.agents import service as agents_service
     from agentloft.chat import engine
+    from agentloft.groups import access
 
     rt = app.state.runtime
     async with rt.db.read_session() as db:
         agent = await agents_service.get_enabled_agent_by_slug(db=db, slug="assistant")
-        inputs = await engine.load_inputs(db, rt, agent=agent, user_id=1, user_role="admin")
+        inputs = await engine.load_inputs(db, rt, agent=agent, user_id=1, viewer=access.Viewer(role="admin"))
     layers = Layers(rt, agent, inputs, user_id=1)
     await layers.prepare()
-    named: dict[str, Layer] = {"http": layers.http, "pydantic-ai bare": layers.bare,
-                               "pydantic-ai": layers.pydantic_ai, "+ ui stream": layers.ui_stream,
-                               "engine": layers.engine}
+    named: dict[str, Layer] = {"http": layers.http, "model layer": layers.model_layer,
+                               "pydantic-ai bare": layers.bare, "pydantic-ai": layers.pydantic_ai,
+                               "steps": layers.steps, "+ ui stream": layers.ui_stream, "engine": layers.engine}
     if args.profile:
         name, _, path = args.profile.partition(":")
         await _profile(layers, named[name], args.turns, path)
