@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from agentloft.chat import parts
+from agentloft.chat import parts, steps
 from agentloft.chat import service as chat_service
-from agentloft.chat import steps
 from agentloft.llm import clients
 from tests.chat.helpers import chat, make_agent, session_status
 from tests.fakes.openai_server import FakeModel, FakeModelServer, Step, text

@@ -28,7 +28,8 @@ What it matches of the agent run (pydantic-ai 2.68), and how:
   ``ToolFailed`` the ``outcome='failed'`` return.
 - Calls of one response run side by side; their events stream as they happen, their returns go into the
   next request in the model's order.
-- ``max_steps`` requests at most: the next one raises ``UsageLimitExceeded`` as ``UsageLimits`` does.
+- ``max_steps`` requests at most (``UsageLimits``' check): instead of the next one the turn ends with
+  ``StepLimitReached`` (where the agent run raised ``UsageLimitExceeded``), its history as the agent kept it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, RunContext, ToolApproved, ToolDenied
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ToolFailedError, ToolRetryError
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ToolFailedError, ToolRetryError, UsageLimitExceeded
 from pydantic_ai.messages import (
     AgentStreamEvent,
     CustomEvent,
@@ -82,6 +83,14 @@ class StepsResult(AgentRunResult[Any]):
         if self.last_response is None:
             raise ValueError("the turn made no response")
         return self.last_response
+
+
+@dataclasses.dataclass(kw_only=True)
+class StepLimitReached(CustomEvent):
+    """The turn's last event when it made ``max_steps`` requests and the model still called tools: the
+    reply ends there, complete, with a notice (``chat.stream``) rather than a failure."""
+
+    steps: int = 0
 
 
 @dataclasses.dataclass(repr=False)
@@ -167,7 +176,11 @@ class TurnSteps:
             request.instructions = self.instructions
             request.timestamp = datetime.now(UTC)
             self.messages.append(request)
-            self.limits.check_before_request(self.usage)
+            try:
+                self.limits.check_before_request(self.usage)
+            except UsageLimitExceeded:
+                yield StepLimitReached(steps=self.usage.requests)
+                return
             self._step += 1
             response: ModelResponse | None = None
             async for event in self._request(params):
@@ -343,4 +356,4 @@ class TurnSteps:
         return ToolReturnPart.narrow_type(part)
 
 
-__all__ = ["StepsResult", "TurnSteps"]
+__all__ = ["StepLimitReached", "StepsResult", "TurnSteps"]
