@@ -41,7 +41,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, RunContext, ToolApproved, ToolDenied
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ToolFailedError, ToolRetryError, UsageLimitExceeded
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ModelRetry,
+    ToolFailed,
+    ToolFailedError,
+    ToolRetryError,
+    UsageLimitExceeded,
+)
 from pydantic_ai.messages import (
     AgentStreamEvent,
     CustomEvent,
@@ -53,6 +61,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
+    RetryInfo,
     ToolCallPart,
     ToolReturn,
     ToolReturnPart,
@@ -61,6 +70,9 @@ from pydantic_ai.messages import (
     repair_messages,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
+
+# private, pinned with pydantic-ai (tests/chat/test_stream_contract.py): how a request is held to its deadlines
+from pydantic_ai.models._request_timeout import start_request_deadline, stream_under_deadline
 from pydantic_ai.run import AgentRunResult, AgentRunResultEvent
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tool_manager import ToolManager, ValidatedToolCall
@@ -223,9 +235,18 @@ class TurnSteps:
     async def _request(self, params: ModelRequestParameters) -> AsyncIterator[Any]:
         """One model request, streamed; last the ``ModelResponse``, added to the history and the usage."""
         messages = self.model.prepare_messages(repair_messages(self.messages), params)
-        async with self.model.request_stream(messages, self.settings, params, self._context()) as stream:
-            async for event in stream:
-                yield event
+        # under the request's deadlines (``timeout`` / ``first_event_timeout`` of the settings or the model), as
+        # the agent run and ``pydantic_ai.direct`` send it: the first words within the model's wait, every SDK
+        # retry included (``llm.clients``)
+        deadline = start_request_deadline(self.model, self.settings, stream=True)
+        opened = self.model.request_stream(messages, self.settings, params, self._context())
+        async with stream_under_deadline(deadline, opened) as stream:
+            try:
+                async for event in stream:
+                    yield event
+            except Exception:  # no response to keep, but what the provider reported it used counts
+                self.usage.incr(stream.usage)
+                raise
         response = stream.get()
         response.model_id = response.model_id or self.model.model_id
         self.usage.requests += 1
@@ -336,9 +357,13 @@ class TurnSteps:
 
     async def _outcome(self, call: ToolCallPart, job: Any) -> ToolReturnPart:
         """The call's return part: run (a ``ValidatedToolCall``), denied, or answered from outside."""
-        if isinstance(job, ToolDenied):
+        if isinstance(job, ToolDenied | ToolFailed):  # a denial, or an outside call that failed (``a2a.waiting``)
             return ToolReturnPart(tool_name=call.tool_name, content=job.message, tool_call_id=call.tool_call_id,
-                                  tool_kind=call.tool_kind, outcome="denied")
+                                  tool_kind=call.tool_kind,
+                                  outcome="denied" if isinstance(job, ToolDenied) else "failed")
+        if isinstance(job, ModelRetry):  # an outside call's result that asks the model to try again
+            return ToolReturnPart(tool_name=call.tool_name, content=job.message, tool_call_id=call.tool_call_id,
+                                  tool_kind=call.tool_kind, outcome="retried", retry=RetryInfo(cause="model_retry"))
         if isinstance(job, ValidatedToolCall):
             assert self._manager is not None
             try:
