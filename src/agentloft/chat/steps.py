@@ -176,7 +176,10 @@ class TurnSteps:
                     request = event
                 else:
                     yield event
-            if isinstance(self.output, DeferredToolRequests) or request is None:
+            if isinstance(self.output, DeferredToolRequests) or request is None:  # waits again
+                if request is not None and request.parts:
+                    request.timestamp = datetime.now(UTC)
+                    self.messages.append(request)
                 async for event in self._end():
                     yield event
                 return
