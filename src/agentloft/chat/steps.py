@@ -71,7 +71,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model, ModelRequestParameters
 
-# private, pinned with pydantic-ai (tests/chat/test_stream_contract.py): how a request is held to its deadlines
+# private: how pydantic-ai holds a request to its deadlines (no public call takes a run context). Pinned with
+# pydantic-ai's exact version (tests/chat/test_stream_contract.py); tests/llm/test_timeouts.py checks the behaviour.
 from pydantic_ai.models._request_timeout import start_request_deadline, stream_under_deadline
 from pydantic_ai.run import AgentRunResult, AgentRunResultEvent
 from pydantic_ai.settings import ModelSettings
