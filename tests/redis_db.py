@@ -9,6 +9,7 @@ import asyncio
 import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -26,19 +27,25 @@ def new_prefix() -> str:
     return f"agentloft-test-{os.getpid()}-{next(_names)}"
 
 
-async def _delete_prefix(url: str, prefix: str) -> None:
+async def _delete(url: str, *, match: str | None = None, names: tuple[str, ...] = ()) -> None:
+    """Delete the keys ``names`` and those matching ``match``."""
     client = Redis.from_url(url)
     try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+        keys = [*names, *([key async for key in client.scan_iter(match=match, count=1000)] if match else [])]
         if keys:
             await client.delete(*keys)
     finally:
         await client.aclose()
 
 
+def _run_delete(url: str, **which: Any) -> None:
+    """``_delete`` in a fresh event loop on a worker thread (never the caller's loop)."""
+    _pool.submit(lambda: asyncio.run(_delete(url, **which))).result()
+
+
 def delete_prefix(url: str, prefix: str) -> None:
-    """Drop every key of one test, in a fresh event loop on a worker thread (never the caller's loop)."""
-    _pool.submit(lambda: asyncio.run(_delete_prefix(url, prefix))).result()
+    """Drop every key of one test."""
+    _run_delete(url, match=f"{prefix}:*")
 
 
 def expire_buffer(key: str) -> None:
@@ -47,16 +54,7 @@ def expire_buffer(key: str) -> None:
     and go with it."""
     url = server_url()
     if url is not None and current is not None:
-        name = f"{current}:buf:{key}"
-        _pool.submit(lambda: asyncio.run(_delete_keys(url, name))).result()
-
-
-async def _delete_keys(url: str, *names: str) -> None:
-    client = Redis.from_url(url)
-    try:
-        await client.delete(*names)
-    finally:
-        await client.aclose()
+        _run_delete(url, names=(f"{current}:buf:{key}",))
 
 
 current: str | None = None
